@@ -1,0 +1,379 @@
+//! Writing an exporter plug-in in Rust: implement [`PluginExporter`] and call
+//! [`export_plugin!`](crate::export_plugin).
+//!
+//! The generated C functions catch every panic: a panicking exporter answers
+//! [`EXPORT_PANICKED`](crate::plugin::EXPORT_PANICKED) from then on and is never
+//! called again, and a panic in `create` becomes a creation error. Nothing
+//! unwinds into the host.
+//!
+//! ```
+//! use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+//! use nixl_telemetry_abi::Event;
+//!
+//! /// Counts events and forgets them.
+//! struct Counting { seen: u64 }
+//!
+//! impl PluginExporter for Counting {
+//!     fn create(_params: &PluginParams<'_>) -> Result<Self, String> {
+//!         Ok(Counting { seen: 0 })
+//!     }
+//!     fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
+//!         self.seen += events.len() as u64;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! nixl_telemetry_abi::export_plugin!(Counting, name = "counting", version = "1.0.0");
+//! # fn main() {}
+//! ```
+
+use core::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::event::Event;
+use crate::plugin::{write_error, ExporterParams, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED};
+
+/// The parameters a plug-in exporter is created with, borrowed from the host.
+#[derive(Debug, Clone, Copy)]
+pub struct PluginParams<'a> {
+    /// The agent's name.
+    pub agent_name: &'a str,
+    /// `NIXL_TELEMETRY_BUFFER_SIZE`: the most events one batch will hold.
+    pub max_events_buffered: usize,
+    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`, if set.
+    pub output_path: Option<&'a str>,
+}
+
+/// An exporter implemented in Rust and exported through the C ABI.
+///
+/// The host calls one exporter from one thread at a time, so methods take
+/// `&mut self`. An `Err` is reported to the host as a failed call; the text is
+/// logged by the plug-in through the `log`-free channel of its choice (the ABI
+/// carries no message for export calls).
+pub trait PluginExporter: Sized + Send + 'static {
+    /// Creates an exporter; the error text reaches the host's error message.
+    fn create(params: &PluginParams<'_>) -> Result<Self, String>;
+    /// Exports events in the order given.
+    fn export_batch(&mut self, events: &[Event]) -> Result<(), String>;
+    /// Makes what was exported durable or visible; called after each flush batch.
+    fn flush(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The boxed state behind the opaque exporter pointer handed to the host.
+pub struct ExporterCell<T> {
+    inner: T,
+    poisoned: bool,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// Reads an optional C string; `Err` names the field when it is not UTF-8.
+///
+/// # Safety
+/// `ptr` must be NULL or point to a NUL-terminated string alive for `'a`.
+unsafe fn c_str<'a>(ptr: *const c_char, field: &str) -> Result<Option<&'a str>, String> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null and NUL-terminated per the caller's contract.
+    let s = unsafe { CStr::from_ptr(ptr) };
+    s.to_str()
+        .map(Some)
+        .map_err(|_| format!("{field} is not valid UTF-8"))
+}
+
+/// `create_exporter` for `T`.
+///
+/// # Safety
+/// `params` must be NULL or point to valid [`ExporterParams`]; `err` must be NULL
+/// or valid for writes of `err_len` bytes.
+pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
+    params: *const ExporterParams,
+    err: *mut c_char,
+    err_len: usize,
+) -> *mut c_void {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        if params.is_null() {
+            return Err("params is NULL".to_owned());
+        }
+        // SAFETY: non-null and valid per the caller's contract.
+        let raw = unsafe { &*params };
+        // SAFETY: the host passes NUL-terminated strings that outlive this call.
+        let agent_name = unsafe { c_str(raw.agent_name, "agent_name") }?
+            .ok_or_else(|| "agent_name is NULL".to_owned())?;
+        // SAFETY: as above.
+        let output_path = unsafe { c_str(raw.output_path, "output_path") }?;
+        let params = PluginParams {
+            agent_name,
+            max_events_buffered: raw.max_events_buffered,
+            output_path,
+        };
+        T::create(&params)
+    }));
+    let message = match result {
+        Ok(Ok(exporter)) => {
+            let cell = Box::new(ExporterCell {
+                inner: exporter,
+                poisoned: false,
+            });
+            return Box::into_raw(cell).cast();
+        }
+        Ok(Err(message)) => message,
+        Err(payload) => format!("exporter panicked while being created: {}", panic_message(&*payload)),
+    };
+    // SAFETY: per the caller's contract on `err` and `err_len`.
+    unsafe { write_error(err, err_len, &message) };
+    core::ptr::null_mut()
+}
+
+/// Runs `f` on the exporter behind `exporter`, turning errors and panics into codes.
+///
+/// # Safety
+/// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
+/// yet destroyed, used by one thread at a time.
+unsafe fn with_exporter<T: PluginExporter>(
+    exporter: *mut c_void,
+    f: impl FnOnce(&mut T) -> Result<(), String>,
+) -> i32 {
+    if exporter.is_null() {
+        return EXPORT_FAILED;
+    }
+    // SAFETY: per the caller's contract the pointer came from Box<ExporterCell<T>>
+    // and no other thread uses it now.
+    let cell = unsafe { &mut *exporter.cast::<ExporterCell<T>>() };
+    if cell.poisoned {
+        return EXPORT_PANICKED;
+    }
+    match catch_unwind(AssertUnwindSafe(|| f(&mut cell.inner))) {
+        Ok(Ok(())) => EXPORT_OK,
+        Ok(Err(_)) => EXPORT_FAILED,
+        Err(_) => {
+            cell.poisoned = true;
+            EXPORT_PANICKED
+        }
+    }
+}
+
+/// `export_event` for `T`.
+///
+/// # Safety
+/// As for [`with_exporter`]; `event` must be NULL or point to a valid event.
+pub unsafe extern "C" fn export_event<T: PluginExporter>(
+    exporter: *mut c_void,
+    event: *const Event,
+) -> i32 {
+    if event.is_null() {
+        return EXPORT_FAILED;
+    }
+    // SAFETY: non-null and valid per the caller's contract.
+    let event = unsafe { &*event };
+    // SAFETY: per the caller's contract.
+    unsafe { with_exporter::<T>(exporter, |e| e.export_batch(core::slice::from_ref(event))) }
+}
+
+/// `export_batch` for `T`.
+///
+/// # Safety
+/// As for [`with_exporter`]; `events` must be valid for `count` events (or `count` 0).
+pub unsafe extern "C" fn export_batch<T: PluginExporter>(
+    exporter: *mut c_void,
+    events: *const Event,
+    count: usize,
+) -> i32 {
+    let events = if count == 0 {
+        &[][..]
+    } else if events.is_null() {
+        return EXPORT_FAILED;
+    } else {
+        // SAFETY: valid for `count` events per the caller's contract.
+        unsafe { core::slice::from_raw_parts(events, count) }
+    };
+    // SAFETY: per the caller's contract.
+    unsafe { with_exporter::<T>(exporter, |e| e.export_batch(events)) }
+}
+
+/// `flush` for `T`.
+///
+/// # Safety
+/// As for [`with_exporter`].
+pub unsafe extern "C" fn flush<T: PluginExporter>(exporter: *mut c_void) -> i32 {
+    // SAFETY: per the caller's contract.
+    unsafe { with_exporter::<T>(exporter, |e| e.flush()) }
+}
+
+/// `destroy_exporter` for `T`.
+///
+/// # Safety
+/// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`],
+/// destroyed only once.
+pub unsafe extern "C" fn destroy_exporter<T: PluginExporter>(exporter: *mut c_void) {
+    if exporter.is_null() {
+        return;
+    }
+    // SAFETY: the pointer came from Box::into_raw in create_exporter::<T> and is
+    // destroyed once per the caller's contract.
+    let cell = unsafe { Box::from_raw(exporter.cast::<ExporterCell<T>>()) };
+    // A panic in T's Drop must not unwind into the host either.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(cell)));
+}
+
+/// Exports a [`PluginExporter`] as a NIXL telemetry plug-in: defines
+/// `nixl_telemetry_plugin_init` and `nixl_telemetry_plugin_fini`.
+///
+/// Use it once per `cdylib`, with string literals for `name` and `version`:
+/// `export_plugin!(MyExporter, name = "mine", version = "1.0.0");`
+#[macro_export]
+macro_rules! export_plugin {
+    ($exporter:ty, name = $name:literal, version = $version:expr $(,)?) => {
+        #[doc(hidden)]
+        pub static NIXL_TELEMETRY_PLUGIN_DESCRIPTOR: $crate::plugin::PluginDescriptor =
+            $crate::plugin::PluginDescriptor {
+                api_version: $crate::plugin::PLUGIN_API_VERSION,
+                struct_size: ::core::mem::size_of::<$crate::plugin::PluginDescriptor>() as u32,
+                name: ::core::concat!($name, "\0").as_ptr().cast(),
+                version: ::core::concat!($version, "\0").as_ptr().cast(),
+                create_exporter: Some($crate::export::create_exporter::<$exporter>),
+                export_event: Some($crate::export::export_event::<$exporter>),
+                export_batch: Some($crate::export::export_batch::<$exporter>),
+                flush: Some($crate::export::flush::<$exporter>),
+                destroy_exporter: Some($crate::export::destroy_exporter::<$exporter>),
+            };
+
+        /// Returns this plug-in's descriptor.
+        #[no_mangle]
+        pub extern "C" fn nixl_telemetry_plugin_init() -> *const $crate::plugin::PluginDescriptor {
+            &NIXL_TELEMETRY_PLUGIN_DESCRIPTOR
+        }
+
+        /// Called once before the host unloads the library.
+        #[no_mangle]
+        pub extern "C" fn nixl_telemetry_plugin_fini() {}
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Category;
+    use std::ffi::CString;
+
+    struct Recording {
+        events: Vec<Event>,
+        panic_on_value: Option<u64>,
+    }
+
+    impl PluginExporter for Recording {
+        fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+            match params.output_path {
+                Some("fail") => Err(format!("cannot export for {}", params.agent_name)),
+                Some("panic") => panic!("boom in create"),
+                Some("panic-later") => Ok(Recording { events: vec![], panic_on_value: Some(13) }),
+                _ => Ok(Recording { events: vec![], panic_on_value: None }),
+            }
+        }
+        fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
+            for e in events {
+                if Some(e.value) == self.panic_on_value {
+                    panic!("unlucky value");
+                }
+                self.events.push(*e);
+            }
+            Ok(())
+        }
+    }
+
+    crate::export_plugin!(Recording, name = "recording", version = "0.0.1");
+
+    fn create(output: Option<&str>) -> (*mut c_void, String) {
+        let agent = CString::new("agent-a").unwrap();
+        let out = output.map(|o| CString::new(o).unwrap());
+        let params = ExporterParams {
+            agent_name: agent.as_ptr(),
+            max_events_buffered: 16,
+            output_path: out.as_ref().map_or(core::ptr::null(), |o| o.as_ptr()),
+        };
+        let mut err = [0 as c_char; 64];
+        let desc = nixl_telemetry_plugin_init();
+        // SAFETY: the descriptor is a static built by the macro.
+        let desc = unsafe { &*desc };
+        // SAFETY: params and err are valid for the call.
+        let handle = unsafe { (desc.create_exporter.unwrap())(&params, err.as_mut_ptr(), err.len()) };
+        // SAFETY: write_error always NUL-terminates within err.
+        let msg = unsafe { CStr::from_ptr(err.as_ptr()) }.to_string_lossy().into_owned();
+        (handle, msg)
+    }
+
+    #[test]
+    fn descriptor_is_well_formed() {
+        // SAFETY: static descriptor.
+        let desc = unsafe { &*nixl_telemetry_plugin_init() };
+        assert_eq!(desc.api_version, 1);
+        assert_eq!(desc.struct_size as usize, core::mem::size_of::<crate::plugin::PluginDescriptor>());
+        // SAFETY: static NUL-terminated strings.
+        assert_eq!(unsafe { CStr::from_ptr(desc.name) }.to_str().unwrap(), "recording");
+    }
+
+    #[test]
+    fn events_flow_through_the_c_functions() {
+        let (h, msg) = create(None);
+        assert!(!h.is_null(), "{msg}");
+        let evs = [
+            Event::new(1, Category::TRANSFER, "agent_tx_bytes", 4096),
+            Event::new(2, Category::ERROR, "NIXL_ERR_BACKEND", 1),
+        ];
+        // SAFETY: h is a live exporter; evs is valid for its length.
+        unsafe {
+            assert_eq!(export_batch::<Recording>(h, evs.as_ptr(), evs.len()), EXPORT_OK);
+            assert_eq!(export_event::<Recording>(h, &evs[0]), EXPORT_OK);
+            assert_eq!(export_event::<Recording>(h, core::ptr::null()), EXPORT_FAILED);
+            assert_eq!(flush::<Recording>(h), EXPORT_OK);
+            let cell = &*h.cast::<ExporterCell<Recording>>();
+            assert_eq!(cell.inner.events.len(), 3);
+            destroy_exporter::<Recording>(h);
+        }
+    }
+
+    #[test]
+    fn creation_errors_and_panics_become_messages() {
+        let (h, msg) = create(Some("fail"));
+        assert!(h.is_null());
+        assert_eq!(msg, "cannot export for agent-a");
+        let (h, msg) = create(Some("panic"));
+        assert!(h.is_null());
+        assert!(msg.contains("panicked") && msg.contains("boom"), "{msg}");
+    }
+
+    #[test]
+    fn a_panicking_exporter_is_disabled_not_unwound() {
+        let (h, _) = create(Some("panic-later"));
+        let bad = Event::new(1, Category::CUSTOM, "x", 13);
+        let good = Event::new(1, Category::CUSTOM, "x", 1);
+        // SAFETY: h is live; events are valid.
+        unsafe {
+            assert_eq!(export_event::<Recording>(h, &bad), EXPORT_PANICKED);
+            assert_eq!(export_event::<Recording>(h, &good), EXPORT_PANICKED);
+            assert_eq!(flush::<Recording>(h), EXPORT_PANICKED);
+            destroy_exporter::<Recording>(h);
+        }
+    }
+
+    #[test]
+    fn error_buffer_is_cut_and_terminated() {
+        let mut buf = [1 as c_char; 5];
+        // SAFETY: buf is valid for 5 bytes.
+        unsafe { write_error(buf.as_mut_ptr(), buf.len(), "héllo") };
+        // "hé" is 3 bytes, "hél" 4: 4 bytes fit before the NUL.
+        // SAFETY: NUL-terminated by write_error.
+        assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(), "hél");
+    }
+}

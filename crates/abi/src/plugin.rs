@@ -1,0 +1,132 @@
+//! The exporter plug-in C ABI, version 1 (`include/nixl_telemetry_plugin.h`).
+//!
+//! A plug-in is a shared library `libtelemetry_exporter_<name>.so` exporting
+//! [`INIT_SYMBOL`] (returning a [`PluginDescriptor`]) and [`FINI_SYMBOL`].
+//! The host checks `api_version` and `struct_size` before calling anything,
+//! calls every function of one exporter from one thread at a time, and destroys
+//! every exporter before `fini` and before unloading.
+
+use core::ffi::{c_char, c_void};
+use core::mem::{offset_of, size_of};
+
+use crate::event::Event;
+
+/// `NIXL_TELEMETRY_PLUGIN_API_VERSION`.
+pub const PLUGIN_API_VERSION: u32 = 1;
+
+/// Name of the init symbol, NUL-terminated.
+pub const INIT_SYMBOL: &[u8] = b"nixl_telemetry_plugin_init\0";
+/// Name of the fini symbol, NUL-terminated.
+pub const FINI_SYMBOL: &[u8] = b"nixl_telemetry_plugin_fini\0";
+/// File-name prefix of a plug-in library.
+pub const LIBRARY_PREFIX: &str = "libtelemetry_exporter_";
+/// File-name suffix of a plug-in library.
+pub const LIBRARY_SUFFIX: &str = ".so";
+
+/// Return code of a successful call.
+pub const EXPORT_OK: i32 = 0;
+/// Return code of a failed call (the exporter stays usable).
+pub const EXPORT_FAILED: i32 = -1;
+/// Return code of a Rust plug-in whose exporter panicked: it is disabled for good.
+pub const EXPORT_PANICKED: i32 = -2;
+
+/// `nixl_telemetry_exporter_params_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ExporterParams {
+    /// The agent's name, NUL-terminated; never NULL.
+    pub agent_name: *const c_char,
+    /// `NIXL_TELEMETRY_BUFFER_SIZE`.
+    pub max_events_buffered: usize,
+    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`, NUL-terminated, or NULL.
+    pub output_path: *const c_char,
+}
+
+/// `create_exporter`: NULL on failure, with a NUL-terminated reason in `err`.
+pub type CreateExporterFn =
+    unsafe extern "C" fn(params: *const ExporterParams, err: *mut c_char, err_len: usize) -> *mut c_void;
+/// `export_event`: 0 = ok.
+pub type ExportEventFn = unsafe extern "C" fn(exporter: *mut c_void, event: *const Event) -> i32;
+/// `export_batch`: 0 = ok.
+pub type ExportBatchFn =
+    unsafe extern "C" fn(exporter: *mut c_void, events: *const Event, count: usize) -> i32;
+/// `flush`: 0 = ok.
+pub type FlushFn = unsafe extern "C" fn(exporter: *mut c_void) -> i32;
+/// `destroy_exporter`.
+pub type DestroyExporterFn = unsafe extern "C" fn(exporter: *mut c_void);
+/// `nixl_telemetry_plugin_init`.
+pub type PluginInitFn = unsafe extern "C" fn() -> *const PluginDescriptor;
+/// `nixl_telemetry_plugin_fini`.
+pub type PluginFiniFn = unsafe extern "C" fn();
+
+/// `nixl_telemetry_plugin_t`: what `nixl_telemetry_plugin_init` returns.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PluginDescriptor {
+    /// [`PLUGIN_API_VERSION`].
+    pub api_version: u32,
+    /// `size_of::<PluginDescriptor>()`.
+    pub struct_size: u32,
+    /// The plug-in's name, NUL-terminated.
+    pub name: *const c_char,
+    /// The plug-in's version, NUL-terminated.
+    pub version: *const c_char,
+    /// Creates one exporter.
+    pub create_exporter: Option<CreateExporterFn>,
+    /// Exports one event.
+    pub export_event: Option<ExportEventFn>,
+    /// Exports a batch; may be NULL, then the host loops `export_event`.
+    pub export_batch: Option<ExportBatchFn>,
+    /// Called after each flush batch; may be NULL.
+    pub flush: Option<FlushFn>,
+    /// Destroys one exporter.
+    pub destroy_exporter: Option<DestroyExporterFn>,
+}
+
+// SAFETY: a descriptor is immutable once built and its pointers refer to static,
+// NUL-terminated strings and to functions, which every thread may read.
+unsafe impl Sync for PluginDescriptor {}
+// SAFETY: as above; nothing in it is tied to the thread that built it.
+unsafe impl Send for PluginDescriptor {}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    assert!(size_of::<ExporterParams>() == 24);
+    assert!(offset_of!(ExporterParams, max_events_buffered) == 8);
+    assert!(offset_of!(ExporterParams, output_path) == 16);
+    assert!(size_of::<PluginDescriptor>() == 64);
+    assert!(offset_of!(PluginDescriptor, struct_size) == 4);
+    assert!(offset_of!(PluginDescriptor, name) == 8);
+    assert!(offset_of!(PluginDescriptor, version) == 16);
+    assert!(offset_of!(PluginDescriptor, create_exporter) == 24);
+    assert!(offset_of!(PluginDescriptor, export_event) == 32);
+    assert!(offset_of!(PluginDescriptor, export_batch) == 40);
+    assert!(offset_of!(PluginDescriptor, flush) == 48);
+    assert!(offset_of!(PluginDescriptor, destroy_exporter) == 56);
+};
+
+/// The file name of plug-in `name`: `libtelemetry_exporter_<name>.so`.
+pub fn library_file_name(name: &str) -> String {
+    format!("{LIBRARY_PREFIX}{name}{LIBRARY_SUFFIX}")
+}
+
+/// Writes `message` into a C error buffer of `len` bytes, cut at a character
+/// boundary and NUL-terminated. Does nothing when `buf` is NULL or `len` is 0.
+///
+/// # Safety
+/// `buf` must be NULL or valid for writes of `len` bytes.
+pub unsafe fn write_error(buf: *mut c_char, len: usize, message: &str) {
+    if buf.is_null() || len == 0 {
+        return;
+    }
+    let mut n = message.len().min(len - 1);
+    while !message.is_char_boundary(n) {
+        n -= 1;
+    }
+    // SAFETY: the caller guarantees `buf` is valid for `len` bytes and n + 1 <= len;
+    // the source is a live &str that cannot overlap a caller-owned C buffer.
+    unsafe {
+        core::ptr::copy_nonoverlapping(message.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+}
