@@ -1,0 +1,30 @@
+//! `nixl-telemetry`: the project's command-line front door.
+//!
+//! Each subcommand lives in its own module; this file only dispatches.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// NIXL telemetry: record, export, read and process telemetry events.
+#[derive(Debug, Parser)]
+#[command(name = "nixl-telemetry", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: anyhow::Result<ExitCode> = match cli.command {};
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("nixl-telemetry: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
