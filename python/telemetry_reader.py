@@ -1,0 +1,931 @@
+#!/usr/bin/env python3
+"""Read NIXL version-1 telemetry ring files (standard library only, Python >= 3.8).
+
+    python3 python/telemetry_reader.py --telemetry_path PATH [--once] [--peek]
+        [--json | --summary] [--category NAME]... [--name GLOB]... [--quiet]
+
+PATH is one ring file, or a directory of ring files (one per agent, named after
+the agent). By default the reader consumes (advances ``read_pos`` in the file)
+and polls every 100 ms until SIGINT or SIGTERM, then prints its totals and
+exits 0. See docs/readers.md for the full description.
+
+Output format
+=============
+
+These rules are shared with the Rust reader (``telemetry_reader``); on the same
+input both write byte-identical stdout. stdout carries only events (or the
+summary table); everything else goes to stderr. stdout is UTF-8, lines end
+with ``\\n``.
+
+Text mode (the default). Each event is written as::
+
+    "\\n=== NIXL Telemetry Event ===\\n"
+    ["Agent: <agent>\\n"]                      (directory mode only)
+    "Timestamp: <date-time>.<micro>\\n"
+    "Category: <category>\\n"
+    "Event: <name>\\n"
+    "Value: <value>\\n"
+    "===========================\\n"
+
+that is, a blank line *before* every block and nothing after the last one.
+For a fixture this equals the slice of its ``.reader.txt`` from the blank line
+before the first ``===`` line to the last ``=====`` line, newline included.
+An empty ring prints nothing.
+
+* ``<date-time>``: ``ts // 1_000_000`` seconds since the epoch converted to
+  local time (the C library's ``localtime``, so ``TZ`` applies) and formatted
+  ``%Y-%m-%d %H:%M:%S``; ``<micro>`` is ``ts % 1_000_000`` as 6 digits. Seconds
+  come from integer division, so ``.999999`` never rolls into the next
+  second. If the local date-time does not fit a four-digit year (year >
+  9999), ``<date-time>`` is ``@`` followed by the decimal seconds instead, e.g.
+  ``@18446744073709.551615``.
+* ``<category>``: MEMORY, TRANSFER, CONNECTION, BACKEND, ERROR, PERFORMANCE,
+  SYSTEM, CUSTOM for 0..7, otherwise ``UNKNOWN_CATEGORY_<n>`` (``n`` signed
+  decimal).
+* ``<name>``: the 32-byte name field up to its first NUL, decoded as UTF-8,
+  each invalid sequence replaced by U+FFFD (maximal-subpart rule, the same as
+  Rust's ``String::from_utf8_lossy``). Printed as is. A field without any NUL
+  is malformed: the slot is skipped with a warning on stderr.
+* ``<value>``: unsigned decimal.
+* ``<agent>``: the ring's file name, decoded like a name.
+
+JSON mode (``--json``): one compact object per event and line, keys in this
+order, no spaces, non-ASCII characters written as UTF-8 (not ``\\u`` escaped),
+control characters escaped as ``\\u00XX`` (lower-case hex) except ``\\b \\f \\n
+\\r \\t``, i.e. ``json.dumps(obj, separators=(",", ":"), ensure_ascii=False)``::
+
+    {"timestamp_us":1749737007118204,"category":"MEMORY","category_id":0,"name":"agent_memory_registered","value":268435456}
+
+In directory mode ``,"agent":"<agent>"`` follows ``value``.
+
+Summary mode (``--summary``): see docs/readers.md, section "Summary table".
+"""
+
+import argparse
+import array
+import ctypes
+import datetime
+import fnmatch
+import json
+import mmap
+import os
+import re
+import signal
+import stat
+import struct
+import sys
+import time
+
+# --- Layout (mirrors crates/abi/src/ring.rs and crates/abi/src/event.rs) ---
+
+RING_VERSION = 1
+HEADER_SIZE = 40
+SLOT_SIZE = 56
+NAME_FIELD_SIZE = 32
+WRITE_POS_OFFSET = 0
+READ_POS_OFFSET = 8
+
+TRAILER_MAGIC = b"NXTLTRL\0"
+TRAILER_SIZE = 64
+FLAG_CLOSED = 1
+
+# write_pos, read_pos, version, expected_version, capacity, mask
+HEADER = struct.Struct("<QQiiQQ")
+# timestamp_us, category, name[32], 4 bytes padding (ignored), value
+SLOT = struct.Struct("<Qi32s4xQ")
+# magic, trailer_version, trailer_size, producer_pid, flags, created_us,
+# events_written, dropped_staging_full, dropped_ring_full, last_flush_us
+TRAILER = struct.Struct("<8sIIIIQQQQQ")
+U64 = struct.Struct("<Q")
+
+assert HEADER.size == HEADER_SIZE and SLOT.size == SLOT_SIZE and TRAILER.size == TRAILER_SIZE
+
+CATEGORY_NAMES = ("MEMORY", "TRANSFER", "CONNECTION", "BACKEND",
+                  "ERROR", "PERFORMANCE", "SYSTEM", "CUSTOM")
+PERFORMANCE = 5
+
+# --- Behaviour ---
+
+POLL_INTERVAL = 0.1
+SUMMARY_INTERVAL = 1.0
+BATCH_EVENTS = 65536          # events decoded, written and committed at a time
+MAX_SLOT_WARNINGS = 10        # per ring; later malformed slots are only counted
+CACHE_LIMIT = 65536           # entries in the name and date caches
+
+EXIT_OK = 0
+EXIT_OUTPUT = 1               # stdout could not be written (e.g. closed pipe)
+EXIT_BAD_INPUT = 2            # usage error, missing or broken file, truncation
+EXIT_INTERNAL = 3             # a bug in this reader
+
+PROG = "telemetry_reader.py"
+EVENT_HEAD = "\n=== NIXL Telemetry Event ===\n"
+EVENT_TAIL = "===========================\n"
+
+
+class ReaderError(Exception):
+    """A problem with the input. str() is the one-line message; exit code 2."""
+
+
+class OutputClosed(Exception):
+    """stdout went away (e.g. the reading end of a pipe was closed)."""
+
+
+class Log:
+    """Informational lines and warnings, all on stderr."""
+
+    def __init__(self, quiet):
+        self.quiet = quiet
+
+    @staticmethod
+    def _write(line):
+        try:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def info(self, line):
+        if not self.quiet:
+            self._write(line)
+
+    def warn(self, line):
+        self._write(PROG + ": warning: " + line)
+
+    def error(self, line):
+        self._write(PROG + ": error: " + line)
+
+
+# --- Names, categories, filters ---
+
+def category_name(cat):
+    if 0 <= cat < len(CATEGORY_NAMES):
+        return CATEGORY_NAMES[cat]
+    return "UNKNOWN_CATEGORY_%d" % cat
+
+
+_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def parse_category(text):
+    """A category as readers print it (any case), its NIXL_TELEMETRY_ constant
+    name, UNKNOWN_CATEGORY_<n>, or a decimal number; None if not understood."""
+    text = text.strip()
+    number = None
+    if _INT_RE.match(text):
+        number = int(text)
+    else:
+        upper = text.upper()
+        if upper.startswith("NIXL_TELEMETRY_"):
+            upper = upper[len("NIXL_TELEMETRY_"):]
+        if upper.startswith("UNKNOWN_CATEGORY_") and _INT_RE.match(upper[17:]):
+            number = int(upper[17:])
+        elif upper in CATEGORY_NAMES:
+            number = CATEGORY_NAMES.index(upper)
+    if number is None or not -2 ** 31 <= number < 2 ** 31:
+        return None
+    return number
+
+
+def decode_text(raw):
+    return raw.decode("utf-8", "replace")
+
+
+def agent_name_of(file_name):
+    """Display name of an agent: its file name, invalid UTF-8 replaced."""
+    return decode_text(os.fsencode(file_name))
+
+
+def json_string(text):
+    return json.dumps(text, ensure_ascii=False)
+
+
+# --- One ring file ---
+
+def ring_size(capacity):
+    """Bytes a version-1 reader needs: header and slots."""
+    return HEADER_SIZE + SLOT_SIZE * capacity
+
+
+def header_problem(size, fields):
+    """What is wrong with a header read from a file of `size` bytes, or None."""
+    write_pos, read_pos, version, _expected, capacity, mask = fields
+    if version != RING_VERSION:
+        return "ring version %d; this reader accepts version %d only" % (version, RING_VERSION)
+    if capacity == 0 or capacity & (capacity - 1):
+        return ("capacity %d is not a power of two; accepted: a power of two >= 1 "
+                "(the number of 56-byte slots)" % capacity)
+    if mask != capacity - 1:
+        return "mask %d is not capacity - 1 = %d; accepted: mask = capacity - 1" % (
+            mask, capacity - 1)
+    need = ring_size(capacity)
+    if need > size:
+        return ("capacity %d needs %d bytes (40-byte header + %d x 56-byte slots) but the "
+                "file has %d; accepted: a file holding the header and all its slots"
+                % (capacity, need, capacity, size))
+    for label, pos in (("write_pos", write_pos), ("read_pos", read_pos)):
+        if pos >= capacity:
+            return "%s %d is outside [0, %d); accepted: a slot index below the capacity" % (
+                label, pos, capacity)
+    return None
+
+
+class Trailer:
+    """The 64-byte trailer this project appends after the last slot."""
+
+    __slots__ = ("version", "size", "producer_pid", "flags", "created_us",
+                 "events_written", "dropped_staging_full", "dropped_ring_full",
+                 "last_flush_us")
+
+    def __init__(self, fields):
+        (_magic, self.version, self.size, self.producer_pid, self.flags, self.created_us,
+         self.events_written, self.dropped_staging_full, self.dropped_ring_full,
+         self.last_flush_us) = fields
+
+    @property
+    def lost(self):
+        return self.dropped_staging_full + self.dropped_ring_full
+
+    @property
+    def closed(self):
+        return bool(self.flags & FLAG_CLOSED)
+
+
+class Ring:
+    """An open ring file.
+
+    Only the 40-byte header is mapped: ``write_pos`` and ``read_pos`` are loaded
+    and ``read_pos`` stored through the mapping as single aligned 8-byte
+    accesses. Slots are copied out with ``pread``, which cannot fault if the
+    file shrinks, and the file size is checked with ``fstat`` before every poll
+    and before every store into the mapping.
+    """
+
+    def __init__(self, path, agent, peek):
+        self.path = path
+        self.agent = agent
+        self.peek = peek
+        self.fd = -1
+        self.mm = None
+        self._wp = self._rp = None
+        self.events_read = 0
+        self.malformed = 0
+        self.warned_slots = 0
+        self.retiring = False
+        self.trailer = None
+        self.trailer_problem = None
+        self.fd = self._open()
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+
+    def _fail(self, what):
+        return ReaderError("%s: %s" % (self.path, what))
+
+    def _open(self):
+        flags = os.O_RDONLY if self.peek else os.O_RDWR
+        flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0) | os.O_NONBLOCK
+        try:
+            return os.open(self.path, flags)
+        except FileNotFoundError:
+            raise self._fail("no such file or directory; expected a NIXL version-1 ring "
+                             "file or a directory of ring files") from None
+        except PermissionError:
+            if self.peek:
+                raise self._fail("permission denied opening it for reading; "
+                                 "the reader needs read access") from None
+            raise self._fail("permission denied opening it for reading and writing; consuming "
+                             "needs write access, --peek reads without writing") from None
+        except OSError as err:
+            raise self._fail("cannot open it (%s); expected a readable ring file"
+                             % err.strerror) from None
+
+    def _setup(self):
+        st = os.fstat(self.fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise self._fail("not a regular file; expected a NIXL version-1 ring file")
+        self.ident = (st.st_dev, st.st_ino)
+        size = st.st_size
+        raw = os.pread(self.fd, HEADER_SIZE, 0) if size >= HEADER_SIZE else b""
+        if len(raw) < HEADER_SIZE:
+            raise self._fail("file is %d bytes, too short for the 40-byte ring header; accepted: "
+                             "a 40-byte version-1 header followed by capacity x 56-byte slots"
+                             % min(size, len(raw)))
+        fields = HEADER.unpack(raw)
+        problem = header_problem(size, fields)
+        if problem:
+            raise self._fail(problem)
+        write_pos, read_pos, self.version, _, self.capacity, self.mask = fields
+        self.needed = ring_size(self.capacity)
+        access = mmap.ACCESS_READ if self.peek else mmap.ACCESS_WRITE
+        self.mm = mmap.mmap(self.fd, HEADER_SIZE, access=access)
+        if not self.peek:
+            # ctypes views: loads and stores are single aligned 8-byte accesses.
+            self._wp = ctypes.c_uint64.from_buffer(self.mm, WRITE_POS_OFFSET)
+            self._rp = ctypes.c_uint64.from_buffer(self.mm, READ_POS_OFFSET)
+        self.cursor = read_pos
+        self.unread_at_open = (write_pos - read_pos) & self.mask
+        self.read_trailer(size)
+
+    def close(self):
+        self._wp = self._rp = None      # release the buffer exports before closing
+        if self.mm is not None:
+            self.mm.close()
+            self.mm = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def check_size(self):
+        size = os.fstat(self.fd).st_size
+        if size < self.needed:
+            raise self._fail(
+                "file truncated to %d bytes while being read; the ring needs %d bytes "
+                "(40-byte header + %d x 56-byte slots)" % (size, self.needed, self.capacity))
+        return size
+
+    def read_trailer(self, size=None):
+        """Reads the trailer if the file is long enough and its magic matches."""
+        if size is None:
+            size = self.check_size()
+        if size < self.needed + TRAILER_SIZE:
+            return self.trailer
+        raw = os.pread(self.fd, TRAILER_SIZE, self.needed)
+        if len(raw) < TRAILER_SIZE or raw[:8] != TRAILER_MAGIC:
+            return self.trailer
+        fields = TRAILER.unpack(raw)
+        if fields[1] < 1 or fields[2] < TRAILER_SIZE:
+            self.trailer_problem = ("trailer version %d, size %d; accepted: version >= 1, "
+                                    "size >= 64" % (fields[1], fields[2]))
+            return self.trailer
+        self.trailer = Trailer(fields)
+        return self.trailer
+
+    def _positions(self):
+        if self.peek:
+            return U64.unpack_from(self.mm, WRITE_POS_OFFSET)[0], \
+                U64.unpack_from(self.mm, READ_POS_OFFSET)[0]
+        return self._wp.value, self._rp.value
+
+    def pending(self):
+        """(first slot, number of events) to read now."""
+        self.check_size()
+        write_pos, read_pos = self._positions()
+        for label, pos in (("write_pos", write_pos), ("read_pos", read_pos)):
+            if pos >= self.capacity:
+                raise self._fail("%s %d is outside [0, %d); accepted: a slot index below the "
+                                 "capacity" % (label, pos, self.capacity))
+        if self.peek:
+            # Our own cursor, kept inside [read_pos, write_pos] in case a
+            # consuming reader moves read_pos past it.
+            mask = self.mask
+            if (self.cursor - read_pos) & mask > (write_pos - read_pos) & mask:
+                self.cursor = read_pos
+            start = self.cursor
+        else:
+            start = read_pos
+        return start, (write_pos - start) & self.mask
+
+    def read_slots(self, start, count):
+        """Raw bytes of `count` slots from `start`; start + count <= capacity."""
+        want = count * SLOT_SIZE
+        data = os.pread(self.fd, want, HEADER_SIZE + start * SLOT_SIZE)
+        if len(data) != want:
+            self.check_size()
+            raise self._fail("short read at slot %d; the file changed while being read" % start)
+        return data
+
+    def advance(self, position):
+        if self.peek:
+            self.cursor = position
+        else:
+            self.check_size()
+            self._rp.value = position
+
+
+# --- Turning slots into output ---
+
+class Emitter:
+    """Decodes batches of slots and writes them to stdout."""
+
+    def __init__(self, mode, out, log, categories, globs):
+        self.mode = mode                 # "text", "json" or "summary"
+        self.out = out
+        self.log = log
+        self.categories = categories     # set of category numbers, or None
+        self.globs = globs               # list of patterns, or None
+        self.names = {}                  # raw 32 bytes -> (text, json, passes --name) or ()
+        self.dates = {}                  # seconds -> date-time text
+        self.cat_json = {}
+        self.stats = {}                  # (agent, category, name) -> [n, sum, min, max, values]
+        self.matched = 0
+        self.summary_changed = False
+
+    # caches
+    def _learn_name(self, raw):
+        if len(self.names) >= CACHE_LIMIT:
+            self.names.clear()
+        end = raw.find(b"\0")
+        if end < 0:
+            info = ()
+        else:
+            text = decode_text(raw[:end])
+            passes = self.globs is None or any(fnmatch.fnmatchcase(text, g) for g in self.globs)
+            info = (text, json_string(text), passes)
+        self.names[raw] = info
+        return info
+
+    def _date(self, sec):
+        if len(self.dates) >= CACHE_LIMIT:
+            self.dates.clear()
+        try:
+            text = datetime.datetime.fromtimestamp(sec).strftime("%Y-%m-%d %H:%M:%S")
+        except (OverflowError, OSError, ValueError):
+            text = "@%d" % sec
+        self.dates[sec] = text
+        return text
+
+    def _category_json(self, cat):
+        text = '"category":"%s","category_id":%d,' % (category_name(cat), cat)
+        if len(self.cat_json) < 1024:
+            self.cat_json[cat] = text
+        return text
+
+    def write(self, text):
+        if not text:
+            return
+        try:
+            self.out.write(text.encode("utf-8"))
+            self.out.flush()
+        except (BrokenPipeError, ValueError) as err:
+            raise OutputClosed() from err
+
+    def emit(self, ring, data, first_slot, tagged):
+        """Handles the slots in `data`; returns how many were well-formed."""
+        if self.mode == "text":
+            bad = self._text(ring, data, tagged)
+        elif self.mode == "json":
+            bad = self._json(ring, data, tagged)
+        else:
+            bad = self._summary(ring, data)
+        if bad:
+            self._report_malformed(ring, data, first_slot, bad)
+        return len(data) // SLOT_SIZE - bad
+
+    def _text(self, ring, data, tagged):
+        names, learn = self.names, self._learn_name
+        dates, date_of = self.dates, self._date
+        cats = self.categories
+        head = EVENT_HEAD + ("Agent: %s\n" % ring.agent if tagged else "") + "Timestamp: "
+        parts = []
+        append = parts.append
+        bad = 0
+        for ts, cat, raw, value in SLOT.iter_unpack(data):
+            info = names.get(raw)
+            if info is None:
+                info = learn(raw)
+            if not info:
+                bad += 1
+                continue
+            if not info[2] or (cats is not None and cat not in cats):
+                continue
+            sec = ts // 1000000
+            date = dates.get(sec)
+            if date is None:
+                date = date_of(sec)
+            category = CATEGORY_NAMES[cat] if 0 <= cat < 8 else "UNKNOWN_CATEGORY_%d" % cat
+            append("%s%s.%06d\nCategory: %s\nEvent: %s\nValue: %d\n%s" % (
+                head, date, ts % 1000000, category, info[0], value, EVENT_TAIL))
+        self.matched += len(parts)
+        self.write("".join(parts))
+        return bad
+
+    def _json(self, ring, data, tagged):
+        names, learn = self.names, self._learn_name
+        cat_json, cat_json_of = self.cat_json, self._category_json
+        cats = self.categories
+        tail = (',"agent":%s}\n' % json_string(ring.agent)) if tagged else "}\n"
+        parts = []
+        append = parts.append
+        bad = 0
+        for ts, cat, raw, value in SLOT.iter_unpack(data):
+            info = names.get(raw)
+            if info is None:
+                info = learn(raw)
+            if not info:
+                bad += 1
+                continue
+            if not info[2] or (cats is not None and cat not in cats):
+                continue
+            category = cat_json.get(cat)
+            if category is None:
+                category = cat_json_of(cat)
+            append('{"timestamp_us":%d,%s"name":%s,"value":%d%s' % (
+                ts, category, info[1], value, tail))
+        self.matched += len(parts)
+        self.write("".join(parts))
+        return bad
+
+    def _summary(self, ring, data):
+        names, learn = self.names, self._learn_name
+        cats = self.categories
+        stats = self.stats
+        agent = ring.agent
+        bad = matched = 0
+        for _ts, cat, raw, value in SLOT.iter_unpack(data):
+            info = names.get(raw)
+            if info is None:
+                info = learn(raw)
+            if not info:
+                bad += 1
+                continue
+            if not info[2] or (cats is not None and cat not in cats):
+                continue
+            matched += 1
+            key = (agent, cat, info[0])
+            row = stats.get(key)
+            if row is None:
+                row = stats[key] = [0, 0, value, value,
+                                    array.array("Q") if cat == PERFORMANCE else None]
+            row[0] += 1
+            row[1] += value
+            if value < row[2]:
+                row[2] = value
+            if value > row[3]:
+                row[3] = value
+            if row[4] is not None:
+                row[4].append(value)
+        self.matched += matched
+        if matched:
+            self.summary_changed = True
+        return bad
+
+    def _report_malformed(self, ring, data, first_slot, bad):
+        ring.malformed += bad
+        for index, (_ts, _cat, raw, _value) in enumerate(SLOT.iter_unpack(data)):
+            if ring.warned_slots >= MAX_SLOT_WARNINGS:
+                break
+            if b"\0" not in raw:
+                ring.warned_slots += 1
+                more = (" (further malformed slots of this ring are only counted)"
+                        if ring.warned_slots == MAX_SLOT_WARNINGS else "")
+                self.log.warn("%s: slot %d: event name has no NUL terminator in its 32 bytes; "
+                              "skipped (a name is at most 31 bytes followed by NUL)%s"
+                              % (ring.path, first_slot + index, more))
+
+    # summary table
+    def summary_text(self, agents):
+        return format_summary(self.stats, agents)
+
+
+def nearest_rank(sorted_values, percent):
+    n = len(sorted_values)
+    rank = max(1, (percent * n + 99) // 100)
+    return sorted_values[rank - 1]
+
+
+def format_summary(stats, agents):
+    """The summary tables: one per agent, in sorted agent order."""
+    header = ("CATEGORY", "EVENT", "COUNT", "SUM", "MIN", "MAX", "P50", "P90", "P99")
+    blocks = []
+    for agent in sorted(set(agents) | {key[0] for key in stats}):
+        keys = sorted((k for k in stats if k[0] == agent), key=lambda k: (k[1], k[2]))
+        lines = ["Agent: %s" % agent]
+        if not keys:
+            lines.append("(no events)")
+            blocks.append("\n".join(lines) + "\n")
+            continue
+        rows = []
+        for key in keys:
+            count, total, low, high, values = stats[key]
+            if values is not None:
+                ordered = sorted(values)
+                pcts = [str(nearest_rank(ordered, p)) for p in (50, 90, 99)]
+            else:
+                pcts = ["-", "-", "-"]
+            rows.append([category_name(key[1]), key[2], str(count), str(total), str(low),
+                         str(high)] + pcts)
+        widths = [max(len(header[i]), max(len(r[i]) for r in rows)) for i in range(len(header))]
+
+        def line(cells):
+            out = [cells[0].ljust(widths[0]), cells[1].ljust(widths[1])]
+            out += [c.rjust(w) for c, w in zip(cells[2:], widths[2:])]
+            return "  ".join(out).rstrip()
+
+        lines.append(line(header))
+        lines.extend(line(r) for r in rows)
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+# --- Sources: one file or a directory ---
+
+class FileSource:
+    tagged = False
+
+    def __init__(self, path, peek, log):
+        self.ring = Ring(path, agent_name_of(os.path.basename(path)), peek)
+        ring = self.ring
+        log.info("Telemetry path: %s" % path)
+        log.info("Ring version: %d" % ring.version)
+        log.info("Buffer capacity: %d events" % ring.capacity)
+        log.info("Current events in buffer: %d" % ring.unread_at_open)
+        log_trailer(log, ring, "")
+
+    def rings(self):
+        return [self.ring]
+
+    def all_rings(self):
+        return [self.ring]
+
+    def retire(self, log):
+        pass
+
+
+class DirSource:
+    tagged = True
+
+    def __init__(self, path, peek, log):
+        self.path = path
+        self.peek = peek
+        self.log = log
+        self.open = {}        # file name -> Ring
+        self.done = []        # rings whose file was removed or replaced
+        self.rejected = {}    # file name -> last reason (warned once per reason)
+        log.info("Telemetry directory: %s" % path)
+        self.scan()
+        if not self.open:
+            raise ReaderError(
+                "%s: directory holds no ring files (%d other files skipped); accepted: a "
+                "directory with at least one NIXL version-1 ring file" % (path, len(self.rejected)))
+
+    def scan(self):
+        try:
+            entries = list(os.scandir(self.path))
+        except FileNotFoundError:
+            raise ReaderError("%s: directory no longer exists; expected a directory of ring "
+                              "files" % self.path) from None
+        except OSError as err:
+            raise ReaderError("%s: cannot list the directory (%s); expected a readable "
+                              "directory of ring files" % (self.path, err.strerror)) from None
+        present = {}
+        for entry in entries:
+            try:
+                st = entry.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                present[entry.name] = st
+        for name, ring in self.open.items():
+            st = present.get(name)
+            if st is None or (st.st_dev, st.st_ino) != ring.ident:
+                ring.retiring = True
+        for name in list(self.rejected):
+            if name not in present:
+                del self.rejected[name]
+        for name in sorted(present):
+            if name in self.open:
+                continue
+            try:
+                ring = Ring(os.path.join(self.path, name), agent_name_of(name), self.peek)
+            except ReaderError as err:
+                if self.rejected.get(name) != str(err):
+                    self.rejected[name] = str(err)
+                    self.log.warn("skipping %s" % err)
+                continue
+            except OSError as err:
+                reason = "%s: %s" % (os.path.join(self.path, name), err.strerror)
+                if self.rejected.get(name) != reason:
+                    self.rejected[name] = reason
+                    self.log.warn("skipping %s" % reason)
+                continue
+            self.rejected.pop(name, None)
+            self.open[name] = ring
+            self.log.info("Agent %s: ring opened (version %d, capacity %d events, %d events "
+                          "unread)" % (ring.agent, ring.version, ring.capacity,
+                                       ring.unread_at_open))
+            log_trailer(self.log, ring, "Agent %s: " % ring.agent)
+
+    def rings(self):
+        self.scan()
+        return [self.open[name] for name in sorted(self.open)]
+
+    def all_rings(self):
+        return self.done + [self.open[name] for name in sorted(self.open)]
+
+    def retire(self, log):
+        for name in sorted(self.open):
+            ring = self.open[name]
+            if ring.retiring:
+                del self.open[name]
+                try:
+                    ring.read_trailer()
+                except ReaderError:
+                    pass
+                ring.close()
+                self.done.append(ring)
+                log.info("Agent %s: ring file removed or replaced; finished reading it"
+                         % ring.agent)
+
+
+def log_trailer(log, ring, prefix):
+    if ring.trailer_problem:
+        log.warn("%s: unrecognised trailer ignored (%s)" % (ring.path, ring.trailer_problem))
+    t = ring.trailer
+    if t is None:
+        return
+    log.info("%sProducer: pid %d, %s, %d events written, %d lost" % (
+        prefix, t.producer_pid, "closed cleanly" if t.closed else "running or stopped uncleanly",
+        t.events_written, t.lost))
+
+
+# --- Running ---
+
+class StopFlag:
+    def __init__(self):
+        self.set = False
+
+    def __call__(self, signum, frame):
+        self.set = True
+
+
+def drain(ring, emitter, stop, tagged):
+    """Reads what the ring holds now, in batches; commits read_pos per batch."""
+    start, count = ring.pending()
+    while count and not stop.set:
+        n = min(count, ring.capacity - start, BATCH_EVENTS)
+        data = ring.read_slots(start, n)
+        ring.events_read += emitter.emit(ring, data, start, tagged)
+        start = (start + n) & ring.mask
+        ring.advance(start)
+        count -= n
+
+
+def print_totals(log, source, emitter, filtered):
+    rings = source.all_rings()
+    total = sum(r.events_read for r in rings)
+    if source.tagged:
+        for ring in rings:
+            line = "Agent %s: %d events read" % (ring.agent, ring.events_read)
+            if ring.trailer is not None:
+                line += ", %d lost by the producer" % ring.trailer.lost
+            log.info(line)
+    log.info("Total events read: %d" % total)
+    if filtered:
+        log.info("Events matching the filters: %d" % emitter.matched)
+    malformed = sum(r.malformed for r in rings)
+    if malformed:
+        log.info("Malformed slots skipped: %d" % malformed)
+    trailers = [r.trailer for r in rings if r.trailer is not None]
+    if trailers:
+        staging = sum(t.dropped_staging_full for t in trailers)
+        full = sum(t.dropped_ring_full for t in trailers)
+        log.info("Events lost by the producer: %d (staging buffer full: %d, ring full: %d)"
+                 % (staging + full, staging, full))
+
+
+def run(args, log, stop):
+    path = args.telemetry_path
+    if os.path.isdir(path):
+        source = DirSource(path, args.peek, log)
+    else:
+        source = FileSource(path, args.peek, log)
+    mode = "summary" if args.summary else ("json" if args.json else "text")
+    out = sys.stdout.buffer
+    emitter = Emitter(mode, out, log, args.categories, args.names)
+    filtered = args.categories is not None or args.names is not None
+    if not args.once:
+        log.info("Press Ctrl+C to stop reading telemetry...")
+    summary_shown = None
+    next_summary = 0.0
+    status = EXIT_OK
+    try:
+        try:
+            while not stop.set:
+                for ring in source.rings():
+                    drain(ring, emitter, stop, source.tagged)
+                    if stop.set:
+                        break
+                source.retire(log)
+                if args.once or stop.set:
+                    break
+                if mode == "summary" and time.monotonic() >= next_summary:
+                    summary_shown = show_summary(emitter, source, out, summary_shown)
+                    next_summary = time.monotonic() + SUMMARY_INTERVAL
+                time.sleep(POLL_INTERVAL)
+            if mode == "summary":
+                show_summary(emitter, source, out, summary_shown, final=True)
+        except OutputClosed:
+            status = EXIT_OUTPUT
+            log.error("stdout was closed; stopped reading (events of the last batch were "
+                      "not consumed)")
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, sys.stdout.fileno())
+                os.close(null)
+            except OSError:
+                pass
+        if stop.set:
+            log.info("Received a stop signal, shutting down...")
+        for ring in source.all_rings():
+            if ring.fd >= 0:
+                try:
+                    ring.read_trailer()
+                except (ReaderError, OSError):
+                    pass
+        print_totals(log, source, emitter, filtered)
+    finally:
+        for ring in source.all_rings():
+            ring.close()
+    return status
+
+
+def show_summary(emitter, source, out, shown, final=False):
+    """Prints the summary if it changed since it was last shown; returns what is shown."""
+    text = emitter.summary_text([r.agent for r in source.all_rings()])
+    if text == shown:
+        return shown
+    if shown is not None:
+        text_out = ("\x1b[H\x1b[2J" if out.isatty() else "\n") + text
+    else:
+        text_out = text
+    emitter.write(text_out)
+    return text
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Read NIXL version-1 telemetry ring files. Events go to stdout, "
+                    "everything else to stderr.",
+        epilog="Exit codes: 0 done (or stopped by SIGINT/SIGTERM), 1 stdout closed, "
+               "2 usage error or a missing, broken or truncated file, 3 internal error.")
+    parser.add_argument("--telemetry_path", "--telemetry-path", required=True, metavar="PATH",
+                        help="a ring file, or a directory of ring files (one per agent)")
+    parser.add_argument("--once", action="store_true",
+                        help="read what is there now and exit instead of polling")
+    parser.add_argument("--peek", action="store_true",
+                        help="never write to the file (opened read-only; read_pos is not "
+                             "advanced)")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--json", action="store_true",
+                      help="one JSON object per event and line")
+    kind.add_argument("--summary", action="store_true",
+                      help="print per-agent, per-event statistics instead of events")
+    parser.add_argument("--category", action="append", dest="category_args", metavar="NAME",
+                        help="only events of this category (name as printed, or number); "
+                             "may be repeated")
+    parser.add_argument("--name", action="append", dest="names", metavar="GLOB",
+                        help="only events whose name matches this glob (fnmatch, "
+                             "case-sensitive); may be repeated")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no informational lines on stderr (warnings and errors stay)")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    log = Log(args.quiet)
+    args.categories = None
+    if args.category_args:
+        args.categories = set()
+        for text in args.category_args:
+            number = parse_category(text)
+            if number is None:
+                log.error("--category %r: unknown category; accepted: %s, "
+                          "UNKNOWN_CATEGORY_<n> or a number" % (text, ", ".join(CATEGORY_NAMES)))
+                return EXIT_BAD_INPUT
+            args.categories.add(number)
+
+    stop = StopFlag()
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[signum] = signal.signal(signum, stop)
+        except ValueError:          # not the main thread
+            pass
+    try:
+        return run(args, log, stop)
+    except ReaderError as err:
+        log.error(str(err))
+        return EXIT_BAD_INPUT
+    except OSError as err:
+        where = err.filename if err.filename is not None else args.telemetry_path
+        log.error("%s: %s; expected a readable NIXL version-1 ring file or directory"
+                  % (where, err.strerror or err))
+        return EXIT_BAD_INPUT
+    except Exception as err:  # a bug: still one line, never a traceback
+        log.error("internal error: %s: %s" % (type(err).__name__, err))
+        return EXIT_INTERNAL
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
