@@ -70,6 +70,7 @@ import json
 import mmap
 import os
 import re
+import select
 import signal
 import stat
 import struct
@@ -126,8 +127,45 @@ class ReaderError(Exception):
     """A problem with the input. str() is the one-line message; exit code 2."""
 
 
-class OutputClosed(Exception):
-    """stdout went away (e.g. the reading end of a pipe was closed)."""
+class OutputError(Exception):
+    """stdout could not be written (e.g. the reading end of a pipe was closed)."""
+
+
+class Output:
+    """stdout as bytes. Writes go straight to the file descriptor in a loop:
+    a buffered writer may report a short write to a closed pipe as success."""
+
+    def __init__(self, stream):
+        self.fd = None
+        self.stream = stream
+        try:
+            stream.flush()
+            self.fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            self.stream = stream.buffer         # in-memory streams (tests)
+
+    def isatty(self):
+        return self.fd is not None and os.isatty(self.fd)
+
+    def write(self, data):
+        try:
+            if self.fd is None:
+                self.stream.write(data)
+                self.stream.flush()
+                return
+            view = memoryview(data)
+            while view:
+                try:
+                    done = os.write(self.fd, view)
+                except BlockingIOError:
+                    select.select([], [self.fd], [])
+                    continue
+                view = view[done:]
+        except BrokenPipeError:
+            raise OutputError("stdout was closed") from None
+        except (OSError, ValueError) as err:
+            raise OutputError("cannot write to stdout (%s)"
+                              % (getattr(err, "strerror", None) or err)) from None
 
 
 class Log:
@@ -311,7 +349,7 @@ class Ring:
         if len(raw) < HEADER_SIZE:
             raise self._fail("file is %d bytes, too short for the 40-byte ring header; accepted: "
                              "a 40-byte version-1 header followed by capacity x 56-byte slots"
-                             % min(size, len(raw)))
+                             % size)
         fields = HEADER.unpack(raw)
         problem = header_problem(size, fields)
         if problem:
@@ -455,11 +493,7 @@ class Emitter:
     def write(self, text):
         if not text:
             return
-        try:
-            self.out.write(text.encode("utf-8"))
-            self.out.flush()
-        except (BrokenPipeError, ValueError) as err:
-            raise OutputClosed() from err
+        self.out.write(text.encode("utf-8"))
 
     def emit(self, ring, data, first_slot, tagged):
         """Handles the slots in `data`; returns how many were well-formed."""
@@ -653,14 +687,21 @@ class DirSource:
         self.open = {}        # file name -> Ring
         self.done = []        # rings whose file was removed or replaced
         self.rejected = {}    # file name -> last reason (warned once per reason)
-        log.info("Telemetry directory: %s" % path)
-        self.scan()
+        self.scan(announce=False)
         if not self.open:
             raise ReaderError(
                 "%s: directory holds no ring files (%d other files skipped); accepted: a "
                 "directory with at least one NIXL version-1 ring file" % (path, len(self.rejected)))
+        log.info("Telemetry directory: %s" % path)
+        for name in sorted(self.open):
+            self.announce(self.open[name])
 
-    def scan(self):
+    def announce(self, ring):
+        self.log.info("Agent %s: ring opened (version %d, capacity %d events, %d events "
+                      "unread)" % (ring.agent, ring.version, ring.capacity, ring.unread_at_open))
+        log_trailer(self.log, ring, "Agent %s: " % ring.agent)
+
+    def scan(self, announce=True):
         try:
             entries = list(os.scandir(self.path))
         except FileNotFoundError:
@@ -702,10 +743,8 @@ class DirSource:
                 continue
             self.rejected.pop(name, None)
             self.open[name] = ring
-            self.log.info("Agent %s: ring opened (version %d, capacity %d events, %d events "
-                          "unread)" % (ring.agent, ring.version, ring.capacity,
-                                       ring.unread_at_open))
-            log_trailer(self.log, ring, "Agent %s: " % ring.agent)
+            if announce:
+                self.announce(ring)
 
     def rings(self):
         self.scan()
@@ -792,7 +831,7 @@ def run(args, log, stop):
     else:
         source = FileSource(path, args.peek, log)
     mode = "summary" if args.summary else ("json" if args.json else "text")
-    out = sys.stdout.buffer
+    out = Output(sys.stdout)
     emitter = Emitter(mode, out, log, args.categories, args.names)
     filtered = args.categories is not None or args.names is not None
     if not args.once:
@@ -816,15 +855,15 @@ def run(args, log, stop):
                 time.sleep(POLL_INTERVAL)
             if mode == "summary":
                 show_summary(emitter, source, out, summary_shown, final=True)
-        except OutputClosed:
+        except OutputError as err:
             status = EXIT_OUTPUT
-            log.error("stdout was closed; stopped reading (events of the last batch were "
-                      "not consumed)")
-            try:
+            log.error("%s; stopped reading (the events of the unfinished batch stay unread)"
+                      % err)
+            try:        # nothing more may reach the broken stdout, not even at exit
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, sys.stdout.fileno())
                 os.close(null)
-            except OSError:
+            except (OSError, ValueError):
                 pass
         if stop.set:
             log.info("Received a stop signal, shutting down...")
