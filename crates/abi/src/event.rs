@@ -310,7 +310,12 @@ mod tests {
 
     #[test]
     fn bytes_round_trip_including_unknown_categories() {
-        let mut ev = Event::new(1_749_737_007_118_204, Category(42), "agent_tx_bytes", u64::MAX);
+        let mut ev = Event::new(
+            1_749_737_007_118_204,
+            Category(42),
+            "agent_tx_bytes",
+            u64::MAX,
+        );
         ev.reserved = 0xdead_beef;
         let back = Event::from_bytes(&ev.to_bytes());
         assert_eq!(back, ev);
@@ -320,7 +325,12 @@ mod tests {
 
     #[test]
     fn to_bytes_matches_the_in_memory_layout() {
-        let ev = Event::new(0x0102_0304_0506_0708, Category::ERROR, "NIXL_ERR_BACKEND", 9);
+        let ev = Event::new(
+            0x0102_0304_0506_0708,
+            Category::ERROR,
+            "NIXL_ERR_BACKEND",
+            9,
+        );
         // SAFETY: Event is repr(C), 56 bytes, with no padding (asserted above), so all
         // its bytes are initialised.
         let raw: [u8; 56] = unsafe { core::mem::transmute(ev) };
@@ -336,7 +346,10 @@ mod tests {
             assert_eq!(Category::parse(&c.0.to_string()), Some(c));
         }
         assert_eq!(Category::parse("transfer"), Some(Category::TRANSFER));
-        assert_eq!(Category::parse("NIXL_TELEMETRY_ERROR"), Some(Category::ERROR));
+        assert_eq!(
+            Category::parse("NIXL_TELEMETRY_ERROR"),
+            Some(Category::ERROR)
+        );
         assert_eq!(Category::parse("UNKNOWN_CATEGORY_9"), Some(Category(9)));
         assert_eq!(Category::parse("nope"), None);
     }

@@ -129,7 +129,10 @@ pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
             return Box::into_raw(cell).cast();
         }
         Ok(Err(message)) => message,
-        Err(payload) => format!("exporter panicked while being created: {}", panic_message(&*payload)),
+        Err(payload) => format!(
+            "exporter panicked while being created: {}",
+            panic_message(&*payload)
+        ),
     };
     // SAFETY: per the caller's contract on `err` and `err_len`.
     unsafe { write_error(err, err_len, &message) };
@@ -277,8 +280,14 @@ mod tests {
             match params.output_path {
                 Some("fail") => Err(format!("cannot export for {}", params.agent_name)),
                 Some("panic") => panic!("boom in create"),
-                Some("panic-later") => Ok(Recording { events: vec![], panic_on_value: Some(13) }),
-                _ => Ok(Recording { events: vec![], panic_on_value: None }),
+                Some("panic-later") => Ok(Recording {
+                    events: vec![],
+                    panic_on_value: Some(13),
+                }),
+                _ => Ok(Recording {
+                    events: vec![],
+                    panic_on_value: None,
+                }),
             }
         }
         fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
@@ -307,9 +316,12 @@ mod tests {
         // SAFETY: the descriptor is a static built by the macro.
         let desc = unsafe { &*desc };
         // SAFETY: params and err are valid for the call.
-        let handle = unsafe { (desc.create_exporter.unwrap())(&params, err.as_mut_ptr(), err.len()) };
+        let handle =
+            unsafe { (desc.create_exporter.unwrap())(&params, err.as_mut_ptr(), err.len()) };
         // SAFETY: write_error always NUL-terminates within err.
-        let msg = unsafe { CStr::from_ptr(err.as_ptr()) }.to_string_lossy().into_owned();
+        let msg = unsafe { CStr::from_ptr(err.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
         (handle, msg)
     }
 
@@ -318,9 +330,13 @@ mod tests {
         // SAFETY: static descriptor.
         let desc = unsafe { &*nixl_telemetry_plugin_init() };
         assert_eq!(desc.api_version, 1);
-        assert_eq!(desc.struct_size as usize, core::mem::size_of::<crate::plugin::PluginDescriptor>());
+        assert_eq!(
+            desc.struct_size as usize,
+            core::mem::size_of::<crate::plugin::PluginDescriptor>()
+        );
         // SAFETY: static NUL-terminated strings.
-        assert_eq!(unsafe { CStr::from_ptr(desc.name) }.to_str().unwrap(), "recording");
+        let name = unsafe { CStr::from_ptr(desc.name) };
+        assert_eq!(name.to_str().unwrap(), "recording");
     }
 
     #[test]
@@ -333,9 +349,15 @@ mod tests {
         ];
         // SAFETY: h is a live exporter; evs is valid for its length.
         unsafe {
-            assert_eq!(export_batch::<Recording>(h, evs.as_ptr(), evs.len()), EXPORT_OK);
+            assert_eq!(
+                export_batch::<Recording>(h, evs.as_ptr(), evs.len()),
+                EXPORT_OK
+            );
             assert_eq!(export_event::<Recording>(h, &evs[0]), EXPORT_OK);
-            assert_eq!(export_event::<Recording>(h, core::ptr::null()), EXPORT_FAILED);
+            assert_eq!(
+                export_event::<Recording>(h, core::ptr::null()),
+                EXPORT_FAILED
+            );
             assert_eq!(flush::<Recording>(h), EXPORT_OK);
             let cell = &*h.cast::<ExporterCell<Recording>>();
             assert_eq!(cell.inner.events.len(), 3);
@@ -374,6 +396,7 @@ mod tests {
         unsafe { write_error(buf.as_mut_ptr(), buf.len(), "héllo") };
         // "hé" is 3 bytes, "hél" 4: 4 bytes fit before the NUL.
         // SAFETY: NUL-terminated by write_error.
-        assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(), "hél");
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!(text.to_str().unwrap(), "hél");
     }
 }

@@ -43,8 +43,11 @@ pub struct ExporterParams {
 }
 
 /// `create_exporter`: NULL on failure, with a NUL-terminated reason in `err`.
-pub type CreateExporterFn =
-    unsafe extern "C" fn(params: *const ExporterParams, err: *mut c_char, err_len: usize) -> *mut c_void;
+pub type CreateExporterFn = unsafe extern "C" fn(
+    params: *const ExporterParams,
+    err: *mut c_char,
+    err_len: usize,
+) -> *mut c_void;
 /// `export_event`: 0 = ok.
 pub type ExportEventFn = unsafe extern "C" fn(exporter: *mut c_void, event: *const Event) -> i32;
 /// `export_batch`: 0 = ok.

@@ -1,0 +1,259 @@
+//! The flush side: drains every thread's staging queue into the exporter.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use nixl_telemetry_abi::{Category, Event};
+
+use crate::clock;
+use crate::exporter::Exporter;
+use crate::staging::{Consumer, QueueCounts, Staging};
+use crate::stats::{DropCounts, TelemetryStats};
+
+/// Name of the event that reports losses.
+pub const EVENTS_DROPPED_EVENT: &str = "agent_telemetry_events_dropped";
+
+/// State owned by whoever flushes (the flush thread or an explicit flush).
+struct FlushState {
+    exporter: Option<Box<dyn Exporter>>,
+    consumers: Vec<Consumer>,
+    batch: Vec<Event>,
+    /// Counts of queues whose threads exited and that were fully drained.
+    retired: QueueCounts,
+    delivered: u64,
+    generated: u64,
+    exporter_full: u64,
+    exporter_failed: u64,
+    /// Loss total already reported with an `agent_telemetry_events_dropped` event.
+    reported_drops: u64,
+}
+
+/// The collector of one telemetry instance.
+pub(crate) struct Collector {
+    pub(crate) staging: Staging,
+    batch_size: usize,
+    state: Mutex<FlushState>,
+    stop: AtomicBool,
+    wake: Condvar,
+    wake_lock: Mutex<()>,
+}
+
+impl Collector {
+    pub(crate) fn new(buffer_size: usize, exporter: Option<Box<dyn Exporter>>) -> Collector {
+        Collector {
+            staging: Staging::new(buffer_size),
+            batch_size: buffer_size,
+            state: Mutex::new(FlushState {
+                exporter,
+                consumers: Vec::new(),
+                batch: Vec::with_capacity(buffer_size),
+                retired: QueueCounts::default(),
+                delivered: 0,
+                generated: 0,
+                exporter_full: 0,
+                exporter_failed: 0,
+                reported_drops: 0,
+            }),
+            stop: AtomicBool::new(false),
+            wake: Condvar::new(),
+            wake_lock: Mutex::new(()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, FlushState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn has_exporter(&self) -> bool {
+        self.lock().exporter.is_some()
+    }
+
+    /// The flush thread's loop: a pass every `interval`, or at once while a pass
+    /// finds queues at least half full; ends after a final pass once stopped.
+    pub(crate) fn run(&self, interval: Duration) {
+        loop {
+            let busy = self.flush();
+            if self.stop.load(Ordering::Acquire) {
+                break;
+            }
+            if !busy {
+                let guard = self
+                    .wake_lock
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if !self.stop.load(Ordering::Acquire) {
+                    let _ = self.wake.wait_timeout(guard, interval);
+                }
+            }
+        }
+        self.flush();
+    }
+
+    /// Asks the flush thread to make its final pass and end.
+    pub(crate) fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        let _guard = self
+            .wake_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.wake.notify_all();
+    }
+
+    /// One flush pass: every queue drained into the exporter in batches, losses
+    /// reported, the exporter flushed. Returns whether some queue was at least
+    /// half full (the caller then flushes again at once). Without an exporter,
+    /// does nothing: events wait for [`Collector::drain`].
+    pub(crate) fn flush(&self) -> bool {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let Some(mut boxed) = st.exporter.take() else {
+            return false;
+        };
+        let exporter = boxed.as_mut();
+        self.staging.take_registered(&mut st.consumers);
+        let mut consumers = std::mem::take(&mut st.consumers);
+        let mut busy = false;
+        let mut i = 0;
+        while i < consumers.len() {
+            let consumer = &mut consumers[i];
+            let detached = consumer.is_detached();
+            // Drain what is there now, not what keeps arriving: a pass always ends.
+            let mut budget = consumer.pending() as usize;
+            busy |= budget >= self.batch_size / 2;
+            while budget > 0 {
+                let room = self.batch_size - st.batch.len();
+                let moved = consumer.drain_into(&mut st.batch, room.min(budget));
+                budget -= moved;
+                if st.batch.len() == self.batch_size {
+                    Self::export(exporter, st);
+                }
+                if moved == 0 {
+                    break;
+                }
+            }
+            if detached && consumer.pending() == 0 {
+                let counts = consumer.counts();
+                st.retired.accepted += counts.accepted;
+                st.retired.dropped += counts.dropped;
+                consumers.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        st.consumers = consumers;
+        Self::export(exporter, st);
+        let drops = Self::drop_counts(st, &self.staging);
+        let total = drops.total();
+        if total > st.reported_drops {
+            let delta = total - st.reported_drops;
+            st.reported_drops = total;
+            st.batch.push(Event::new(
+                clock::now_us(),
+                Category::SYSTEM,
+                EVENTS_DROPPED_EVENT,
+                delta,
+            ));
+            st.generated += 1;
+            Self::export(exporter, st);
+        }
+        let drops = Self::drop_counts(st, &self.staging);
+        exporter.report_drops(&drops);
+        exporter.flush();
+        st.exporter = Some(boxed);
+        clock::recalibrate();
+        busy
+    }
+
+    fn export(exporter: &mut dyn Exporter, st: &mut FlushState) {
+        if st.batch.is_empty() {
+            return;
+        }
+        let outcome = exporter.export(&st.batch);
+        st.delivered += outcome.delivered as u64;
+        st.exporter_full += outcome.dropped_full as u64;
+        st.exporter_failed += outcome.failed as u64;
+        st.batch.clear();
+    }
+
+    fn queue_totals(st: &FlushState) -> QueueCounts {
+        st.consumers.iter().fold(st.retired, |acc, c| {
+            let q = c.counts();
+            QueueCounts {
+                accepted: acc.accepted + q.accepted,
+                dropped: acc.dropped + q.dropped,
+            }
+        })
+    }
+
+    fn drop_counts(st: &FlushState, staging: &Staging) -> DropCounts {
+        DropCounts {
+            staging_full: Self::queue_totals(st).dropped,
+            exporter_full: st.exporter_full,
+            exporter_failed: st.exporter_failed,
+            late: staging.late_drops(),
+        }
+    }
+
+    /// Collect-only mode: moves staged events (and a loss report, when there are
+    /// new losses) into `out`. With an exporter, events go there and this returns 0.
+    pub(crate) fn drain(&self, out: &mut Vec<Event>) -> usize {
+        let mut st = self.lock();
+        let st = &mut *st;
+        if st.exporter.is_some() {
+            return 0;
+        }
+        self.staging.take_registered(&mut st.consumers);
+        let before = out.len();
+        st.consumers.retain_mut(|c| {
+            let detached = c.is_detached();
+            c.drain_into(out, usize::MAX);
+            let keep = !(detached && c.pending() == 0);
+            if !keep {
+                let q = c.counts();
+                st.retired.accepted += q.accepted;
+                st.retired.dropped += q.dropped;
+            }
+            keep
+        });
+        let total = Self::drop_counts(st, &self.staging).total();
+        if total > st.reported_drops {
+            out.push(Event::new(
+                clock::now_us(),
+                Category::SYSTEM,
+                EVENTS_DROPPED_EVENT,
+                total - st.reported_drops,
+            ));
+            st.reported_drops = total;
+            st.generated += 1;
+        }
+        let n = out.len() - before;
+        st.delivered += n as u64;
+        n
+    }
+
+    /// A snapshot of the accounting.
+    pub(crate) fn stats(&self) -> TelemetryStats {
+        let mut st = self.lock();
+        self.staging.take_registered(&mut st.consumers);
+        let queues = Self::queue_totals(&st);
+        let pending = st.consumers.iter().map(Consumer::pending).sum();
+        TelemetryStats {
+            recorded: queues.accepted + queues.dropped + self.staging.late_drops(),
+            generated: st.generated,
+            delivered: st.delivered,
+            pending,
+            dropped: Self::drop_counts(&st, &self.staging),
+        }
+    }
+
+    /// Marks every queue closed (threads forget them) and drops the exporter.
+    pub(crate) fn close(&self) {
+        let mut st = self.lock();
+        self.staging.take_registered(&mut st.consumers);
+        for c in &st.consumers {
+            c.close();
+        }
+        st.exporter = None;
+    }
+}

@@ -1,0 +1,460 @@
+//! Configuration: from `NIXL_TELEMETRY_*` environment variables or from code.
+//!
+//! Every invalid value is a [`ConfigError`] naming the variable (or input), the
+//! value and what is accepted. Nothing here touches the file system; the ring
+//! directory is checked when the exporter is created.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::filter::MetricFilter;
+
+/// `NIXL_TELEMETRY_ENABLE`
+pub const ENV_ENABLE: &str = "NIXL_TELEMETRY_ENABLE";
+/// `NIXL_TELEMETRY_BUFFER_SIZE`
+pub const ENV_BUFFER_SIZE: &str = "NIXL_TELEMETRY_BUFFER_SIZE";
+/// `NIXL_TELEMETRY_RUN_INTERVAL`
+pub const ENV_RUN_INTERVAL: &str = "NIXL_TELEMETRY_RUN_INTERVAL";
+/// `NIXL_TELEMETRY_DIR`
+pub const ENV_DIR: &str = "NIXL_TELEMETRY_DIR";
+/// `NIXL_TELEMETRY_EXPORTER`
+pub const ENV_EXPORTER: &str = "NIXL_TELEMETRY_EXPORTER";
+/// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`
+pub const ENV_OUTPUT_PATH: &str = "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH";
+/// `NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR`
+pub const ENV_PLUGIN_DIR: &str = "NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR";
+/// `NIXL_PLUGIN_DIR`
+pub const ENV_NIXL_PLUGIN_DIR: &str = "NIXL_PLUGIN_DIR";
+/// `NIXL_TELEMETRY_ENABLED_METRICS`
+pub const ENV_ENABLED_METRICS: &str = "NIXL_TELEMETRY_ENABLED_METRICS";
+
+/// Default events per ring and per staging buffer.
+pub const DEFAULT_BUFFER_SIZE: usize = 4096;
+/// Default flush interval.
+pub const DEFAULT_RUN_INTERVAL: Duration = Duration::from_millis(100);
+/// Largest accepted buffer size (2^26 events: 3.5 GiB of ring).
+pub const MAX_BUFFER_SIZE: usize = 1 << 26;
+
+const ENABLE_ACCEPTED: &str =
+    "on: y, yes, on, 1, true, enable; off: n, no, off, 0, false, disable (any case)";
+const BUFFER_SIZE_ACCEPTED: &str = "a power of two from 2 to 67108864 (events)";
+const RUN_INTERVAL_ACCEPTED: &str = "a whole number of milliseconds, at least 1";
+const EXPORTER_ACCEPTED: &str =
+    "buffer, nop, or a plug-in name (letters, digits, '_', '-', '.') for libtelemetry_exporter_<name>.so";
+
+/// An invalid setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A variable (or builder input) holds a value that is not accepted.
+    #[error("{variable}={value:?} is invalid; accepted: {accepted}")]
+    InvalidValue {
+        /// The variable or input.
+        variable: &'static str,
+        /// The value found.
+        value: String,
+        /// What is accepted.
+        accepted: String,
+    },
+    /// The `buffer` exporter was chosen without a directory.
+    #[error(
+        "{ENV_EXPORTER}=buffer needs a ring directory; accepted: set {ENV_DIR} or {ENV_OUTPUT_PATH} to a directory"
+    )]
+    MissingRingDirectory,
+    /// The agent name cannot name a ring file.
+    #[error("agent name {name:?} is invalid: {reason}; accepted: a non-empty name of at most 255 bytes without '/' or NUL, other than '.' and '..'")]
+    InvalidAgentName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+}
+
+impl ConfigError {
+    fn invalid(variable: &'static str, value: &str, accepted: &str) -> ConfigError {
+        ConfigError::InvalidValue {
+            variable,
+            value: value.to_owned(),
+            accepted: accepted.to_owned(),
+        }
+    }
+}
+
+/// Which exporter receives the flushed events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExporterChoice {
+    /// Collect only: events stay in staging for [`crate::Telemetry::drain`]; nothing is written.
+    None,
+    /// The built-in shared-memory ring, one file per agent in `dir`.
+    Buffer {
+        /// The ring directory.
+        dir: PathBuf,
+    },
+    /// The built-in exporter that accepts and discards everything.
+    Nop,
+    /// A plug-in `libtelemetry_exporter_<name>.so`.
+    Plugin {
+        /// The plug-in's name.
+        name: String,
+    },
+}
+
+/// All settings of one telemetry instance.
+#[derive(Debug, Clone)]
+pub struct TelemetryConfig {
+    /// Whether telemetry records anything.
+    pub enabled: bool,
+    /// Events per ring and per staging buffer; a power of two ≥ 2.
+    pub buffer_size: usize,
+    /// Flush interval.
+    pub run_interval: Duration,
+    /// The exporter.
+    pub exporter: ExporterChoice,
+    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`, handed to the exporter.
+    pub output_path: Option<String>,
+    /// Directories searched for plug-ins before `NIXL_PLUGIN_DIR` and the install directory.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// `NIXL_PLUGIN_DIR`.
+    pub nixl_plugin_dir: Option<PathBuf>,
+    /// The allowlist; `None` = every event.
+    pub enabled_metrics: Option<MetricFilter>,
+}
+
+impl Default for TelemetryConfig {
+    /// Enabled, default sizes, collect only.
+    fn default() -> Self {
+        TelemetryConfig {
+            enabled: true,
+            buffer_size: DEFAULT_BUFFER_SIZE,
+            run_interval: DEFAULT_RUN_INTERVAL,
+            exporter: ExporterChoice::None,
+            output_path: None,
+            plugin_dirs: Vec::new(),
+            nixl_plugin_dir: None,
+            enabled_metrics: None,
+        }
+    }
+}
+
+/// Parses `NIXL_TELEMETRY_ENABLE`'s spellings.
+pub fn parse_enable(value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "on" | "1" | "true" | "enable" => Ok(true),
+        "n" | "no" | "off" | "0" | "false" | "disable" => Ok(false),
+        _ => Err(ConfigError::invalid(ENV_ENABLE, value, ENABLE_ACCEPTED)),
+    }
+}
+
+/// Checks a buffer size: a power of two from 2 to [`MAX_BUFFER_SIZE`].
+pub fn check_buffer_size(variable: &'static str, size: usize) -> Result<usize, ConfigError> {
+    if (2..=MAX_BUFFER_SIZE).contains(&size) && size.is_power_of_two() {
+        Ok(size)
+    } else {
+        Err(ConfigError::invalid(
+            variable,
+            &size.to_string(),
+            BUFFER_SIZE_ACCEPTED,
+        ))
+    }
+}
+
+fn parse_buffer_size(value: &str) -> Result<usize, ConfigError> {
+    let n: usize = value
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::invalid(ENV_BUFFER_SIZE, value, BUFFER_SIZE_ACCEPTED))?;
+    check_buffer_size(ENV_BUFFER_SIZE, n)
+        .map_err(|_| ConfigError::invalid(ENV_BUFFER_SIZE, value, BUFFER_SIZE_ACCEPTED))
+}
+
+/// Checks a flush interval: at least 1 ms.
+pub fn check_run_interval(
+    variable: &'static str,
+    interval: Duration,
+) -> Result<Duration, ConfigError> {
+    if interval >= Duration::from_millis(1) {
+        Ok(interval)
+    } else {
+        Err(ConfigError::invalid(
+            variable,
+            &format!("{}ms", interval.as_secs_f64() * 1e3),
+            RUN_INTERVAL_ACCEPTED,
+        ))
+    }
+}
+
+fn parse_run_interval(value: &str) -> Result<Duration, ConfigError> {
+    let ms: u64 = value
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::invalid(ENV_RUN_INTERVAL, value, RUN_INTERVAL_ACCEPTED))?;
+    if ms == 0 {
+        return Err(ConfigError::invalid(
+            ENV_RUN_INTERVAL,
+            value,
+            RUN_INTERVAL_ACCEPTED,
+        ));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+/// Checks a plug-in name: letters, digits, `_`, `-`, `.`, not starting with `.`.
+pub fn check_plugin_name(variable: &'static str, name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(variable, name, EXPORTER_ACCEPTED))
+    }
+}
+
+/// Checks that an agent name can name a ring file.
+pub fn check_agent_name(name: &str) -> Result<(), ConfigError> {
+    let reason = if name.is_empty() {
+        "it is empty"
+    } else if name.contains('/') {
+        "it contains '/'"
+    } else if name.contains('\0') {
+        "it contains NUL"
+    } else if name == "." || name == ".." {
+        "it is a directory reference"
+    } else if name.len() > 255 {
+        "it is longer than 255 bytes"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::InvalidAgentName {
+        name: name.to_owned(),
+        reason,
+    })
+}
+
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.trim().is_empty())
+}
+
+impl TelemetryConfig {
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<TelemetryConfig, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (a variable name → its value), so
+    /// tests and embedders need not touch the process environment.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<TelemetryConfig, ConfigError> {
+        let enabled = match non_empty(lookup(ENV_ENABLE)) {
+            Some(v) => parse_enable(&v)?,
+            None => false,
+        };
+        let buffer_size = match non_empty(lookup(ENV_BUFFER_SIZE)) {
+            Some(v) => parse_buffer_size(&v)?,
+            None => DEFAULT_BUFFER_SIZE,
+        };
+        let run_interval = match non_empty(lookup(ENV_RUN_INTERVAL)) {
+            Some(v) => parse_run_interval(&v)?,
+            None => DEFAULT_RUN_INTERVAL,
+        };
+        let dir = non_empty(lookup(ENV_DIR)).map(PathBuf::from);
+        let output_path = non_empty(lookup(ENV_OUTPUT_PATH));
+        let exporter = match non_empty(lookup(ENV_EXPORTER)).map(|v| v.trim().to_owned()) {
+            None => match dir {
+                Some(dir) => ExporterChoice::Buffer {
+                    dir: output_path.clone().map(PathBuf::from).unwrap_or(dir),
+                },
+                None => ExporterChoice::None,
+            },
+            Some(name) if name == "buffer" => match (&output_path, dir) {
+                (Some(out), _) => ExporterChoice::Buffer {
+                    dir: PathBuf::from(out),
+                },
+                (None, Some(dir)) => ExporterChoice::Buffer { dir },
+                (None, None) => return Err(ConfigError::MissingRingDirectory),
+            },
+            Some(name) if name == "nop" => ExporterChoice::Nop,
+            Some(name) => {
+                check_plugin_name(ENV_EXPORTER, &name)?;
+                ExporterChoice::Plugin { name }
+            }
+        };
+        let plugin_dirs = non_empty(lookup(ENV_PLUGIN_DIR))
+            .map(|v| {
+                v.split(':')
+                    .filter(|p| !p.is_empty())
+                    .map(PathBuf::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let nixl_plugin_dir = non_empty(lookup(ENV_NIXL_PLUGIN_DIR)).map(PathBuf::from);
+        let enabled_metrics = lookup(ENV_ENABLED_METRICS).and_then(|v| MetricFilter::parse(&v));
+        Ok(TelemetryConfig {
+            enabled,
+            buffer_size,
+            run_interval,
+            exporter,
+            output_path,
+            plugin_dirs,
+            nixl_plugin_dir,
+            enabled_metrics,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(vars: &[(&str, &str)]) -> Result<TelemetryConfig, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        TelemetryConfig::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn enable_spellings() {
+        for v in [
+            "y", "YES", "On", "1", "true", "TRUE", "enable", "Enable", " yes ",
+        ] {
+            assert!(cfg(&[(ENV_ENABLE, v)]).unwrap().enabled, "{v}");
+        }
+        for v in ["n", "No", "OFF", "0", "false", "DISABLE", ""] {
+            assert!(!cfg(&[(ENV_ENABLE, v)]).unwrap().enabled, "{v}");
+        }
+        assert!(!cfg(&[]).unwrap().enabled);
+        for v in ["maybe", "2", "yess", "enabled"] {
+            let err = cfg(&[(ENV_ENABLE, v)]).unwrap_err().to_string();
+            assert!(
+                err.contains(ENV_ENABLE) && err.contains(v) && err.contains("accepted"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn buffer_sizes() {
+        assert_eq!(cfg(&[]).unwrap().buffer_size, 4096);
+        for (v, want) in [("2", 2), ("1024", 1024), (" 65536 ", 65536)] {
+            assert_eq!(cfg(&[(ENV_BUFFER_SIZE, v)]).unwrap().buffer_size, want);
+        }
+        for v in ["0", "1", "1000", "abc", "-4", "3", "134217728", "4096.0"] {
+            let err = cfg(&[(ENV_BUFFER_SIZE, v)]).unwrap_err().to_string();
+            assert!(
+                err.contains(ENV_BUFFER_SIZE)
+                    && err.contains(v.trim())
+                    && err.contains("power of two"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn run_intervals() {
+        assert_eq!(cfg(&[]).unwrap().run_interval, Duration::from_millis(100));
+        assert_eq!(
+            cfg(&[(ENV_RUN_INTERVAL, "5")]).unwrap().run_interval,
+            Duration::from_millis(5)
+        );
+        for v in ["0", "-5", "1.5", "fast"] {
+            let err = cfg(&[(ENV_RUN_INTERVAL, v)]).unwrap_err().to_string();
+            assert!(
+                err.contains(ENV_RUN_INTERVAL) && err.contains(v) && err.contains("at least 1"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn exporter_selection() {
+        assert_eq!(cfg(&[]).unwrap().exporter, ExporterChoice::None);
+        assert_eq!(
+            cfg(&[(ENV_DIR, "/tmp/r")]).unwrap().exporter,
+            ExporterChoice::Buffer {
+                dir: "/tmp/r".into()
+            }
+        );
+        assert_eq!(
+            cfg(&[(ENV_DIR, "/tmp/r"), (ENV_OUTPUT_PATH, "/tmp/o")])
+                .unwrap()
+                .exporter,
+            ExporterChoice::Buffer {
+                dir: "/tmp/o".into()
+            }
+        );
+        assert_eq!(
+            cfg(&[(ENV_EXPORTER, "buffer"), (ENV_OUTPUT_PATH, "/tmp/o")])
+                .unwrap()
+                .exporter,
+            ExporterChoice::Buffer {
+                dir: "/tmp/o".into()
+            }
+        );
+        assert_eq!(
+            cfg(&[(ENV_EXPORTER, "buffer")]).unwrap_err(),
+            ConfigError::MissingRingDirectory
+        );
+        assert_eq!(
+            cfg(&[(ENV_EXPORTER, "nop"), (ENV_DIR, "/x")])
+                .unwrap()
+                .exporter,
+            ExporterChoice::Nop
+        );
+        assert_eq!(
+            cfg(&[(ENV_EXPORTER, "prometheus")]).unwrap().exporter,
+            ExporterChoice::Plugin {
+                name: "prometheus".into()
+            }
+        );
+        for bad in ["../evil", "a/b", ".hidden", "sp ace"] {
+            let err = cfg(&[(ENV_EXPORTER, bad)]).unwrap_err().to_string();
+            assert!(
+                err.contains(ENV_EXPORTER) && err.contains("buffer, nop"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn plugin_dirs_and_filter() {
+        let c = cfg(&[
+            (ENV_PLUGIN_DIR, "/a::/b"),
+            (ENV_NIXL_PLUGIN_DIR, "/n"),
+            (ENV_ENABLED_METRICS, "agent_*,NIXL_ERR_*"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.plugin_dirs,
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert_eq!(c.nixl_plugin_dir, Some(PathBuf::from("/n")));
+        assert!(c.enabled_metrics.unwrap().allows("agent_tx_bytes"));
+        assert!(cfg(&[(ENV_ENABLED_METRICS, "")])
+            .unwrap()
+            .enabled_metrics
+            .is_none());
+    }
+
+    #[test]
+    fn agent_names() {
+        assert!(check_agent_name("initiator-0").is_ok());
+        for (bad, why) in [
+            ("", "empty"),
+            ("a/b", "'/'"),
+            ("a\0b", "NUL"),
+            (".", "directory"),
+            ("..", "directory"),
+        ] {
+            let err = check_agent_name(bad).unwrap_err().to_string();
+            assert!(err.contains(why) && err.contains("accepted"), "{err}");
+        }
+        assert!(check_agent_name(&"x".repeat(256)).is_err());
+    }
+}

@@ -1,0 +1,65 @@
+use std::path::Path;
+
+use nixl_telemetry_abi::Event;
+
+use super::{ExportOutcome, Exporter};
+use crate::error::TelemetryError;
+use crate::ring::{RingWriter, TrailerCounts};
+use crate::stats::DropCounts;
+
+/// The built-in exporter: a shared-memory ring file `<dir>/<agent>`.
+pub struct BufferExporter {
+    ring: RingWriter,
+}
+
+impl BufferExporter {
+    /// Creates the ring directory if needed and the agent's ring file in it.
+    pub fn create(
+        dir: &Path,
+        agent: &str,
+        capacity: usize,
+    ) -> Result<BufferExporter, TelemetryError> {
+        match std::fs::metadata(dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(TelemetryError::RingDirectory {
+                    path: dir.to_owned(),
+                    reason: "it exists and is not a directory".to_owned(),
+                })
+            }
+            Err(_) => std::fs::create_dir_all(dir).map_err(|e| TelemetryError::RingDirectory {
+                path: dir.to_owned(),
+                reason: format!("cannot create it: {e}"),
+            })?,
+        }
+        Ok(BufferExporter {
+            ring: RingWriter::create(dir, agent, capacity)?,
+        })
+    }
+
+    /// The ring file's path.
+    pub fn path(&self) -> &Path {
+        self.ring.path()
+    }
+}
+
+impl Exporter for BufferExporter {
+    fn name(&self) -> &str {
+        "buffer"
+    }
+
+    fn export(&mut self, events: &[Event]) -> ExportOutcome {
+        let written = self.ring.push_batch(events);
+        ExportOutcome {
+            delivered: written,
+            dropped_full: events.len() - written,
+            failed: 0,
+        }
+    }
+
+    fn report_drops(&mut self, totals: &DropCounts) {
+        self.ring.update_trailer(&TrailerCounts {
+            dropped_staging_full: totals.staging_full + totals.late,
+        });
+    }
+}

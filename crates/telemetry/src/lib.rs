@@ -1,0 +1,34 @@
+//! NIXL telemetry: an always-on event collector for data-transfer agents.
+//!
+//! * [`Telemetry`]: one agent's handle. Records go into bounded per-thread
+//!   staging queues (no lock, no allocation, no system call); a flush thread
+//!   moves them every `NIXL_TELEMETRY_RUN_INTERVAL` ms to one [`Exporter`].
+//!   Every lost event is counted ([`TelemetryStats`]) and reported as an
+//!   `agent_telemetry_events_dropped` event.
+//! * [`config`]: the `NIXL_TELEMETRY_*` variables and their errors.
+//! * [`exporter`]: the trait and the built-in `buffer` (shared-memory ring) and
+//!   `nop` exporters, and plug-ins loaded through the C ABI.
+//! * [`ring`]: the version-1 ring file, writer and reader.
+//! * [`clock`]: the cheap wall clock of the hot path.
+
+pub mod clock;
+mod collector;
+pub mod config;
+mod error;
+pub mod exporter;
+pub mod filter;
+pub mod ring;
+mod staging;
+mod stats;
+mod telemetry;
+
+pub use collector::EVENTS_DROPPED_EVENT;
+pub use config::{ConfigError, ExporterChoice, TelemetryConfig};
+pub use error::TelemetryError;
+pub use exporter::{ExportOutcome, Exporter};
+pub use nixl_telemetry_abi::{Category, Event};
+pub use stats::{DropCounts, TelemetryStats};
+pub use telemetry::{
+    Direction, EventHandle, Telemetry, TelemetryBuilder, MEMORY_DEREGISTERED, MEMORY_REGISTERED,
+    RX_BYTES, RX_REQUESTS, TX_BYTES, TX_REQUESTS, XFER_POST_TIME, XFER_TIME,
+};

@@ -1,0 +1,123 @@
+use std::io;
+use std::path::PathBuf;
+
+/// What went wrong with a ring file. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RingError {
+    /// A system call on the file failed.
+    #[error("{path}: cannot {op}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The ring path is a symbolic link; producers never follow one.
+    #[error(
+        "{path}: is a symbolic link; refusing to follow it (accepted: a regular file or no file)"
+    )]
+    Symlink {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The path exists but is not a regular file.
+    #[error("{path}: is not a regular file (accepted: a ring file)")]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Another live producer holds the ring.
+    #[error("{path}: is in use by another running producer{}; refusing to take it over", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    InUse {
+        /// The file.
+        path: PathBuf,
+        /// The producer's pid, from the trailer, when known.
+        pid: Option<u32>,
+    },
+    /// The file is shorter than the 40-byte header.
+    #[error("{path}: file is {size} bytes, too short for the 40-byte ring header")]
+    TooShort {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+    /// The header's version is not 1.
+    #[error("{path}: ring version {found} is not supported (accepted: 1)")]
+    WrongVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: i32,
+    },
+    /// The capacity is unusable.
+    #[error("{path}: capacity {capacity} is invalid: {reason} (accepted: a power of two ≥ 2)")]
+    BadCapacity {
+        /// The file.
+        path: PathBuf,
+        /// The capacity found.
+        capacity: u64,
+        /// Why it is unusable.
+        reason: &'static str,
+    },
+    /// The mask is not capacity − 1.
+    #[error("{path}: mask {mask} does not match capacity {capacity} (accepted: capacity - 1)")]
+    BadMask {
+        /// The file.
+        path: PathBuf,
+        /// The mask found.
+        mask: u64,
+        /// The capacity found.
+        capacity: u64,
+    },
+    /// The header promises more slots than the file holds.
+    #[error(
+        "{path}: header says capacity {capacity} ({needed} bytes) but the file is {size} bytes"
+    )]
+    CapacityBeyondFile {
+        /// The file.
+        path: PathBuf,
+        /// The capacity found.
+        capacity: u64,
+        /// Bytes the header and slots need.
+        needed: u64,
+        /// The file's size.
+        size: u64,
+    },
+    /// A position is outside `[0, capacity)`.
+    #[error("{path}: {field} = {value} is outside [0, {capacity})")]
+    PositionOutOfRange {
+        /// The file.
+        path: PathBuf,
+        /// `write_pos` or `read_pos`.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+        /// The capacity.
+        capacity: u64,
+    },
+    /// The file shrank below the mapped size while it was being read.
+    #[error("{path}: file was truncated to {size} bytes while being read (needs {needed})")]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Its size now.
+        size: u64,
+        /// Bytes the reader had mapped.
+        needed: u64,
+    },
+}
+
+impl RingError {
+    pub(crate) fn io(path: &std::path::Path, op: &'static str, source: io::Error) -> RingError {
+        RingError::Io {
+            path: path.to_owned(),
+            op,
+            source,
+        }
+    }
+}

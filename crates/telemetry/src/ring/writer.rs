@@ -1,0 +1,301 @@
+//! The producer side of a ring file.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::ErrorKind;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use nixl_telemetry_abi::ring::{self as layout, trailer};
+use nixl_telemetry_abi::Event;
+
+use super::error::RingError;
+use super::mapping::Mapping;
+use crate::clock;
+
+/// Running totals the producer keeps in the ring's trailer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrailerCounts {
+    /// Events lost because a recording thread's staging buffer was full.
+    pub dropped_staging_full: u64,
+}
+
+/// Writes events into a version-1 ring file that it created and holds.
+///
+/// Creating one never follows a symbolic link, replaces a stale file left by a
+/// dead producer, and refuses a file another live producer holds (an advisory
+/// `flock` on the file marks it live for as long as the writer exists).
+pub struct RingWriter {
+    path: PathBuf,
+    map: Mapping,
+    _file: File,
+    capacity: u64,
+    mask: u64,
+    trailer_at: usize,
+    write_pos: u64,
+    cached_read: u64,
+    written: u64,
+    dropped_ring_full: u64,
+}
+
+fn nofollow_open(path: &Path, create_new: bool) -> std::io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    if create_new {
+        opts.create_new(true).mode(0o644);
+    }
+    opts.open(path)
+}
+
+fn try_lock(file: &File, path: &Path) -> Result<bool, RingError> {
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(e)) => Err(RingError::io(path, "lock the ring file", e)),
+    }
+}
+
+/// Reads the producer pid from an existing file's trailer, if it has one.
+fn trailer_pid(file: &File) -> Option<u32> {
+    use std::os::unix::fs::FileExt;
+    let mut header = [0u8; layout::HEADER_SIZE];
+    file.read_exact_at(&mut header, 0).ok()?;
+    let capacity = u64::from_le_bytes(header[24..32].try_into().ok()?);
+    let at = layout::trailer_offset(capacity)?;
+    let mut tr = [0u8; 20];
+    file.read_exact_at(&mut tr, at).ok()?;
+    (tr[..8] == layout::TRAILER_MAGIC).then(|| u32::from_le_bytes(tr[16..20].try_into().unwrap()))
+}
+
+impl RingWriter {
+    /// Creates `<dir>/<agent>` with room for `capacity` slots (a power of two ≥ 2;
+    /// the ring holds at most `capacity − 1` events).
+    pub fn create(dir: &Path, agent: &str, capacity: usize) -> Result<RingWriter, RingError> {
+        assert!(
+            capacity.is_power_of_two() && capacity >= 2,
+            "capacity must be a power of two >= 2"
+        );
+        let path = dir.join(agent);
+        // Up to two rounds: a competing creator can slip in between our check and
+        // our link; the second round then sees its file and reports it.
+        for _ in 0..2 {
+            let stale = match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(RingError::Symlink { path })
+                }
+                Ok(meta) if !meta.file_type().is_file() => {
+                    return Err(RingError::NotRegularFile { path })
+                }
+                Ok(_) => {
+                    let old = nofollow_open(&path, false)
+                        .map_err(|e| RingError::io(&path, "open the existing ring file", e))?;
+                    if !try_lock(&old, &path)? {
+                        return Err(RingError::InUse {
+                            pid: trailer_pid(&old),
+                            path,
+                        });
+                    }
+                    Some(old)
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound => None,
+                Err(e) => return Err(RingError::io(&path, "inspect the ring path", e)),
+            };
+            let tmp = dir.join(format!(
+                ".{agent}.{}.{}.tmp",
+                std::process::id(),
+                clock::system_now_us()
+            ));
+            let file = nofollow_open(&tmp, true)
+                .map_err(|e| RingError::io(&tmp, "create the ring file", e))?;
+            let result = Self::initialise(&tmp, file, capacity).and_then(|writer| {
+                let placed = if stale.is_some() {
+                    // We hold the dead producer's lock: replace its file atomically.
+                    std::fs::rename(&tmp, &path)
+                } else {
+                    // Fails with AlreadyExists if someone created the path meanwhile.
+                    std::fs::hard_link(&tmp, &path)
+                };
+                placed.map(|()| writer).map_err(RingErrorOrIo::Io)
+            });
+            match result {
+                Ok(mut writer) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    writer.path = path;
+                    return Ok(writer);
+                }
+                Err(RingErrorOrIo::Io(e)) if e.kind() == ErrorKind::AlreadyExists => {
+                    let _ = std::fs::remove_file(&tmp);
+                    continue;
+                }
+                Err(RingErrorOrIo::Io(e)) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(RingError::io(&path, "place the ring file", e));
+                }
+                Err(RingErrorOrIo::Ring(e)) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(e);
+                }
+            }
+        }
+        Err(RingError::InUse { path, pid: None })
+    }
+
+    fn initialise(tmp: &Path, file: File, capacity: usize) -> Result<RingWriter, RingErrorOrIo> {
+        if !try_lock(&file, tmp)? {
+            return Err(RingError::InUse {
+                path: tmp.to_owned(),
+                pid: None,
+            }
+            .into());
+        }
+        let cap = capacity as u64;
+        let size = layout::file_size_with_trailer(cap).expect("capacity bounded by config");
+        file.set_len(size)
+            .map_err(|e| RingError::io(tmp, "size the ring file", e))?;
+        let map = Mapping::read_write(&file, size as usize)
+            .map_err(|e| RingError::io(tmp, "map the ring file", e))?;
+        let trailer_at = layout::trailer_offset(cap).unwrap() as usize;
+        // The file is new and zero-filled; only non-zero fields need writing.
+        map.i32_at(layout::VERSION_OFFSET)
+            .store(layout::RING_VERSION, Ordering::Relaxed);
+        map.i32_at(layout::EXPECTED_VERSION_OFFSET)
+            .store(layout::RING_VERSION, Ordering::Relaxed);
+        map.u64_at(layout::CAPACITY_OFFSET)
+            .store(cap, Ordering::Relaxed);
+        map.u64_at(layout::MASK_OFFSET)
+            .store(cap - 1, Ordering::Relaxed);
+        map.write_bytes(trailer_at + trailer::MAGIC, &layout::TRAILER_MAGIC);
+        map.u32_at(trailer_at + trailer::VERSION)
+            .store(layout::TRAILER_VERSION, Ordering::Relaxed);
+        map.u32_at(trailer_at + trailer::SIZE)
+            .store(layout::TRAILER_SIZE as u32, Ordering::Relaxed);
+        map.u32_at(trailer_at + trailer::PRODUCER_PID)
+            .store(std::process::id(), Ordering::Relaxed);
+        map.u64_at(trailer_at + trailer::CREATED_US)
+            .store(clock::system_now_us(), Ordering::Relaxed);
+        // Publish the header before the file becomes visible under its name.
+        map.u64_at(layout::WRITE_POS_OFFSET)
+            .store(0, Ordering::Release);
+        Ok(RingWriter {
+            path: tmp.to_owned(),
+            map,
+            _file: file,
+            capacity: cap,
+            mask: cap - 1,
+            trailer_at,
+            write_pos: 0,
+            cached_read: 0,
+            written: 0,
+            dropped_ring_full: 0,
+        })
+    }
+
+    /// The ring file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Events written since creation.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Events dropped because the ring was full, since creation.
+    pub fn dropped_ring_full(&self) -> u64 {
+        self.dropped_ring_full
+    }
+
+    fn free_slots(&self) -> u64 {
+        // Full when (write + 1) & mask == read: capacity − 1 usable slots.
+        self.cached_read
+            .wrapping_sub(self.write_pos)
+            .wrapping_sub(1)
+            & self.mask
+    }
+
+    /// Writes as many of `events` as fit, in order, then publishes `write_pos`
+    /// once with release ordering. Events that do not fit are dropped and
+    /// counted. Returns how many were written.
+    pub fn push_batch(&mut self, events: &[Event]) -> usize {
+        if (self.free_slots() as usize) < events.len() {
+            // A reader may have advanced: re-read its position (masked, so a
+            // hostile value can never move us outside the slots).
+            self.cached_read = self
+                .map
+                .u64_at(layout::READ_POS_OFFSET)
+                .load(Ordering::Acquire)
+                & self.mask;
+        }
+        let n = events.len().min(self.free_slots() as usize);
+        let start = self.write_pos as usize;
+        let first = n.min(self.capacity as usize - start);
+        self.map
+            .write_events(layout::slot_offset(start as u64) as usize, &events[..first]);
+        self.map
+            .write_events(layout::HEADER_SIZE, &events[first..n]);
+        self.write_pos = (self.write_pos + n as u64) & self.mask;
+        self.map
+            .u64_at(layout::WRITE_POS_OFFSET)
+            .store(self.write_pos, Ordering::Release);
+        self.written += n as u64;
+        let dropped = events.len() - n;
+        self.dropped_ring_full += dropped as u64;
+        n
+    }
+
+    /// Stores the running totals and a heartbeat in the trailer.
+    pub fn update_trailer(&self, counts: &TrailerCounts) {
+        let t = self.trailer_at;
+        self.map
+            .u64_at(t + trailer::EVENTS_WRITTEN)
+            .store(self.written, Ordering::Relaxed);
+        self.map
+            .u64_at(t + trailer::DROPPED_RING_FULL)
+            .store(self.dropped_ring_full, Ordering::Relaxed);
+        self.map
+            .u64_at(t + trailer::DROPPED_STAGING_FULL)
+            .store(counts.dropped_staging_full, Ordering::Relaxed);
+        self.map
+            .u64_at(t + trailer::LAST_FLUSH_US)
+            .store(clock::now_us(), Ordering::Release);
+    }
+}
+
+impl Drop for RingWriter {
+    fn drop(&mut self) {
+        let t = self.trailer_at;
+        self.map
+            .u64_at(t + trailer::EVENTS_WRITTEN)
+            .store(self.written, Ordering::Relaxed);
+        self.map
+            .u64_at(t + trailer::DROPPED_RING_FULL)
+            .store(self.dropped_ring_full, Ordering::Relaxed);
+        self.map
+            .u32_at(t + trailer::FLAGS)
+            .fetch_or(trailer::FLAG_CLOSED, Ordering::Release);
+    }
+}
+
+enum RingErrorOrIo {
+    Ring(RingError),
+    Io(std::io::Error),
+}
+
+impl From<RingError> for RingErrorOrIo {
+    fn from(e: RingError) -> Self {
+        RingErrorOrIo::Ring(e)
+    }
+}
+
+impl From<std::io::Error> for RingErrorOrIo {
+    fn from(e: std::io::Error) -> Self {
+        RingErrorOrIo::Io(e)
+    }
+}

@@ -1,0 +1,280 @@
+//! The collector loses nothing silently: concurrent producers, full staging,
+//! full rings and shutdown all balance to the event.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nixl_telemetry::ring::{ReadMode, RingReader};
+use nixl_telemetry::{
+    Category, Direction, Event, ExportOutcome, Exporter, Telemetry, EVENTS_DROPPED_EVENT,
+};
+
+fn balanced(t: &Telemetry) -> nixl_telemetry::TelemetryStats {
+    let s = t.stats();
+    assert_eq!(
+        s.recorded + s.generated,
+        s.delivered + s.dropped.total() + s.pending,
+        "{s:?}"
+    );
+    s
+}
+
+/// Keeps every event it gets, shared with the test.
+#[derive(Clone, Default)]
+struct Keep(Arc<std::sync::Mutex<Vec<Event>>>);
+
+impl Exporter for Keep {
+    fn name(&self) -> &str {
+        "keep"
+    }
+    fn export(&mut self, events: &[Event]) -> ExportOutcome {
+        self.0.lock().unwrap().extend_from_slice(events);
+        ExportOutcome::delivered(events.len())
+    }
+}
+
+#[test]
+fn concurrent_producers_are_accounted_exactly_and_keep_their_order() {
+    let keep = Keep::default();
+    let config = Telemetry::builder("a")
+        .buffer_size(1 << 12)
+        .unwrap()
+        .run_interval(Duration::from_millis(1))
+        .unwrap();
+    let t = Arc::new(
+        Telemetry::with_exporter("a", config.as_config().clone(), Box::new(keep.clone())).unwrap(),
+    );
+    let per_thread = 50_000u64;
+    let threads: Vec<_> = (0..4u64)
+        .map(|id| {
+            let t = Arc::clone(&t);
+            std::thread::spawn(move || {
+                let h = t.handle(Category::CUSTOM, &format!("thread_{id}"));
+                for i in 0..per_thread {
+                    h.record(i);
+                    if i % 1024 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    t.flush();
+    let s = balanced(&t);
+    assert_eq!(s.recorded, 4 * per_thread);
+    assert_eq!(s.pending, 0);
+    let got = keep.0.lock().unwrap();
+    let user: Vec<&Event> = got
+        .iter()
+        .filter(|e| e.category() == Category::CUSTOM)
+        .collect();
+    assert_eq!(
+        user.len() as u64,
+        s.recorded - s.dropped.total() + s.dropped.exporter_full
+    );
+    for id in 0..4 {
+        let name = format!("thread_{id}");
+        let values: Vec<u64> = user
+            .iter()
+            .filter(|e| e.name() == name)
+            .map(|e| e.value)
+            .collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]), "order of {name}");
+    }
+    let reported: u64 = got
+        .iter()
+        .filter(|e| e.category() == Category::SYSTEM && e.name() == EVENTS_DROPPED_EVENT)
+        .map(|e| e.value)
+        .sum();
+    assert_eq!(reported, s.dropped.total());
+}
+
+#[test]
+fn full_staging_drops_are_counted_and_reported() {
+    // Collect only: nothing drains until we do, so staging (4 events) fills.
+    let t = Telemetry::builder("c")
+        .buffer_size(4)
+        .unwrap()
+        .build()
+        .unwrap();
+    assert!(!t.has_exporter());
+    for v in 0..10 {
+        t.record(Category::CUSTOM, "e", v);
+    }
+    let s = balanced(&t);
+    assert_eq!((s.recorded, s.dropped.staging_full, s.pending), (10, 6, 4));
+    let mut out = Vec::new();
+    assert_eq!(t.drain(&mut out), 5);
+    let values: Vec<u64> = out[..4].iter().map(|e| e.value).collect();
+    assert_eq!(values, vec![0, 1, 2, 3]);
+    assert_eq!(out[4].name(), EVENTS_DROPPED_EVENT);
+    assert_eq!(out[4].category(), Category::SYSTEM);
+    assert_eq!(out[4].value, 6);
+    let s = balanced(&t);
+    assert_eq!((s.generated, s.delivered, s.pending), (1, 5, 0));
+    // No new drops: no new report.
+    t.record(Category::CUSTOM, "e", 1);
+    out.clear();
+    assert_eq!(t.drain(&mut out), 1);
+}
+
+#[test]
+fn a_full_ring_counts_drops_in_stats_and_trailer() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Telemetry::builder("ring")
+        .buffer_size(8)
+        .unwrap()
+        .ring_directory(dir.path())
+        .build()
+        .unwrap();
+    for v in 0..5 {
+        t.record(Category::CUSTOM, "e", v);
+    }
+    t.flush();
+    for v in 5..10 {
+        t.record(Category::CUSTOM, "e", v);
+    }
+    t.flush();
+    let s = balanced(&t);
+    // 7 slots usable: 7 delivered, 3 user events and 2 drop reports lost at the ring.
+    assert_eq!(s.recorded, 10);
+    assert_eq!(s.delivered, 7);
+    assert!(s.dropped.exporter_full >= 3, "{s:?}");
+    let mut r = RingReader::open(&dir.path().join("ring"), ReadMode::Peek).unwrap();
+    let tr = r.trailer().unwrap();
+    assert_eq!(tr.dropped_ring_full, s.dropped.exporter_full);
+    assert_eq!(tr.events_written, 7);
+    let mut out = Vec::new();
+    r.read_batch(&mut out, usize::MAX).unwrap();
+    assert_eq!(
+        out.iter().map(|e| e.value).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 4, 5, 6]
+    );
+}
+
+#[test]
+fn dropping_the_handle_flushes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let t = Telemetry::builder("shut")
+            .buffer_size(1 << 14)
+            .unwrap()
+            .run_interval(Duration::from_secs(3600))
+            .unwrap()
+            .ring_directory(dir.path())
+            .build()
+            .unwrap();
+        let th = {
+            let h = t.handle(Category::TRANSFER, "agent_tx_bytes");
+            std::thread::spawn(move || (0..3000).for_each(|v| h.record(v)))
+        };
+        th.join().unwrap();
+        t.memory_registered(1 << 20);
+        t.transfer_completed(120, Direction::Read, 4096);
+        t.error("NIXL_ERR_BACKEND");
+    }
+    let mut r = RingReader::open(&dir.path().join("shut"), ReadMode::Consume).unwrap();
+    let mut out = Vec::new();
+    r.read_batch(&mut out, usize::MAX).unwrap();
+    assert_eq!(out.len(), 3000 + 1 + 3 + 1);
+    assert!(r.trailer().unwrap().closed);
+    let xfer: Vec<&Event> = out
+        .iter()
+        .filter(|e| e.name().starts_with("agent_"))
+        .filter(|e| e.name() != "agent_tx_bytes" && e.name() != "agent_memory_registered")
+        .collect();
+    assert_eq!(xfer.len(), 3);
+    assert!(
+        xfer.iter().all(|e| e.timestamp_us == xfer[0].timestamp_us),
+        "one timestamp"
+    );
+    let names: Vec<String> = xfer.iter().map(|e| e.name().into_owned()).collect();
+    assert_eq!(
+        names,
+        ["agent_xfer_time", "agent_rx_bytes", "agent_rx_requests_num"]
+    );
+    assert_eq!(
+        xfer.iter().map(|e| e.value).collect::<Vec<_>>(),
+        vec![120, 4096, 1]
+    );
+    let err = out
+        .iter()
+        .find(|e| e.category() == Category::ERROR)
+        .unwrap();
+    assert_eq!((err.name().as_ref(), err.value), ("NIXL_ERR_BACKEND", 1));
+}
+
+#[test]
+fn disabled_and_filtered_record_nothing() {
+    let t = Telemetry::builder("off").enabled(false).build().unwrap();
+    t.record(Category::CUSTOM, "x", 1);
+    assert!(!t.handle(Category::CUSTOM, "x").is_enabled());
+    assert_eq!(t.stats(), Default::default());
+
+    let t = Telemetry::builder("f")
+        .enabled_metrics("agent_tx_*, NIXL_ERR_*")
+        .build()
+        .unwrap();
+    t.transfer_completed(5, Direction::Write, 10);
+    t.error("NIXL_ERR_NOT_FOUND");
+    t.backend_event("ucx_writes", 3);
+    assert!(!t.handle(Category::BACKEND, "ucx_writes").is_enabled());
+    let mut out = Vec::new();
+    t.drain(&mut out);
+    let names: Vec<String> = out.iter().map(|e| e.name().into_owned()).collect();
+    assert_eq!(
+        names,
+        [
+            "agent_tx_bytes",
+            "agent_tx_requests_num",
+            "NIXL_ERR_NOT_FOUND"
+        ]
+    );
+}
+
+#[test]
+fn env_errors_name_the_variable_value_and_accepted_values() {
+    let config = nixl_telemetry::TelemetryConfig::from_lookup(|k| {
+        (k == "NIXL_TELEMETRY_BUFFER_SIZE").then(|| "1000".to_owned())
+    });
+    let err = config.unwrap_err().to_string();
+    assert!(
+        err.contains("NIXL_TELEMETRY_BUFFER_SIZE")
+            && err.contains("1000")
+            && err.contains("power of two")
+    );
+    for bad in ["", "a/b", ".", "..", "nul\0"] {
+        let err = Telemetry::builder(bad).build().unwrap_err().to_string();
+        assert!(
+            err.contains("agent name") && err.contains("accepted"),
+            "{err}"
+        );
+    }
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let err = Telemetry::builder("a")
+        .ring_directory(file.path())
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a directory"), "{err}");
+}
+
+#[test]
+fn names_are_cut_at_31_bytes_and_multibyte_boundaries() {
+    let t = Telemetry::builder("n").build().unwrap();
+    t.record(
+        Category::CUSTOM,
+        "gds_mt_backend_posix_aio_submit_failures_total_count",
+        1,
+    );
+    t.record(Category::CUSTOM, &format!("{}é", "x".repeat(30)), 2);
+    t.record(Category(99), "unknown_category", 3);
+    let mut out = Vec::new();
+    t.drain(&mut out);
+    assert_eq!(out[0].name(), "gds_mt_backend_posix_aio_submit");
+    assert_eq!(out[1].name(), "x".repeat(30));
+    assert_eq!(out[2].category(), Category(99));
+}
