@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod emit;
+
 /// NIXL telemetry: record, export, read and process telemetry events.
 #[derive(Debug, Parser)]
 #[command(name = "nixl-telemetry", version, about)]
@@ -15,11 +17,16 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Record events from JSON lines into telemetry built from the environment.
+    Emit(emit::EmitArgs),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result: anyhow::Result<ExitCode> = match cli.command {};
+    let result: anyhow::Result<ExitCode> = match cli.command {
+        Command::Emit(args) => emit::run(args),
+    };
     match result {
         Ok(code) => code,
         Err(err) => {
