@@ -1,0 +1,126 @@
+//! Legacy counters, kept for existing dashboards.
+
+use crate::error::{BindError, BuildError};
+use crate::extract::{AttrValue, TelemetryData};
+use crate::metrics::MetricsUpdate;
+use crate::registry::AttributeRegistry;
+use crate::sanitize::sanitize_into;
+use crate::types::AttributeType;
+
+use super::{bind_attribute, truthy_at, BuildContext, MetricBuilder, MetricKind};
+
+#[derive(Debug, Clone, Copy)]
+struct Slots {
+    action: usize,
+    version: usize,
+    network: usize,
+    success: usize,
+    gpus: usize,
+}
+
+/// Counts jobs under four families of plain keys:
+///
+/// * `total_action_<action>_<pass|fail>`
+/// * `version_<version>_action_<action>`
+/// * `network_<network>_action_<action>`
+/// * `gpu_<gpu>_action_<action>` for every entry of the GPU list (duplicates add up),
+///   the GPU name sanitised in lower case.
+///
+/// Needs the string attributes `action`, `version`, `network`, the boolean `success`
+/// and the list `gpus`.
+#[derive(Debug, Default)]
+pub struct LegacyMetricsBuilder {
+    slots: Option<Slots>,
+    key: String,
+}
+
+impl LegacyMetricsBuilder {
+    /// A new builder.
+    pub fn new() -> LegacyMetricsBuilder {
+        LegacyMetricsBuilder::default()
+    }
+}
+
+fn text<'a>(data: &'a TelemetryData<'_>, index: usize) -> &'a str {
+    match data.at(index) {
+        AttrValue::String(s) => s,
+        _ => "",
+    }
+}
+
+impl MetricBuilder for LegacyMetricsBuilder {
+    fn name(&self) -> &str {
+        "legacy"
+    }
+
+    fn bind(&mut self, registry: &AttributeRegistry) -> Result<(), BindError> {
+        let need = |attribute, expected| {
+            bind_attribute(registry, "legacy", attribute, expected, true)
+                .map(|i| i.unwrap_or_default())
+        };
+        self.slots = Some(Slots {
+            action: need("action", AttributeType::String)?,
+            version: need("version", AttributeType::String)?,
+            network: need("network", AttributeType::String)?,
+            success: need("success", AttributeType::Boolean)?,
+            gpus: need("gpus", AttributeType::List)?,
+        });
+        Ok(())
+    }
+
+    fn build(
+        &mut self,
+        metrics: &mut MetricsUpdate<'_>,
+        data: &TelemetryData<'_>,
+        _context: &BuildContext,
+    ) -> Result<(), BuildError> {
+        let slots = self
+            .slots
+            .ok_or_else(|| BuildError::Custom("legacy builder used before bind".into()))?;
+        let action = text(data, slots.action);
+        let key = &mut self.key;
+
+        key.clear();
+        key.push_str("total_action_");
+        key.push_str(action);
+        key.push_str(if truthy_at(data, Some(slots.success)) {
+            "_pass"
+        } else {
+            "_fail"
+        });
+        metrics.add(key, 1)?;
+
+        key.clear();
+        key.push_str("version_");
+        key.push_str(text(data, slots.version));
+        key.push_str("_action_");
+        key.push_str(action);
+        metrics.add(key, 1)?;
+
+        key.clear();
+        key.push_str("network_");
+        key.push_str(text(data, slots.network));
+        key.push_str("_action_");
+        key.push_str(action);
+        metrics.add(key, 1)?;
+
+        if let AttrValue::List(gpus) = data.at(slots.gpus) {
+            for gpu in gpus.iter() {
+                key.clear();
+                key.push_str("gpu_");
+                sanitize_into(key, gpu, false);
+                key.push_str("_action_");
+                key.push_str(action);
+                metrics.add(key, 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn metric_kind(&self, family: &str) -> Option<MetricKind> {
+        ["total_action_", "version_", "network_", "gpu_"]
+            .iter()
+            .any(|p| family.starts_with(p))
+            .then_some(MetricKind::Counter)
+    }
+}

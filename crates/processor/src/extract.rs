@@ -1,0 +1,310 @@
+//! Normalisation: a raw record becomes [`TelemetryData`], one value per registry
+//! attribute, with defaults applied and strings sanitised.
+
+use std::borrow::Cow;
+
+use crate::error::ExtractError;
+use crate::record::{JsonNumber, JsonValue, Record};
+use crate::registry::AttributeRegistry;
+use crate::sanitize::{render_scalar, sanitize_str, write_number};
+use crate::types::{AttributeDef, AttributeType, DefaultValue};
+
+/// The value of a boolean attribute: any JSON scalar, kept as given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar<'r> {
+    /// A JSON boolean.
+    Bool(bool),
+    /// A JSON number.
+    Number(JsonNumber),
+    /// A JSON string.
+    String(&'r str),
+}
+
+impl Scalar<'_> {
+    /// The truth value: `false`, `0`, `0.0` and `""` are false, everything else true.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Scalar::Bool(b) => *b,
+            Scalar::Number(JsonNumber::PosInt(u)) => *u != 0,
+            Scalar::Number(JsonNumber::NegInt(i)) => *i != 0,
+            Scalar::Number(JsonNumber::Float(f)) => *f != 0.0,
+            Scalar::String(s) => !s.is_empty(),
+        }
+    }
+
+    /// Appends the value rendered as text and lower-cased: `true` / `false`, numbers as
+    /// [`crate::sanitize::write_number`] writes them, strings lower-cased.
+    pub fn write_lower(&self, out: &mut String) {
+        match self {
+            Scalar::Bool(true) => out.push_str("true"),
+            Scalar::Bool(false) => out.push_str("false"),
+            Scalar::Number(n) => write_number(*n, out),
+            Scalar::String(s) => {
+                if s.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+                    out.push_str(&s.to_lowercase());
+                } else {
+                    out.push_str(s);
+                }
+            }
+        }
+    }
+}
+
+/// The value of a list attribute: strings, from the record or from the default.
+#[derive(Debug, Clone, Copy)]
+pub enum ListValue<'r> {
+    /// A JSON array whose elements have been checked to be strings.
+    Json(&'r [JsonValue<'r>]),
+    /// The attribute's default.
+    Default(&'r [String]),
+}
+
+impl<'r> ListValue<'r> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            ListValue::Json(items) => items.len(),
+            ListValue::Default(items) => items.len(),
+        }
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'r str> + 'r {
+        let (json, default) = match *self {
+            ListValue::Json(items) => (items, &[][..]),
+            ListValue::Default(items) => (&[][..], items),
+        };
+        json.iter()
+            .map(|v| match v {
+                JsonValue::String(s) => s.as_ref(),
+                _ => "",
+            })
+            .chain(default.iter().map(String::as_str))
+    }
+}
+
+/// One normalised attribute value.
+#[derive(Debug, Clone)]
+pub enum AttrValue<'r> {
+    /// A string attribute, sanitised (lower case, `[a-z0-9_]` only).
+    String(Cow<'r, str>),
+    /// A boolean attribute, as given.
+    Boolean(Scalar<'r>),
+    /// An integer attribute.
+    Integer(i64),
+    /// A list attribute.
+    List(ListValue<'r>),
+}
+
+impl AttrValue<'_> {
+    /// Appends the value as text the way the comprehensive name and labels show it:
+    /// strings as they are, integers in decimal, booleans lower-cased
+    /// ([`Scalar::write_lower`]), lists as their elements joined by `,` (lists never
+    /// reach a built-in builder's text: the registry keeps them out of the comprehensive
+    /// name, and the labeled builder skips them).
+    pub fn write_text(&self, out: &mut String) {
+        match self {
+            AttrValue::String(s) => out.push_str(s),
+            AttrValue::Boolean(b) => b.write_lower(out),
+            AttrValue::Integer(i) => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{i}");
+            }
+            AttrValue::List(list) => {
+                for (i, item) in list.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(item);
+                }
+            }
+        }
+    }
+}
+
+/// A record normalised against a registry: one value per attribute, in registry order.
+#[derive(Debug, Clone)]
+pub struct TelemetryData<'r> {
+    registry: &'r AttributeRegistry,
+    values: Vec<AttrValue<'r>>,
+}
+
+impl<'r> TelemetryData<'r> {
+    /// The registry the data follows.
+    pub fn registry(&self) -> &'r AttributeRegistry {
+        self.registry
+    }
+
+    /// The values, in registry order.
+    pub fn values(&self) -> &[AttrValue<'r>] {
+        &self.values
+    }
+
+    /// The value at a registry position (builders resolve positions once, when bound).
+    pub fn at(&self, index: usize) -> &AttrValue<'r> {
+        &self.values[index]
+    }
+
+    /// The value of the attribute with this name.
+    pub fn get(&self, name: &str) -> Option<&AttrValue<'r>> {
+        self.registry.index_of(name).map(|i| &self.values[i])
+    }
+
+    /// The truth value of a boolean attribute (`None` if there is no such boolean).
+    pub fn truthy(&self, name: &str) -> Option<bool> {
+        match self.get(name)? {
+            AttrValue::Boolean(b) => Some(b.truthy()),
+            _ => None,
+        }
+    }
+
+    /// The text of a string attribute.
+    pub fn str(&self, name: &str) -> Option<&str> {
+        match self.get(name)? {
+            AttrValue::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value of an integer attribute.
+    pub fn integer(&self, name: &str) -> Option<i64> {
+        match self.get(name)? {
+            AttrValue::Integer(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// The elements of a list attribute.
+    pub fn list(&self, name: &str) -> Option<ListValue<'r>> {
+        match self.get(name)? {
+            AttrValue::List(l) => Some(*l),
+            _ => None,
+        }
+    }
+
+    /// The data as a JSON object keyed by attribute name (boolean attributes keep the
+    /// scalar they were given).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let number = |n: JsonNumber| match n {
+            JsonNumber::PosInt(u) => Value::from(u),
+            JsonNumber::NegInt(i) => Value::from(i),
+            JsonNumber::Float(f) => Value::from(f),
+        };
+        let map = self
+            .registry
+            .attributes()
+            .iter()
+            .zip(&self.values)
+            .map(|(attr, value)| {
+                let v = match value {
+                    AttrValue::String(s) => Value::from(s.as_ref()),
+                    AttrValue::Boolean(Scalar::Bool(b)) => Value::from(*b),
+                    AttrValue::Boolean(Scalar::Number(n)) => number(*n),
+                    AttrValue::Boolean(Scalar::String(s)) => Value::from(*s),
+                    AttrValue::Integer(i) => Value::from(*i),
+                    AttrValue::List(l) => Value::from(l.iter().collect::<Vec<_>>()),
+                };
+                (attr.name.clone(), v)
+            })
+            .collect();
+        Value::Object(map)
+    }
+}
+
+/// Normalises a raw record: for each attribute, the value under its raw key, or its
+/// default when the key is missing or `null`. String attributes are sanitised (other
+/// JSON scalars are first rendered as text); boolean attributes keep any scalar;
+/// integer attributes need a 64-bit integer; list attributes a list of strings.
+/// Anything else is an [`ExtractError`] naming the key and the expected type.
+pub fn extract_telemetry_data<'r>(
+    registry: &'r AttributeRegistry,
+    record: &'r Record<'_>,
+) -> Result<TelemetryData<'r>, ExtractError> {
+    let mut values = Vec::with_capacity(registry.len());
+    for attr in registry.attributes() {
+        let value = match record.get(&attr.raw_key) {
+            None | Some(JsonValue::Null) => default_value(attr),
+            Some(raw) => read_value(attr, raw)?,
+        };
+        values.push(value);
+    }
+    Ok(TelemetryData { registry, values })
+}
+
+fn default_value(attr: &AttributeDef) -> AttrValue<'_> {
+    match &attr.default {
+        DefaultValue::String(s) => AttrValue::String(sanitize_str(s, false)),
+        DefaultValue::Boolean(b) => AttrValue::Boolean(Scalar::Bool(*b)),
+        DefaultValue::Integer(i) => AttrValue::Integer(*i),
+        DefaultValue::List(items) => AttrValue::List(ListValue::Default(items)),
+    }
+}
+
+fn wrong_type(attr: &AttributeDef, raw: &JsonValue<'_>) -> ExtractError {
+    ExtractError::WrongType {
+        attribute: attr.name.clone(),
+        raw_key: attr.raw_key.clone(),
+        expected: attr.attr_type,
+        found: raw.kind(),
+    }
+}
+
+fn read_value<'r>(
+    attr: &AttributeDef,
+    raw: &'r JsonValue<'_>,
+) -> Result<AttrValue<'r>, ExtractError> {
+    Ok(match attr.attr_type {
+        AttributeType::String => match raw {
+            JsonValue::String(s) => AttrValue::String(sanitize_str(s, false)),
+            JsonValue::Array(_) | JsonValue::Object(_) => return Err(wrong_type(attr, raw)),
+            scalar => {
+                let mut text = String::new();
+                render_scalar(scalar, &mut text);
+                AttrValue::String(Cow::Owned(sanitize_str(&text, false).into_owned()))
+            }
+        },
+        AttributeType::Boolean => AttrValue::Boolean(match raw {
+            JsonValue::Bool(b) => Scalar::Bool(*b),
+            JsonValue::Number(n) => Scalar::Number(*n),
+            JsonValue::String(s) => Scalar::String(s),
+            _ => return Err(wrong_type(attr, raw)),
+        }),
+        AttributeType::Integer => match raw {
+            JsonValue::Number(JsonNumber::NegInt(i)) => AttrValue::Integer(*i),
+            JsonValue::Number(JsonNumber::PosInt(u)) => {
+                AttrValue::Integer(i64::try_from(*u).map_err(|_| {
+                    ExtractError::IntegerOutOfRange {
+                        attribute: attr.name.clone(),
+                        raw_key: attr.raw_key.clone(),
+                        value: *u,
+                    }
+                })?)
+            }
+            _ => return Err(wrong_type(attr, raw)),
+        },
+        AttributeType::List => match raw {
+            JsonValue::Array(items) => {
+                if let Some((index, bad)) = items
+                    .iter()
+                    .enumerate()
+                    .find(|(_, v)| !matches!(v, JsonValue::String(_)))
+                {
+                    return Err(ExtractError::ListElement {
+                        attribute: attr.name.clone(),
+                        raw_key: attr.raw_key.clone(),
+                        index,
+                        found: bad.kind(),
+                    });
+                }
+                AttrValue::List(ListValue::Json(items))
+            }
+            _ => return Err(wrong_type(attr, raw)),
+        },
+    })
+}

@@ -1,0 +1,184 @@
+//! The processor: normalises each record and runs the builders over it, all or nothing.
+
+use std::fmt;
+
+use crate::builders::{builder_by_name, BuildContext, MetricBuilder, MetricKind, DEFAULT_BUILDERS};
+use crate::error::{BindError, ProcessError};
+use crate::extract::extract_telemetry_data;
+use crate::metrics::{Metrics, MetricsUpdate, UndoLog};
+use crate::record::Record;
+use crate::registry::AttributeRegistry;
+use crate::time::Timestamp;
+
+/// The times given with a record. Either may be left out:
+/// * `now` defaults to the current local time;
+/// * `old_now` defaults to the metrics' `last_updated` parsed as ISO 8601, or to `now`
+///   when the metrics have none (or an empty one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The time of this record.
+    pub now: Option<Timestamp>,
+    /// The time of the previous record.
+    pub old_now: Option<Timestamp>,
+}
+
+impl Context {
+    /// A context with only `now`, as the processor is usually driven.
+    pub fn at(now: Timestamp) -> Context {
+        Context {
+            now: Some(now),
+            old_now: None,
+        }
+    }
+}
+
+/// Runs builders over records and keeps the metrics' `last_updated`.
+///
+/// Each record is normalised against the registry ([`extract_telemetry_data`]), then
+/// every builder runs in order over the same metrics, then `last_updated` is set to
+/// `now` in ISO form. If anything fails, every write made for the record is undone
+/// and the metrics are exactly as before.
+pub struct MetricProcessor {
+    registry: AttributeRegistry,
+    builders: Vec<Box<dyn MetricBuilder>>,
+    undo: UndoLog,
+}
+
+impl fmt::Debug for MetricProcessor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetricProcessor")
+            .field("registry", &self.registry)
+            .field(
+                "builders",
+                &self.builders.iter().map(|b| b.name()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Default for MetricProcessor {
+    /// The built-in registry and the default builders.
+    fn default() -> Self {
+        MetricProcessor::with_registry(AttributeRegistry::default())
+            .expect("the default builders bind to the built-in registry")
+    }
+}
+
+impl MetricProcessor {
+    /// The built-in registry and the default builders: legacy, comprehensive, time,
+    /// labeled.
+    pub fn new() -> MetricProcessor {
+        MetricProcessor::default()
+    }
+
+    /// A registry with the default builders.
+    pub fn with_registry(registry: AttributeRegistry) -> Result<MetricProcessor, BindError> {
+        let builders = DEFAULT_BUILDERS
+            .iter()
+            .map(|name| builder_by_name(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        MetricProcessor::with_builders(registry, builders)
+    }
+
+    /// A registry and any list of builders (empty included), run in the given order.
+    pub fn with_builders(
+        registry: AttributeRegistry,
+        builders: Vec<Box<dyn MetricBuilder>>,
+    ) -> Result<MetricProcessor, BindError> {
+        let mut processor = MetricProcessor {
+            registry,
+            builders: Vec::with_capacity(builders.len()),
+            undo: UndoLog::default(),
+        };
+        for builder in builders {
+            processor.add_boxed_builder(builder)?;
+        }
+        Ok(processor)
+    }
+
+    /// Appends a builder; it runs after those already there.
+    pub fn add_builder<B: MetricBuilder + 'static>(&mut self, builder: B) -> Result<(), BindError> {
+        self.add_boxed_builder(Box::new(builder))
+    }
+
+    /// Appends a boxed builder.
+    pub fn add_boxed_builder(
+        &mut self,
+        mut builder: Box<dyn MetricBuilder>,
+    ) -> Result<(), BindError> {
+        builder.bind(&self.registry)?;
+        self.builders.push(builder);
+        Ok(())
+    }
+
+    /// The registry records are normalised against.
+    pub fn registry(&self) -> &AttributeRegistry {
+        &self.registry
+    }
+
+    /// The builders' names, in run order.
+    pub fn builder_names(&self) -> Vec<&str> {
+        self.builders.iter().map(|b| b.name()).collect()
+    }
+
+    /// The kind of a metric family, from the first builder that claims it.
+    pub fn metric_kind(&self, family: &str) -> Option<MetricKind> {
+        self.builders.iter().find_map(|b| b.metric_kind(family))
+    }
+
+    /// Applies one record to `metrics`, wholly or not at all.
+    pub fn process(
+        &mut self,
+        metrics: &mut Metrics,
+        record: &Record<'_>,
+        context: &Context,
+    ) -> Result<(), ProcessError> {
+        let now = context.now.unwrap_or_else(Timestamp::now_local);
+        let old_now = match context.old_now {
+            Some(t) => t,
+            None => match metrics.last_updated() {
+                Some(text) if !text.is_empty() => {
+                    Timestamp::parse_iso(text).map_err(ProcessError::LastUpdated)?
+                }
+                _ => now,
+            },
+        };
+        let data = extract_telemetry_data(&self.registry, record)?;
+        let build_context = BuildContext { now, old_now };
+        self.undo.clear();
+        let mut update = MetricsUpdate::new(metrics, &mut self.undo);
+        for builder in &mut self.builders {
+            if let Err(source) = builder.build(&mut update, &data, &build_context) {
+                let builder = builder.name().to_owned();
+                self.undo.roll_back(metrics);
+                return Err(ProcessError::Build { builder, source });
+            }
+        }
+        let last = metrics.last_updated_buffer();
+        last.clear();
+        now.write_iso(last);
+        Ok(())
+    }
+
+    /// Applies a record given as a `serde_json::Value` (which must be an object).
+    pub fn process_value(
+        &mut self,
+        metrics: &mut Metrics,
+        record: &serde_json::Value,
+        context: &Context,
+    ) -> Result<(), ProcessError> {
+        let record = Record::from_serde(record)?;
+        self.process(metrics, &record, context)
+    }
+
+    /// Applies a record given as JSON text (which must be an object).
+    pub fn process_json(
+        &mut self,
+        metrics: &mut Metrics,
+        record: &str,
+        context: &Context,
+    ) -> Result<(), ProcessError> {
+        let record = Record::parse(record)?;
+        self.process(metrics, &record, context)
+    }
+}

@@ -1,0 +1,283 @@
+//! Text helpers shared by the builders: sanitising values for metric names, rendering
+//! JSON scalars as text, the GPU identifier, and label-value escaping.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use crate::record::{JsonNumber, JsonValue};
+
+/// Whether a byte survives sanitising unchanged in the lower-case variant.
+#[inline]
+fn is_lower_clean(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'
+}
+
+/// Appends `text` sanitised to `out`: every code point that is not an ASCII letter or
+/// digit becomes one `_`, and letters are lower-cased (or upper-cased when `uppercase`).
+pub fn sanitize_into(out: &mut String, text: &str, uppercase: bool) {
+    out.reserve(text.len());
+    for c in text.chars() {
+        let mapped = if c.is_ascii_alphanumeric() {
+            if uppercase {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            }
+        } else {
+            '_'
+        };
+        out.push(mapped);
+    }
+}
+
+/// Sanitises text for use in a metric name: each code point that is not an ASCII letter
+/// or digit becomes one `_` (so `é` gives one `_`, an emoji one `_`), then the result is
+/// lower-cased, or upper-cased when `uppercase` is set. Borrows when nothing changes.
+pub fn sanitize_str(text: &str, uppercase: bool) -> Cow<'_, str> {
+    let clean = if uppercase {
+        text.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    } else {
+        text.bytes().all(is_lower_clean)
+    };
+    if clean {
+        Cow::Borrowed(text)
+    } else {
+        let mut out = String::with_capacity(text.len());
+        sanitize_into(&mut out, text, uppercase);
+        Cow::Owned(out)
+    }
+}
+
+/// Sanitises any JSON scalar, lower-case variant: the scalar is first rendered as text
+/// the way [`render_scalar`] does (`true` → `True`, `null` → `None`), then sanitised.
+/// Returns `None` for arrays and objects, which have no metric-name form.
+pub fn sanitize_field_value(value: &JsonValue<'_>) -> Option<String> {
+    sanitize_value(value, false)
+}
+
+/// The upper-case variant of [`sanitize_field_value`].
+pub fn sanitize_field_value_upper(value: &JsonValue<'_>) -> Option<String> {
+    sanitize_value(value, true)
+}
+
+fn sanitize_value(value: &JsonValue<'_>, uppercase: bool) -> Option<String> {
+    let mut text = String::new();
+    render_scalar(value, &mut text)?;
+    Some(sanitize_str(&text, uppercase).into_owned())
+}
+
+/// Renders a JSON scalar as the reference renders a value as text: `null` → `None`,
+/// booleans → `True` / `False`, integers in decimal, floats in the shortest form that
+/// reads back to the same double (`1.0`, `0.0001`, `1e-05`, `1e+16`, see
+/// [`write_float`]), strings as they are. Returns `None` for arrays and objects.
+pub fn render_scalar(value: &JsonValue<'_>, out: &mut String) -> Option<()> {
+    match value {
+        JsonValue::Null => out.push_str("None"),
+        JsonValue::Bool(true) => out.push_str("True"),
+        JsonValue::Bool(false) => out.push_str("False"),
+        JsonValue::Number(n) => write_number(*n, out),
+        JsonValue::String(s) => out.push_str(s),
+        JsonValue::Array(_) | JsonValue::Object(_) => return None,
+    }
+    Some(())
+}
+
+/// Appends a number: integers in decimal, floats as [`write_float`] does.
+pub fn write_number(n: JsonNumber, out: &mut String) {
+    match n {
+        JsonNumber::PosInt(u) => {
+            let _ = write!(out, "{u}");
+        }
+        JsonNumber::NegInt(i) => {
+            let _ = write!(out, "{i}");
+        }
+        JsonNumber::Float(f) => write_float(f, out),
+    }
+}
+
+/// Appends a double in the reference's `repr` form: the shortest digits that read back
+/// to the same value; positional notation with at least one fractional digit when the
+/// decimal exponent is in −5 < e < 16 (`1.0`, `0.0001`, `1000000000000000.0`),
+/// otherwise scientific with a signed two-digit-minimum exponent (`1e-05`, `1.5e+16`).
+pub fn write_float(f: f64, out: &mut String) {
+    if f.is_nan() {
+        out.push_str("nan");
+        return;
+    }
+    if f.is_infinite() {
+        out.push_str(if f > 0.0 { "inf" } else { "-inf" });
+        return;
+    }
+    // `{:e}` gives the shortest round-trip digits as `d[.ddd]e<exp>`.
+    let sci = format!("{:e}", f);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if negative {
+        out.push('-');
+    }
+    if (-5 < exp) && (exp < 16) {
+        let point = exp + 1; // digits before the decimal point
+        if point <= 0 {
+            out.push_str("0.");
+            for _ in 0..(-point) {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        } else if point as usize >= digits.len() {
+            out.push_str(&digits);
+            for _ in 0..(point as usize - digits.len()) {
+                out.push('0');
+            }
+            out.push_str(".0");
+        } else {
+            out.push_str(&digits[..point as usize]);
+            out.push('.');
+            out.push_str(&digits[point as usize..]);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let _ = write!(
+            out,
+            "e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.unsigned_abs()
+        );
+    }
+}
+
+/// Reusable buffers for [`write_gpu_identifier`], so that building identifiers
+/// allocates nothing once the buffers have grown.
+#[derive(Debug, Default)]
+pub struct GpuIdScratch {
+    names: String,
+    entries: Vec<(u32, u32, u32)>,
+}
+
+/// Appends the GPU identifier of a list to `out`: the number of GPUs, then for each
+/// distinct upper-case sanitised name in code-point order `_<NAME>_<count>`
+/// (`3_NVIDIA_A100_2_NVIDIA_V100_1`; an empty list gives `0_`).
+pub fn write_gpu_identifier<'s, I>(gpus: I, out: &mut String, scratch: &mut GpuIdScratch)
+where
+    I: IntoIterator<Item = &'s str>,
+{
+    scratch.names.clear();
+    scratch.entries.clear();
+    let mut total = 0usize;
+    for gpu in gpus {
+        total += 1;
+        let start = scratch.names.len();
+        sanitize_into(&mut scratch.names, gpu, true);
+        let end = scratch.names.len();
+        let name = &scratch.names[start..end];
+        let names = &scratch.names;
+        if let Some(entry) = scratch
+            .entries
+            .iter_mut()
+            .find(|(s, e, _)| &names[*s as usize..*e as usize] == name)
+        {
+            entry.2 += 1;
+            scratch.names.truncate(start);
+        } else {
+            scratch.entries.push((start as u32, end as u32, 1));
+        }
+    }
+    let names = &scratch.names;
+    scratch.entries.sort_unstable_by(|a, b| {
+        names[a.0 as usize..a.1 as usize].cmp(&names[b.0 as usize..b.1 as usize])
+    });
+    let _ = write!(out, "{total}_");
+    for (i, (s, e, count)) in scratch.entries.iter().enumerate() {
+        if i > 0 {
+            out.push('_');
+        }
+        out.push_str(&names[*s as usize..*e as usize]);
+        let _ = write!(out, "_{count}");
+    }
+}
+
+/// The GPU identifier of a list (see [`write_gpu_identifier`]).
+pub fn create_gpu_identifier<S: AsRef<str>>(gpus: &[S]) -> String {
+    let mut out = String::new();
+    write_gpu_identifier(
+        gpus.iter().map(AsRef::as_ref),
+        &mut out,
+        &mut GpuIdScratch::default(),
+    );
+    out
+}
+
+/// Appends a label value escaped as the Prometheus text format requires:
+/// backslash → `\\`, double quote → `\"`, newline → `\n`.
+pub fn escape_label_value_into(out: &mut String, value: &str) {
+    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.push_str(value);
+        return;
+    }
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            other => out.push(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn float(f: f64) -> String {
+        let mut s = String::new();
+        write_float(f, &mut s);
+        s
+    }
+
+    #[test]
+    fn floats_render_like_the_reference() {
+        let cases = [
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1.5e-7, "1.5e-07"),
+            (0.0001, "0.0001"),
+            (1e-5, "1e-05"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (0.1, "0.1"),
+            (-2.5, "-2.5"),
+            (1e22, "1e+22"),
+            (5e-324, "5e-324"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (12.5, "12.5"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(float(f), want, "{f:e}");
+        }
+    }
+
+    #[test]
+    fn sanitize_borrows_clean_text() {
+        assert!(matches!(sanitize_str("resnet_50", false), Cow::Borrowed(_)));
+        assert!(matches!(sanitize_str("A_1", true), Cow::Borrowed(_)));
+        assert_eq!(sanitize_str("ResNet-50", false), "resnet_50");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let mut s = String::new();
+        escape_label_value_into(&mut s, "a\\b\"c\nd");
+        assert_eq!(s, r#"a\\b\"c\nd"#);
+    }
+}
