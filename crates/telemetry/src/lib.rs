@@ -32,3 +32,8 @@ pub use telemetry::{
     Direction, EventHandle, Telemetry, TelemetryBuilder, MEMORY_DEREGISTERED, MEMORY_REGISTERED,
     RX_BYTES, RX_REQUESTS, TX_BYTES, TX_REQUESTS, XFER_POST_TIME, XFER_TIME,
 };
+
+/// The examples of `docs/collector.md`, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/collector.md")]
+struct CollectorGuide;
