@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every test of the project, from a fresh machine with the Rust toolchain and Python:
+# installs what the tests need (Prometheus, through apt-get), checks formatting and
+# lints, runs the Python reader's tests, then every Rust test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-test-deps.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== python reader tests"
+python3 -m unittest discover -s python/tests
+
+echo "== cargo test"
+cargo test --workspace --locked
