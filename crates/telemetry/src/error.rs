@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use crate::config::ConfigError;
+use crate::exporter::plugin::SearchedPath;
 use crate::ring::RingError;
 
 /// Why a telemetry instance could not be created.
@@ -21,13 +22,184 @@ pub enum TelemetryError {
     /// The ring file cannot be created.
     #[error(transparent)]
     Ring(#[from] RingError),
-    /// Plug-in exporters are not available in this build.
-    #[error("exporter plug-in {name:?} cannot be loaded: plug-in loading is not available")]
-    PluginUnavailable {
-        /// The plug-in's name.
-        name: String,
-    },
+    /// An exporter plug-in cannot be found, loaded or instantiated.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
     /// The flush thread could not be started.
     #[error("cannot start the telemetry flush thread: {0}")]
     Thread(#[source] std::io::Error),
+}
+
+/// Writes `; searched: a (origin), b (origin)` for an error message.
+struct Searched<'a>(&'a [SearchedPath]);
+
+impl std::fmt::Display for Searched<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("searched no directory");
+        }
+        f.write_str("searched ")?;
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why an exporter plug-in could not be used.
+///
+/// Every message names the plug-in, the file (when one was found), the
+/// candidate paths searched in order, and the cause.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PluginError {
+    /// No directory of the search path holds `libtelemetry_exporter_<name>.so`.
+    #[error("exporter plug-in {name:?}: {file} not found; {}", Searched(searched))]
+    NotFound {
+        /// The plug-in's name.
+        name: String,
+        /// The file name looked for.
+        file: String,
+        /// Every candidate path, in search order.
+        searched: Vec<SearchedPath>,
+    },
+    /// The file exists but the dynamic loader refuses it.
+    #[error(
+        "exporter plug-in {name:?}: {} is not a loadable library: {cause}; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    NotLoadable {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// The loader's message.
+        cause: libloading::Error,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// A required symbol is not exported.
+    #[error(
+        "exporter plug-in {name:?}: {} does not export {symbol}: {cause}; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    MissingSymbol {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// The missing symbol.
+        symbol: &'static str,
+        /// The loader's message.
+        cause: libloading::Error,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// `nixl_telemetry_plugin_init` returned NULL.
+    #[error(
+        "exporter plug-in {name:?}: nixl_telemetry_plugin_init of {} returned NULL; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    InitFailed {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// The plug-in speaks another ABI version.
+    #[error(
+        "exporter plug-in {name:?}: {} has api_version {found}, this host accepts only {accepted}; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    UnsupportedApiVersion {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// The descriptor's `api_version`.
+        found: u32,
+        /// The version this host accepts.
+        accepted: u32,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// The descriptor's `struct_size` is not the size of the version-1 descriptor.
+    #[error(
+        "exporter plug-in {name:?}: {} has struct_size {found}, this host accepts only {accepted} (api_version 1); {}",
+        path.display(),
+        Searched(searched)
+    )]
+    UnsupportedStructSize {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// The descriptor's `struct_size`.
+        found: u32,
+        /// The size this host accepts.
+        accepted: u32,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// A required descriptor field is NULL.
+    #[error(
+        "exporter plug-in {name:?}: the descriptor of {} is invalid: {reason}; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    InvalidDescriptor {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// What is wrong.
+        reason: &'static str,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// A parameter cannot be passed as a C string.
+    #[error(
+        "exporter plug-in {name:?}: {parameter} {value:?} contains a NUL byte and cannot be passed to {}; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    InvalidParameter {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// The parameter (`agent_name`, `output_path`).
+        parameter: &'static str,
+        /// Its value.
+        value: String,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// `create_exporter` returned NULL.
+    #[error(
+        "exporter plug-in {name:?}: {} could not create an exporter for agent {agent:?}: {reason}; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    CreateFailed {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// The agent.
+        agent: String,
+        /// The reason the plug-in wrote (or a note that it gave none).
+        reason: String,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
 }

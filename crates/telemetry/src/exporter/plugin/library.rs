@@ -1,0 +1,383 @@
+//! The only unsafe code of the plug-in loader: opening a library, reading its
+//! descriptor, and calling its functions.
+//!
+//! * [`PluginLibrary`] is a lease on a loaded, accepted library. One library is
+//!   loaded once per canonical path and shared by every exporter made from it
+//!   (several agents in one process); `nixl_telemetry_plugin_fini` is called and
+//!   the library unloaded when the last lease goes. Loading and unloading happen
+//!   under one process-wide lock, so `init` and `fini` calls never interleave.
+//! * [`RawExporter`] owns one exporter handle and a lease on its library; its
+//!   `Drop` calls `destroy_exporter` before the lease (and so `fini` and the
+//!   unload) can go.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
+use libloading::Library;
+use nixl_telemetry_abi::plugin::{
+    CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, ExporterParams, FlushFn,
+    PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL, PLUGIN_API_VERSION,
+};
+use nixl_telemetry_abi::Event;
+
+use super::search::SearchedPath;
+use crate::error::PluginError;
+
+/// The only `struct_size` accepted for `api_version` 1.
+pub(super) const V1_STRUCT_SIZE: u32 = std::mem::size_of::<PluginDescriptor>() as u32;
+
+/// Bytes of the buffer `create_exporter` may write its reason into.
+const ERROR_BUFFER_LEN: usize = 1024;
+
+/// The functions of an accepted descriptor, copied out of it.
+#[derive(Clone, Copy)]
+struct Functions {
+    create_exporter: CreateExporterFn,
+    export_event: ExportEventFn,
+    export_batch: Option<ExportBatchFn>,
+    flush: Option<FlushFn>,
+    destroy_exporter: DestroyExporterFn,
+}
+
+/// A library that passed every check, with its functions.
+struct LoadedLibrary {
+    path: PathBuf,
+    name: String,
+    version: String,
+    functions: Functions,
+    fini: PluginFiniFn,
+    /// `Some` until `Drop` unloads it after `fini`.
+    library: Option<Library>,
+}
+
+impl Drop for LoadedLibrary {
+    fn drop(&mut self) {
+        tracing::debug!(path = %self.path.display(), "calling nixl_telemetry_plugin_fini and unloading");
+        // SAFETY: `fini` came from this library, which is still loaded (`library`
+        // is dropped below); every exporter of it is destroyed (each holds a
+        // lease, and this runs when the last lease is gone); and `init` returned
+        // successfully when it was loaded.
+        unsafe { (self.fini)() };
+        drop(self.library.take());
+    }
+}
+
+struct Entry {
+    key: PathBuf,
+    users: usize,
+    library: Arc<LoadedLibrary>,
+}
+
+/// Every loaded plug-in library of the process.
+static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+fn registry() -> std::sync::MutexGuard<'static, Vec<Entry>> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The loaded plug-in libraries and how many exporters use each.
+pub fn loaded_libraries() -> Vec<(PathBuf, usize)> {
+    registry()
+        .iter()
+        .map(|e| (e.key.clone(), e.users))
+        .collect()
+}
+
+/// A lease on a loaded plug-in library.
+pub(super) struct PluginLibrary {
+    key: PathBuf,
+    /// `Some` until `Drop` hands it back under the registry lock.
+    library: Option<Arc<LoadedLibrary>>,
+}
+
+impl Drop for PluginLibrary {
+    fn drop(&mut self) {
+        let mut entries = registry();
+        let mine = self.library.take();
+        let Some(at) = entries.iter().position(|e| e.key == self.key) else {
+            return;
+        };
+        entries[at].users -= 1;
+        if entries[at].users == 0 {
+            let entry = entries.swap_remove(at);
+            drop(mine);
+            // The last Arc: fini and the unload run here, under the lock.
+            drop(entry);
+        }
+    }
+}
+
+impl PluginLibrary {
+    fn loaded(&self) -> &LoadedLibrary {
+        self.library
+            .as_deref()
+            .expect("a lease holds its library until dropped")
+    }
+
+    /// The path the library was loaded from (symlinks resolved).
+    pub(super) fn path(&self) -> &Path {
+        &self.loaded().path
+    }
+
+    /// The descriptor's `name`.
+    pub(super) fn plugin_name(&self) -> &str {
+        &self.loaded().name
+    }
+
+    /// The descriptor's `version`.
+    pub(super) fn plugin_version(&self) -> &str {
+        &self.loaded().version
+    }
+
+    /// Whether the plug-in has `export_batch`.
+    pub(super) fn has_export_batch(&self) -> bool {
+        self.loaded().functions.export_batch.is_some()
+    }
+
+    /// Loads the library at `path` for plug-in `name`, or shares the one already
+    /// loaded from the same file.
+    pub(super) fn acquire(
+        name: &str,
+        path: &Path,
+        searched: &[SearchedPath],
+    ) -> Result<PluginLibrary, PluginError> {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let mut entries = registry();
+        if let Some(entry) = entries.iter_mut().find(|e| e.key == key) {
+            entry.users += 1;
+            return Ok(PluginLibrary {
+                library: Some(Arc::clone(&entry.library)),
+                key,
+            });
+        }
+        let library = Arc::new(open(name, &key, searched)?);
+        entries.push(Entry {
+            key: key.clone(),
+            users: 1,
+            library: Arc::clone(&library),
+        });
+        Ok(PluginLibrary {
+            key,
+            library: Some(library),
+        })
+    }
+}
+
+/// Opens `path`, checks its symbols and descriptor. Nothing of the plug-in runs
+/// but `nixl_telemetry_plugin_init` (and the library's own constructors).
+fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibrary, PluginError> {
+    let searched = || searched.to_vec();
+    // SAFETY: loading a library runs its initialisers. That is the point of a
+    // plug-in: the user chose this file through the search path.
+    let library: Library = unsafe { UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
+        .map_err(|cause| PluginError::NotLoadable {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            cause,
+            searched: searched(),
+        })?
+        .into();
+    let missing = |symbol: &'static str| {
+        move |cause| PluginError::MissingSymbol {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            symbol,
+            cause,
+            searched: searched(),
+        }
+    };
+    // SAFETY: the ABI fixes this symbol's type as `PluginInitFn`; the pointer is
+    // only called while `library` stays loaded (both live in `LoadedLibrary`).
+    let init: PluginInitFn = *unsafe { library.get::<PluginInitFn>(INIT_SYMBOL) }
+        .map_err(missing("nixl_telemetry_plugin_init"))?;
+    // SAFETY: as above, for `PluginFiniFn`.
+    let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(FINI_SYMBOL) }
+        .map_err(missing("nixl_telemetry_plugin_fini"))?;
+    // SAFETY: the library is loaded and `init` has the ABI's signature.
+    let descriptor = unsafe { init() };
+    let invalid = |reason: &'static str| PluginError::InvalidDescriptor {
+        name: name.to_owned(),
+        path: path.to_owned(),
+        reason,
+        searched: searched(),
+    };
+    if descriptor.is_null() {
+        return Err(PluginError::InitFailed {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            searched: searched(),
+        });
+    }
+    if !descriptor.is_aligned() {
+        return Err(invalid("the descriptor pointer is misaligned"));
+    }
+    let head = descriptor.cast::<u32>();
+    // SAFETY: every version of the descriptor starts with `api_version` and
+    // `struct_size` (two u32); the pointer is non-null and aligned, and the plug-in
+    // promises it points to a descriptor. Nothing past those 8 bytes is read yet.
+    let (api_version, struct_size) = unsafe { (head.read(), head.add(1).read()) };
+    if api_version != PLUGIN_API_VERSION {
+        return Err(PluginError::UnsupportedApiVersion {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            found: api_version,
+            accepted: PLUGIN_API_VERSION,
+            searched: searched(),
+        });
+    }
+    if struct_size != V1_STRUCT_SIZE {
+        return Err(PluginError::UnsupportedStructSize {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            found: struct_size,
+            accepted: V1_STRUCT_SIZE,
+            searched: searched(),
+        });
+    }
+    // SAFETY: the plug-in declares a version-1 descriptor of exactly our size;
+    // it is static data of the loaded library.
+    let descriptor: &PluginDescriptor = unsafe { &*descriptor };
+    let functions = Functions {
+        create_exporter: descriptor
+            .create_exporter
+            .ok_or_else(|| invalid("create_exporter is NULL"))?,
+        export_event: descriptor
+            .export_event
+            .ok_or_else(|| invalid("export_event is NULL"))?,
+        export_batch: descriptor.export_batch,
+        flush: descriptor.flush,
+        destroy_exporter: descriptor
+            .destroy_exporter
+            .ok_or_else(|| invalid("destroy_exporter is NULL"))?,
+    };
+    // SAFETY: the descriptor's strings are NULL or NUL-terminated static data of
+    // the loaded library.
+    let (plugin_name, version) = unsafe {
+        (
+            owned_c_str(descriptor.name),
+            owned_c_str(descriptor.version),
+        )
+    };
+    tracing::debug!(
+        plugin = name,
+        path = %path.display(),
+        descriptor_name = %plugin_name,
+        version = %version,
+        "exporter plug-in loaded"
+    );
+    Ok(LoadedLibrary {
+        path: path.to_owned(),
+        name: plugin_name,
+        version,
+        functions,
+        fini,
+        library: Some(library),
+    })
+}
+
+/// Copies a C string, lossily; NULL gives "".
+///
+/// # Safety
+/// `ptr` must be NULL or point to a NUL-terminated string.
+unsafe fn owned_c_str(ptr: *const c_char) -> String {
+    if ptr.is_null() {
+        return String::new();
+    }
+    // SAFETY: per the caller's contract.
+    unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// One exporter of a plug-in. Not `Sync`: one thread at a time calls it.
+pub(super) struct RawExporter {
+    handle: NonNull<c_void>,
+    functions: Functions,
+    /// Declared last: dropped after `Drop::drop` destroyed the handle.
+    library: PluginLibrary,
+}
+
+// SAFETY: the ABI lets the host call an exporter from any thread as long as it
+// is one thread at a time; `&mut self` on every call and the absence of `Sync`
+// guarantee that. The lease is `Send` (an Arc of `Send + Sync` data).
+unsafe impl Send for RawExporter {}
+
+impl RawExporter {
+    /// Calls `create_exporter`. On failure, the reason the plug-in wrote (or a
+    /// note that it wrote none); the lease is then dropped.
+    pub(super) fn create(
+        library: PluginLibrary,
+        agent_name: &CStr,
+        max_events_buffered: usize,
+        output_path: Option<&CString>,
+    ) -> Result<RawExporter, (PluginLibrary, String)> {
+        let functions = library.loaded().functions;
+        let params = ExporterParams {
+            agent_name: agent_name.as_ptr(),
+            max_events_buffered,
+            output_path: output_path.map_or(std::ptr::null(), |p| p.as_ptr()),
+        };
+        let mut err = [0u8; ERROR_BUFFER_LEN];
+        // SAFETY: `params` and the strings it points to live across the call; `err`
+        // is writable for its length; the library is loaded (we hold a lease).
+        let handle =
+            unsafe { (functions.create_exporter)(&params, err.as_mut_ptr().cast(), err.len()) };
+        match NonNull::new(handle) {
+            Some(handle) => Ok(RawExporter {
+                handle,
+                functions,
+                library,
+            }),
+            None => {
+                err[ERROR_BUFFER_LEN - 1] = 0;
+                let reason = CStr::from_bytes_until_nul(&err)
+                    .map(|s| s.to_string_lossy().trim().to_owned())
+                    .unwrap_or_default();
+                let reason = if reason.is_empty() {
+                    "create_exporter returned NULL without a reason".to_owned()
+                } else {
+                    reason
+                };
+                Err((library, reason))
+            }
+        }
+    }
+
+    /// The library's lease.
+    pub(super) fn library(&self) -> &PluginLibrary {
+        &self.library
+    }
+
+    /// Calls `export_batch`; `None` when the plug-in has none.
+    pub(super) fn export_batch(&mut self, events: &[Event]) -> Option<i32> {
+        let export_batch = self.functions.export_batch?;
+        // SAFETY: the handle is live (destroyed only in Drop), the library is loaded
+        // (we hold a lease), `events` is valid for `len` events of the ABI's layout,
+        // and `&mut self` keeps the call on one thread.
+        Some(unsafe { export_batch(self.handle.as_ptr(), events.as_ptr(), events.len()) })
+    }
+
+    /// Calls `export_event`.
+    pub(super) fn export_event(&mut self, event: &Event) -> i32 {
+        // SAFETY: as for `export_batch`, with one valid event.
+        unsafe { (self.functions.export_event)(self.handle.as_ptr(), event) }
+    }
+
+    /// Calls `flush`; `None` when the plug-in has none.
+    pub(super) fn flush(&mut self) -> Option<i32> {
+        let flush = self.functions.flush?;
+        // SAFETY: as for `export_batch`.
+        Some(unsafe { flush(self.handle.as_ptr()) })
+    }
+}
+
+impl Drop for RawExporter {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from this library's `create_exporter` and is
+        // destroyed exactly once, here, while the lease keeps the library loaded.
+        unsafe { (self.functions.destroy_exporter)(self.handle.as_ptr()) };
+    }
+}

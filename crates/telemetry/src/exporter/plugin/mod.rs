@@ -1,0 +1,265 @@
+//! Exporter plug-ins loaded at run time through the C ABI (`include/nixl_telemetry_plugin.h`).
+//!
+//! * [`search`]: where `libtelemetry_exporter_<name>.so` is looked for.
+//! * `library` (private): loading, the descriptor checks, and every call into a
+//!   plug-in, the only unsafe code here.
+//! * [`PluginExporter`]: the [`Exporter`] the collector talks to. It counts
+//!   failed calls as lost events, logs them at a bounded rate, and disables a
+//!   plug-in that reports a panic.
+//!
+//! See `docs/plugins.md` for the ABI, the lifetimes and the failure messages.
+
+mod failures;
+mod library;
+pub mod search;
+
+use std::ffi::CString;
+use std::path::Path;
+use std::time::Instant;
+
+use nixl_telemetry_abi::plugin::{library_file_name, EXPORT_OK, EXPORT_PANICKED};
+use nixl_telemetry_abi::Event;
+
+use super::{ExportOutcome, Exporter};
+use crate::config::TelemetryConfig;
+use crate::error::PluginError;
+use failures::{FailureLog, FailureReport, REPORT_INTERVAL};
+use library::{PluginLibrary, RawExporter};
+
+pub use failures::REPORT_INTERVAL as FAILURE_REPORT_INTERVAL;
+pub use library::loaded_libraries;
+pub use search::{search_dirs, SearchOrigin, SearchedPath};
+
+/// An exporter living in a plug-in library.
+///
+/// Dropping it destroys the plug-in's exporter; when it was the last exporter
+/// of its library, `nixl_telemetry_plugin_fini` runs and the library is unloaded.
+pub struct PluginExporter {
+    name: String,
+    agent: String,
+    raw: RawExporter,
+    disabled: bool,
+    export_failures: FailureLog,
+    flush_failures: FailureLog,
+}
+
+impl std::fmt::Debug for PluginExporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginExporter")
+            .field("name", &self.name)
+            .field("agent", &self.agent)
+            .field("path", &self.path())
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+impl PluginExporter {
+    /// Finds, loads and instantiates plug-in `name` for `agent`: searches
+    /// [`search_dirs`], loads the first `libtelemetry_exporter_<name>.so` found
+    /// (or shares it when this process already loaded it), checks its
+    /// descriptor and calls `create_exporter` with the agent's name,
+    /// `config.buffer_size` and `config.output_path`.
+    pub fn load(
+        name: &str,
+        config: &TelemetryConfig,
+        agent: &str,
+    ) -> Result<PluginExporter, PluginError> {
+        let search = search::locate(name, config);
+        let Some(path) = search.found else {
+            return Err(PluginError::NotFound {
+                name: name.to_owned(),
+                file: library_file_name(name),
+                searched: search.searched,
+            });
+        };
+        let searched = search.searched;
+        let invalid = |parameter: &'static str, value: &str| PluginError::InvalidParameter {
+            name: name.to_owned(),
+            path: path.clone(),
+            parameter,
+            value: value.to_owned(),
+            searched: searched.clone(),
+        };
+        let agent_c = CString::new(agent).map_err(|_| invalid("agent_name", agent))?;
+        let output_c = match &config.output_path {
+            Some(out) => Some(CString::new(out.as_str()).map_err(|_| invalid("output_path", out))?),
+            None => None,
+        };
+        let library = PluginLibrary::acquire(name, &path, &searched)?;
+        let raw = RawExporter::create(library, &agent_c, config.buffer_size, output_c.as_ref())
+            .map_err(|(library, reason)| PluginError::CreateFailed {
+                name: name.to_owned(),
+                path: library.path().to_owned(),
+                agent: agent.to_owned(),
+                reason,
+                searched: searched.clone(),
+            })?;
+        tracing::debug!(
+            plugin = name,
+            agent,
+            path = %raw.library().path().display(),
+            "exporter plug-in instantiated"
+        );
+        Ok(PluginExporter {
+            name: name.to_owned(),
+            agent: agent.to_owned(),
+            raw,
+            disabled: false,
+            export_failures: FailureLog::new(REPORT_INTERVAL),
+            flush_failures: FailureLog::new(REPORT_INTERVAL),
+        })
+    }
+
+    /// The file the plug-in was loaded from (symlinks resolved).
+    pub fn path(&self) -> &Path {
+        self.raw.library().path()
+    }
+
+    /// The name in the plug-in's descriptor.
+    pub fn plugin_name(&self) -> &str {
+        self.raw.library().plugin_name()
+    }
+
+    /// The version in the plug-in's descriptor.
+    pub fn plugin_version(&self) -> &str {
+        self.raw.library().plugin_version()
+    }
+
+    /// Whether the plug-in has `export_batch` (else the host loops `export_event`).
+    pub fn has_export_batch(&self) -> bool {
+        self.raw.library().has_export_batch()
+    }
+
+    /// Whether the plug-in reported a panic; a disabled exporter is never called
+    /// again (but is still destroyed) and every later event counts as failed.
+    pub fn is_disabled(&self) -> bool {
+        self.disabled
+    }
+
+    fn disable(&mut self, function: &str) {
+        self.disabled = true;
+        tracing::error!(
+            plugin = %self.name,
+            agent = %self.agent,
+            path = %self.path().display(),
+            function,
+            "exporter plug-in panicked; it is disabled and every later event is counted as lost"
+        );
+    }
+
+    fn log_export_failure(&self, report: FailureReport) {
+        if report.first {
+            tracing::warn!(
+                plugin = %self.name,
+                agent = %self.agent,
+                code = report.code,
+                events_lost = report.events,
+                "exporter plug-in failed to export; the events are counted as lost and telemetry goes on \
+                 (further failures are reported at most every {} s)",
+                REPORT_INTERVAL.as_secs()
+            );
+        } else {
+            tracing::warn!(
+                plugin = %self.name,
+                agent = %self.agent,
+                code = report.code,
+                failed_calls = report.calls,
+                events_lost = report.events,
+                events_lost_total = report.total_events,
+                "exporter plug-in keeps failing"
+            );
+        }
+    }
+
+    fn log_flush_failure(&self, report: FailureReport) {
+        tracing::warn!(
+            plugin = %self.name,
+            agent = %self.agent,
+            code = report.code,
+            failed_calls = report.calls,
+            "exporter plug-in failed to flush"
+        );
+    }
+
+    fn note_export_failure(&mut self, events: usize, code: i32) {
+        if let Some(report) = self.export_failures.record(Instant::now(), events, code) {
+            self.log_export_failure(report);
+        }
+    }
+}
+
+impl Exporter for PluginExporter {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn export(&mut self, events: &[Event]) -> ExportOutcome {
+        if self.disabled {
+            return ExportOutcome::failed(events.len());
+        }
+        if events.is_empty() {
+            return ExportOutcome::default();
+        }
+        if let Some(code) = self.raw.export_batch(events) {
+            return match code {
+                EXPORT_OK => ExportOutcome::delivered(events.len()),
+                EXPORT_PANICKED => {
+                    self.disable("export_batch");
+                    ExportOutcome::failed(events.len())
+                }
+                code => {
+                    self.note_export_failure(events.len(), code);
+                    ExportOutcome::failed(events.len())
+                }
+            };
+        }
+        let mut outcome = ExportOutcome::default();
+        let mut last_failure = EXPORT_OK;
+        for (i, event) in events.iter().enumerate() {
+            match self.raw.export_event(event) {
+                EXPORT_OK => outcome.delivered += 1,
+                EXPORT_PANICKED => {
+                    outcome.failed += events.len() - i;
+                    self.disable("export_event");
+                    break;
+                }
+                code => {
+                    outcome.failed += 1;
+                    last_failure = code;
+                }
+            }
+        }
+        if last_failure != EXPORT_OK {
+            let lost = outcome.failed;
+            self.note_export_failure(lost, last_failure);
+        }
+        outcome
+    }
+
+    fn flush(&mut self) {
+        if self.disabled {
+            return;
+        }
+        match self.raw.flush() {
+            None | Some(EXPORT_OK) => {}
+            Some(EXPORT_PANICKED) => self.disable("flush"),
+            Some(code) => {
+                if let Some(report) = self.flush_failures.record(Instant::now(), 0, code) {
+                    self.log_flush_failure(report);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for PluginExporter {
+    fn drop(&mut self) {
+        if let Some(report) = self.export_failures.pending() {
+            self.log_export_failure(report);
+        }
+        if let Some(report) = self.flush_failures.pending() {
+            self.log_flush_failure(report);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+/*
+ * NIXL telemetry exporter plug-in C ABI, version 1.
+ *
+ * A plug-in is a shared library named libtelemetry_exporter_<name>.so that
+ * exports nixl_telemetry_plugin_init and nixl_telemetry_plugin_fini. The host
+ * (the nixl-telemetry collector) loads it when NIXL_TELEMETRY_EXPORTER=<name>.
+ *
+ * Rules (docs/plugins.md has the full text):
+ *  - The host checks api_version and struct_size before calling anything else;
+ *    version 1 accepts exactly api_version == NIXL_TELEMETRY_PLUGIN_API_VERSION
+ *    and struct_size == sizeof(nixl_telemetry_plugin_t).
+ *  - init is called once when the library is loaded, fini once before it is
+ *    unloaded; every exporter is destroyed before fini.
+ *  - The functions of one exporter are called from one thread at a time (not
+ *    always the same thread); different exporters may be called concurrently.
+ *  - params and the strings it points to are valid only during create_exporter:
+ *    copy what you keep. Events are valid only during the call.
+ *  - Return NIXL_TELEMETRY_EXPORT_OK (0) on success, anything else on failure.
+ *
+ * This header is the C spelling of the Rust crate nixl-telemetry-abi; a test
+ * checks that both have the same layout.
+ */
+#ifndef NIXL_TELEMETRY_PLUGIN_H
+#define NIXL_TELEMETRY_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NIXL_TELEMETRY_PLUGIN_API_VERSION 1
+
+/* Return codes of export_event, export_batch and flush. */
+#define NIXL_TELEMETRY_EXPORT_OK 0
+/* The call failed; the events are counted as lost and the exporter stays in use. */
+#define NIXL_TELEMETRY_EXPORT_FAILED (-1)
+/* The exporter is broken for good (a Rust plug-in panicked): the host disables it. */
+#define NIXL_TELEMETRY_EXPORT_PANICKED (-2)
+
+/* Event categories (nixl_telemetry_event_t.category). */
+#define NIXL_TELEMETRY_MEMORY 0
+#define NIXL_TELEMETRY_TRANSFER 1
+#define NIXL_TELEMETRY_CONNECTION 2
+#define NIXL_TELEMETRY_BACKEND 3
+#define NIXL_TELEMETRY_ERROR 4
+#define NIXL_TELEMETRY_PERFORMANCE 5
+#define NIXL_TELEMETRY_SYSTEM 6
+#define NIXL_TELEMETRY_CUSTOM 7
+
+/* Bytes of event_name, NUL terminator included. */
+#define NIXL_TELEMETRY_EVENT_NAME_LEN 32
+
+/* Marks the two entry points for export from the shared library. */
+#if defined(__GNUC__) || defined(__clang__)
+#define NIXL_TELEMETRY_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define NIXL_TELEMETRY_PLUGIN_EXPORT
+#endif
+
+typedef struct {              /* 56 bytes: the ring's event slot */
+    uint64_t timestamp_us;    /* microseconds since the Unix epoch */
+    int32_t  category;        /* NIXL_TELEMETRY_MEMORY ... NIXL_TELEMETRY_CUSTOM */
+    char     event_name[32];  /* NUL-terminated */
+    uint32_t reserved;        /* 0 */
+    uint64_t value;
+} nixl_telemetry_event_t;
+
+typedef struct {
+    const char *agent_name;           /* never NULL */
+    size_t      max_events_buffered;  /* NIXL_TELEMETRY_BUFFER_SIZE */
+    const char *output_path;          /* NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH, or NULL */
+} nixl_telemetry_exporter_params_t;
+
+typedef struct {
+    uint32_t    api_version;          /* NIXL_TELEMETRY_PLUGIN_API_VERSION */
+    uint32_t    struct_size;          /* sizeof(nixl_telemetry_plugin_t) */
+    const char *name;
+    const char *version;
+    /* NULL on failure, with a NUL-terminated reason written into err (at most err_len bytes) */
+    void       *(*create_exporter)(const nixl_telemetry_exporter_params_t *params,
+                                   char *err, size_t err_len);
+    int32_t     (*export_event)(void *exporter, const nixl_telemetry_event_t *event); /* 0 = ok */
+    int32_t     (*export_batch)(void *exporter, const nixl_telemetry_event_t *events,
+                                size_t count);  /* may be NULL: the host loops export_event */
+    int32_t     (*flush)(void *exporter);       /* may be NULL; called after each flush batch */
+    void        (*destroy_exporter)(void *exporter);
+} nixl_telemetry_plugin_t;
+
+/* Called once after the library is loaded; returns a descriptor that stays
+ * valid until fini. NULL means the plug-in cannot be used. */
+NIXL_TELEMETRY_PLUGIN_EXPORT const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void);
+
+/* Called once before the library is unloaded, after every exporter is destroyed. */
+NIXL_TELEMETRY_PLUGIN_EXPORT void nixl_telemetry_plugin_fini(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NIXL_TELEMETRY_PLUGIN_H */
