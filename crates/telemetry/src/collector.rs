@@ -155,7 +155,12 @@ impl Collector {
                 delta,
             ));
             st.generated += 1;
+            let lost_before = st.exporter_full + st.exporter_failed;
             Self::export(exporter, st);
+            // A report that is itself lost (the ring is still full) is counted,
+            // but not reported again: otherwise a full ring nobody reads would
+            // get a new report on every pass, forever.
+            st.reported_drops += st.exporter_full + st.exporter_failed - lost_before;
         }
         let drops = Self::drop_counts(st, &self.staging);
         exporter.report_drops(&drops);

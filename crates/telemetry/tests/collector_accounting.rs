@@ -278,3 +278,20 @@ fn names_are_cut_at_31_bytes_and_multibyte_boundaries() {
     assert_eq!(out[1].name(), "x".repeat(30));
     assert_eq!(out[2].category(), Category(99));
 }
+
+#[test]
+fn a_full_ring_nobody_reads_does_not_get_a_report_every_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Telemetry::builder("quiet").buffer_size(4).unwrap().ring_directory(dir.path()).build().unwrap();
+    for v in 0..10 {
+        t.record(Category::CUSTOM, "e", v);
+        t.flush();
+    }
+    let before = balanced(&t);
+    for _ in 0..20 {
+        t.flush();
+    }
+    let after = balanced(&t);
+    assert_eq!(after.generated, before.generated, "no new losses, no new reports");
+    assert_eq!(after.dropped, before.dropped);
+}
