@@ -1,5 +1,6 @@
 //! The flush side: drains every thread's staging queue into the exporter.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use nixl_telemetry_abi::{Category, Event};
 
 use crate::clock;
-use crate::exporter::Exporter;
+use crate::exporter::{ExportOutcome, Exporter};
 use crate::staging::{Consumer, QueueCounts, Staging};
 use crate::stats::{DropCounts, TelemetryStats};
 
@@ -27,6 +28,8 @@ struct FlushState {
     exporter_failed: u64,
     /// Loss total already reported with an `agent_telemetry_events_dropped` event.
     reported_drops: u64,
+    /// The exporter panicked once: it is never called again, batches count as failed.
+    exporter_panicked: bool,
 }
 
 /// The collector of one telemetry instance.
@@ -54,6 +57,7 @@ impl Collector {
                 exporter_full: 0,
                 exporter_failed: 0,
                 reported_drops: 0,
+                exporter_panicked: false,
             }),
             stop: AtomicBool::new(false),
             wake: Condvar::new(),
@@ -163,8 +167,16 @@ impl Collector {
             st.reported_drops += st.exporter_full + st.exporter_failed - lost_before;
         }
         let drops = Self::drop_counts(st, &self.staging);
-        exporter.report_drops(&drops);
-        exporter.flush();
+        if !st.exporter_panicked {
+            let flushed = catch_unwind(AssertUnwindSafe(|| {
+                exporter.report_drops(&drops);
+                exporter.flush();
+            }));
+            if flushed.is_err() {
+                st.exporter_panicked = true;
+                tracing::error!(exporter = exporter.name(), "exporter panicked while flushing; it is disabled, later events count as exporter_failed");
+            }
+        }
         st.exporter = Some(boxed);
         clock::recalibrate();
         busy
@@ -174,7 +186,21 @@ impl Collector {
         if st.batch.is_empty() {
             return;
         }
-        let outcome = exporter.export(&st.batch);
+        let outcome = if st.exporter_panicked {
+            ExportOutcome::failed(st.batch.len())
+        } else {
+            match catch_unwind(AssertUnwindSafe(|| exporter.export(&st.batch))) {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    st.exporter_panicked = true;
+                    tracing::error!(
+                        exporter = exporter.name(),
+                        "exporter panicked; it is disabled, later events count as exporter_failed"
+                    );
+                    ExportOutcome::failed(st.batch.len())
+                }
+            }
+        };
         st.delivered += outcome.delivered as u64;
         st.exporter_full += outcome.dropped_full as u64;
         st.exporter_failed += outcome.failed as u64;

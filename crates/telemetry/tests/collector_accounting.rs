@@ -295,3 +295,32 @@ fn a_full_ring_nobody_reads_does_not_get_a_report_every_pass() {
     assert_eq!(after.generated, before.generated, "no new losses, no new reports");
     assert_eq!(after.dropped, before.dropped);
 }
+
+/// Panics on its second batch.
+struct Fragile(u32);
+
+impl Exporter for Fragile {
+    fn name(&self) -> &str {
+        "fragile"
+    }
+    fn export(&mut self, events: &[Event]) -> ExportOutcome {
+        self.0 += 1;
+        assert!(self.0 < 2, "fragile exporter breaks");
+        ExportOutcome::delivered(events.len())
+    }
+}
+
+#[test]
+fn a_panicking_exporter_is_disabled_and_the_host_goes_on() {
+    let config = Telemetry::builder("p").run_interval(Duration::from_secs(3600)).unwrap();
+    let t = Telemetry::with_exporter("p", config.as_config().clone(), Box::new(Fragile(0))).unwrap();
+    t.record(Category::CUSTOM, "a", 1);
+    t.flush();
+    t.record(Category::CUSTOM, "b", 2);
+    t.flush();
+    t.record(Category::CUSTOM, "c", 3);
+    t.flush();
+    let s = balanced(&t);
+    assert_eq!(s.delivered, 1);
+    assert!(s.dropped.exporter_failed >= 2, "{s:?}");
+}
