@@ -98,8 +98,12 @@ SLOT = struct.Struct("<Qi32s4xQ")
 # events_written, dropped_staging_full, dropped_ring_full, last_flush_us
 TRAILER = struct.Struct("<8sIIIIQQQQQ")
 U64 = struct.Struct("<Q")
+# the same slot with category and name as one 36-byte key (the decoders' cache key)
+SLOT_KEYED = struct.Struct("<Q36s4xQ")
+CATEGORY_INT = struct.Struct("<i")
 
-assert HEADER.size == HEADER_SIZE and SLOT.size == SLOT_SIZE and TRAILER.size == TRAILER_SIZE
+assert HEADER.size == HEADER_SIZE and SLOT.size == SLOT_SIZE == SLOT_KEYED.size
+assert TRAILER.size == TRAILER_SIZE
 
 CATEGORY_NAMES = ("MEMORY", "TRANSFER", "CONNECTION", "BACKEND",
                   "ERROR", "PERFORMANCE", "SYSTEM", "CUSTOM")
@@ -445,7 +449,13 @@ class Ring:
 # --- Turning slots into output ---
 
 class Emitter:
-    """Decodes batches of slots and writes them to stdout."""
+    """Decodes batches of slots and writes them to stdout.
+
+    The hot loops unpack each slot as (timestamp, category + name, value) and
+    look the 36 category-and-name bytes up in a cache that holds the finished
+    middle of the output for that pair, already filtered: a string to print,
+    "" for an event the filters drop, or False for a malformed name.
+    """
 
     def __init__(self, mode, out, log, categories, globs):
         self.mode = mode                 # "text", "json" or "summary"
@@ -453,26 +463,42 @@ class Emitter:
         self.log = log
         self.categories = categories     # set of category numbers, or None
         self.globs = globs               # list of patterns, or None
-        self.names = {}                  # raw 32 bytes -> (text, json, passes --name) or ()
+        self.pieces = {}                 # 36 bytes -> output piece, "" or False
         self.dates = {}                  # seconds -> date-time text
-        self.cat_json = {}
         self.stats = {}                  # (agent, category, name) -> [n, sum, min, max, values]
         self.matched = 0
-        self.summary_changed = False
 
-    # caches
-    def _learn_name(self, raw):
-        if len(self.names) >= CACHE_LIMIT:
-            self.names.clear()
+    def _decode_key(self, key):
+        """(category, name) of 36 category-and-name bytes; name None if malformed."""
+        cat = CATEGORY_INT.unpack_from(key)[0]
+        raw = key[4:]
         end = raw.find(b"\0")
         if end < 0:
-            info = ()
+            return cat, None
+        return cat, decode_text(raw[:end])
+
+    def _wanted(self, cat, name):
+        if self.categories is not None and cat not in self.categories:
+            return False
+        return self.globs is None or any(fnmatch.fnmatchcase(name, g) for g in self.globs)
+
+    def _piece(self, key):
+        if len(self.pieces) >= CACHE_LIMIT:
+            self.pieces.clear()
+        cat, name = self._decode_key(key)
+        if name is None:
+            piece = False
+        elif not self._wanted(cat, name):
+            piece = ""
+        elif self.mode == "text":
+            piece = "Category: %s\nEvent: %s\nValue: " % (category_name(cat), name)
+        elif self.mode == "json":
+            piece = '"category":"%s","category_id":%d,"name":%s,"value":' % (
+                category_name(cat), cat, json_string(name))
         else:
-            text = decode_text(raw[:end])
-            passes = self.globs is None or any(fnmatch.fnmatchcase(text, g) for g in self.globs)
-            info = (text, json_string(text), passes)
-        self.names[raw] = info
-        return info
+            piece = (cat, name)
+        self.pieces[key] = piece
+        return piece
 
     def _date(self, sec):
         if len(self.dates) >= CACHE_LIMIT:
@@ -484,16 +510,9 @@ class Emitter:
         self.dates[sec] = text
         return text
 
-    def _category_json(self, cat):
-        text = '"category":"%s","category_id":%d,' % (category_name(cat), cat)
-        if len(self.cat_json) < 1024:
-            self.cat_json[cat] = text
-        return text
-
     def write(self, text):
-        if not text:
-            return
-        self.out.write(text.encode("utf-8"))
+        if text:
+            self.out.write(text.encode("utf-8"))
 
     def emit(self, ring, data, first_slot, tagged):
         """Handles the slots in `data`; returns how many were well-formed."""
@@ -508,80 +527,69 @@ class Emitter:
         return len(data) // SLOT_SIZE - bad
 
     def _text(self, ring, data, tagged):
-        names, learn = self.names, self._learn_name
+        get, learn = self.pieces.get, self._piece
         dates, date_of = self.dates, self._date
-        cats = self.categories
         head = EVENT_HEAD + ("Agent: %s\n" % ring.agent if tagged else "") + "Timestamp: "
         parts = []
         append = parts.append
         bad = 0
-        for ts, cat, raw, value in SLOT.iter_unpack(data):
-            info = names.get(raw)
-            if info is None:
-                info = learn(raw)
-            if not info:
+        last_sec = -1
+        stamp = ""
+        for ts, key, value in SLOT_KEYED.iter_unpack(data):
+            piece = get(key)
+            if piece is None:
+                piece = learn(key)
+            if piece:
+                sec = ts // 1000000
+                if sec != last_sec:
+                    date = dates.get(sec)
+                    if date is None:
+                        date = date_of(sec)
+                    stamp = head + date + "."
+                    last_sec = sec
+                append(f"{stamp}{ts % 1000000:06d}\n{piece}{value}\n===========================\n")
+            elif piece is False:
                 bad += 1
-                continue
-            if not info[2] or (cats is not None and cat not in cats):
-                continue
-            sec = ts // 1000000
-            date = dates.get(sec)
-            if date is None:
-                date = date_of(sec)
-            category = CATEGORY_NAMES[cat] if 0 <= cat < 8 else "UNKNOWN_CATEGORY_%d" % cat
-            append("%s%s.%06d\nCategory: %s\nEvent: %s\nValue: %d\n%s" % (
-                head, date, ts % 1000000, category, info[0], value, EVENT_TAIL))
         self.matched += len(parts)
         self.write("".join(parts))
         return bad
 
     def _json(self, ring, data, tagged):
-        names, learn = self.names, self._learn_name
-        cat_json, cat_json_of = self.cat_json, self._category_json
-        cats = self.categories
+        get, learn = self.pieces.get, self._piece
         tail = (',"agent":%s}\n' % json_string(ring.agent)) if tagged else "}\n"
         parts = []
         append = parts.append
         bad = 0
-        for ts, cat, raw, value in SLOT.iter_unpack(data):
-            info = names.get(raw)
-            if info is None:
-                info = learn(raw)
-            if not info:
+        for ts, key, value in SLOT_KEYED.iter_unpack(data):
+            piece = get(key)
+            if piece is None:
+                piece = learn(key)
+            if piece:
+                append(f'{{"timestamp_us":{ts},{piece}{value}{tail}')
+            elif piece is False:
                 bad += 1
-                continue
-            if not info[2] or (cats is not None and cat not in cats):
-                continue
-            category = cat_json.get(cat)
-            if category is None:
-                category = cat_json_of(cat)
-            append('{"timestamp_us":%d,%s"name":%s,"value":%d%s' % (
-                ts, category, info[1], value, tail))
         self.matched += len(parts)
         self.write("".join(parts))
         return bad
 
     def _summary(self, ring, data):
-        names, learn = self.names, self._learn_name
-        cats = self.categories
+        get, learn = self.pieces.get, self._piece
         stats = self.stats
         agent = ring.agent
         bad = matched = 0
-        for _ts, cat, raw, value in SLOT.iter_unpack(data):
-            info = names.get(raw)
-            if info is None:
-                info = learn(raw)
-            if not info:
-                bad += 1
-                continue
-            if not info[2] or (cats is not None and cat not in cats):
+        for _ts, key, value in SLOT_KEYED.iter_unpack(data):
+            piece = get(key)
+            if piece is None:
+                piece = learn(key)
+            if not piece:
+                if piece is False:
+                    bad += 1
                 continue
             matched += 1
-            key = (agent, cat, info[0])
-            row = stats.get(key)
+            row = stats.get((agent,) + piece)
             if row is None:
-                row = stats[key] = [0, 0, value, value,
-                                    array.array("Q") if cat == PERFORMANCE else None]
+                row = stats[(agent,) + piece] = [
+                    0, 0, value, value, array.array("Q") if piece[0] == PERFORMANCE else None]
             row[0] += 1
             row[1] += value
             if value < row[2]:
@@ -591,8 +599,6 @@ class Emitter:
             if row[4] is not None:
                 row[4].append(value)
         self.matched += matched
-        if matched:
-            self.summary_changed = True
         return bad
 
     def _report_malformed(self, ring, data, first_slot, bad):
