@@ -4,8 +4,9 @@
  * arrived intact.
  *
  * Build options (-D):
- *   LIFECYCLE_LOG="path"  append "init", "create <agent> <live>", "destroy <agent> <live>",
- *                         "fini - <live>" lines to that file (live = exporters alive)
+ *   LIFECYCLE_LOG="path"  append "init - <live>", "create <agent> <live> <max_events_buffered>",
+ *                         "destroy <agent> <live>", "fini - <live>" lines to that file
+ *                         (live = exporters alive after the call)
  *   NO_BATCH              leave export_batch and flush NULL (the host loops export_event)
  */
 #include "nixl_telemetry_plugin.h"
@@ -22,16 +23,17 @@ struct record_exporter {
 
 static int live_exporters;
 
-static void lifecycle(const char *what, const char *agent) {
+static void lifecycle(const char *what, const char *agent, const char *extra) {
 #ifdef LIFECYCLE_LOG
     FILE *log = fopen(LIFECYCLE_LOG, "a");
     if (log != NULL) {
-        fprintf(log, "%s %s %d\n", what, agent, __atomic_load_n(&live_exporters, __ATOMIC_SEQ_CST));
+        fprintf(log, "%s %s %d%s\n", what, agent, __atomic_load_n(&live_exporters, __ATOMIC_SEQ_CST), extra);
         fclose(log);
     }
 #else
     (void)what;
     (void)agent;
+    (void)extra;
 #endif
 }
 
@@ -63,7 +65,9 @@ static void *record_create(const nixl_telemetry_exporter_params_t *params, char 
     e->out = out;
     snprintf(e->agent, sizeof e->agent, "%s", params->agent_name);
     __atomic_add_fetch(&live_exporters, 1, __ATOMIC_SEQ_CST);
-    lifecycle("create", e->agent);
+    char extra[32];
+    snprintf(extra, sizeof extra, " %zu", params->max_events_buffered);
+    lifecycle("create", e->agent, extra);
     return e;
 }
 
@@ -90,7 +94,7 @@ static void record_destroy(void *exporter) {
     struct record_exporter *e = exporter;
     fclose(e->out);
     __atomic_sub_fetch(&live_exporters, 1, __ATOMIC_SEQ_CST);
-    lifecycle("destroy", e->agent);
+    lifecycle("destroy", e->agent, "");
     free(e);
 }
 
@@ -112,10 +116,10 @@ static const nixl_telemetry_plugin_t record_plugin = {
 };
 
 const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) {
-    lifecycle("init", "-");
+    lifecycle("init", "-", "");
     return &record_plugin;
 }
 
 void nixl_telemetry_plugin_fini(void) {
-    lifecycle("fini", "-");
+    lifecycle("fini", "-", "");
 }

@@ -22,10 +22,10 @@ use nixl_telemetry_abi::Event;
 
 use super::{ExportOutcome, Exporter};
 use crate::config::TelemetryConfig;
-use crate::error::PluginError;
 use failures::{FailureLog, FailureReport, REPORT_INTERVAL};
 use library::{PluginLibrary, RawExporter};
 
+pub use crate::error::PluginError;
 pub use failures::REPORT_INTERVAL as FAILURE_REPORT_INTERVAL;
 pub use library::loaded_libraries;
 pub use search::{search_dirs, SearchOrigin, SearchedPath};
