@@ -254,8 +254,11 @@ def header_problem(size, fields):
     if version != RING_VERSION:
         return "ring version %d; this reader accepts version %d only" % (version, RING_VERSION)
     if capacity == 0 or capacity & (capacity - 1):
-        return ("capacity %d is not a power of two; accepted: a power of two >= 1 "
+        return ("capacity %d is not a power of two; accepted: a power of two >= 2 "
                 "(the number of 56-byte slots)" % capacity)
+    if capacity < 2:
+        return ("capacity 1: a one-slot ring can hold no event; accepted: a power of two >= 2 "
+                "(the number of 56-byte slots)")
     if mask != capacity - 1:
         return "mask %d is not capacity - 1 = %d; accepted: mask = capacity - 1" % (
             mask, capacity - 1)
@@ -683,6 +686,12 @@ class FileSource:
         pass
 
 
+def is_writer_temp_file(name):
+    """A ring being created: the writer prepares `.<agent>.<pid>.<n>.tmp` and
+    renames it into place once its header is written."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 class DirSource:
     tagged = True
 
@@ -722,7 +731,7 @@ class DirSource:
                 st = entry.stat()
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode) and not is_writer_temp_file(entry.name):
                 present[entry.name] = st
         for name, ring in self.open.items():
             st = present.get(name)
@@ -856,11 +865,11 @@ def run(args, log, stop):
                 if args.once or stop.set:
                     break
                 if mode == "summary" and time.monotonic() >= next_summary:
-                    summary_shown = show_summary(emitter, source, out, summary_shown)
+                    summary_shown = show_summary(emitter, source, out, summary_shown, True)
                     next_summary = time.monotonic() + SUMMARY_INTERVAL
                 time.sleep(POLL_INTERVAL)
             if mode == "summary":
-                show_summary(emitter, source, out, summary_shown, final=True)
+                show_summary(emitter, source, out, summary_shown, not args.once)
         except OutputError as err:
             status = EXIT_OUTPUT
             log.error("%s; stopped reading (the events of the unfinished batch stay unread)"
@@ -886,17 +895,24 @@ def run(args, log, stop):
     return status
 
 
-def show_summary(emitter, source, out, shown, final=False):
-    """Prints the summary if it changed since it was last shown; returns what is shown."""
-    text = emitter.summary_text([r.agent for r in source.all_rings()])
-    if text == shown:
+def show_summary(emitter, source, out, shown, following):
+    """Prints the summary unless it is the same as the one shown last; returns
+    the tables shown. While following, each print starts with a time line and
+    prints are separated by a blank line (on a terminal the screen is cleared
+    instead)."""
+    tables = emitter.summary_text([r.agent for r in source.all_rings()])
+    if tables == shown:
         return shown
-    if shown is not None:
-        text_out = ("\x1b[H\x1b[2J" if out.isatty() else "\n") + text
-    else:
-        text_out = text
-    emitter.write(text_out)
-    return text
+    text = tables
+    if following:
+        now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+        text = "Summary at %s\n\n%s" % (now, tables)
+        if out.isatty():
+            text = "\x1b[H\x1b[2J" + text
+        elif shown is not None:
+            text = "\n" + text
+    emitter.write(text)
+    return tables
 
 
 def build_parser():

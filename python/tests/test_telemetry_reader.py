@@ -434,6 +434,8 @@ class HostileFileTests(TempDirTest):
         self.assert_rejected(path, "capacity 0 is not a power of two")
         path = self.write("cap6", ring_bytes(6, mask=5))
         self.assert_rejected(path, "capacity 6 is not a power of two")
+        path = self.write("cap1", ring_bytes(1))
+        self.assert_rejected(path, "capacity 1: a one-slot ring can hold no event")
 
     def test_capacity_larger_than_the_file(self):
         path = self.write("big", ring_bytes(8)[:-1])
@@ -665,10 +667,12 @@ class SummaryTests(TempDirTest):
         finally:
             f.kill()
         self.assertEqual(code, 0, f.stderr_text())
-        tables = f.stdout_text().split("\n\n")
-        self.assertEqual(len(tables), 2, f.stdout_text())
-        self.assertIn("agent_tx_bytes      1   10   10   10", tables[0])
-        self.assertIn("agent_tx_bytes      2   40   10   30", tables[1])
+        shown = f.stdout_text().split("\n\nSummary at ")
+        self.assertEqual(len(shown), 2, f.stdout_text())
+        self.assertRegex(shown[0], r"^Summary at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n\nAgent: node\n")
+        self.assertIn("agent_tx_bytes      1   10   10   10", shown[0])
+        self.assertIn("agent_tx_bytes      2   40   10   30", shown[1])
+        self.assertTrue(shown[1].endswith("agent_tx_bytes      2   40   10   30    -    -    -\n"))
 
 
 # --- the trailer ---
@@ -729,6 +733,7 @@ class DirectoryTests(TempDirTest):
                                                       8), (1_700_000_000_000_002, 5,
                                                            "agent_xfer_time", 3)]))
         self.write("rings/README", b"not a ring")
+        self.write("rings/.initiator.77.0.tmp", b"")          # a writer's file in the making
         os.mkdir(os.path.join(d, "subdir"))
         res = run_reader("--telemetry_path", d, "--once", "--peek", "--json")
         self.assertEqual(res.returncode, 0, res.stderr)
@@ -742,6 +747,7 @@ class DirectoryTests(TempDirTest):
         self.assertIn("warning: skipping %s: file is 10 bytes, too short" %
                       os.path.join(d, "README"), err)
         self.assertIn("Total events read: 3\n", err)
+        self.assertNotIn(".tmp", err)
         text = run_reader("--telemetry_path", d, "--once", "--peek").stdout.decode()
         self.assertTrue(text.startswith(
             "\n=== NIXL Telemetry Event ===\nAgent: initiator\nTimestamp: 2023-11-14 "
