@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod emit;
+mod read;
+mod signal;
 
 /// NIXL telemetry: record, export, read and process telemetry events.
 #[derive(Debug, Parser)]
@@ -20,12 +22,15 @@ struct Cli {
 enum Command {
     /// Record events from JSON lines into telemetry built from the environment.
     Emit(emit::EmitArgs),
+    /// Print the events of a ring file or of a directory of rings (as telemetry_reader).
+    Read(read::ReadArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<ExitCode> = match cli.command {
         Command::Emit(args) => emit::run(args),
+        Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,299 @@
+//! Turning events into the readers' bytes: names, dates, text blocks, JSON lines.
+//!
+//! Everything here writes into a caller's `Vec<u8>` without allocating per
+//! event: names are decoded once per distinct 32-byte field (a direct-mapped
+//! cache), dates once per distinct second, integers with `itoa`.
+
+use std::collections::HashMap;
+
+use chrono::{Datelike, Local, LocalResult, TimeZone};
+use nixl_telemetry::filter::glob_match;
+use nixl_telemetry_abi::{Category, EVENT_NAME_CAPACITY};
+
+/// The line that opens every text block, blank line before it included.
+pub const EVENT_HEAD: &str = "\n=== NIXL Telemetry Event ===\n";
+/// What starts the timestamp line.
+pub const TIMESTAMP_PREFIX: &str = "Timestamp: ";
+/// The line that closes every text block.
+pub const EVENT_TAIL: &str = "===========================\n";
+
+/// Appends `text` as a JSON string (quotes included) the way Python's
+/// `json.dumps(text, ensure_ascii=False)` writes it: `"` and `\` escaped,
+/// `\b \f \n \r \t` short forms, other control characters as `\u00xx`
+/// (lower-case hex), everything else as UTF-8.
+pub fn push_json_string(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[from..i]);
+        if short.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(b >> 4)]);
+            out.push(HEX[usize::from(b & 0xf)]);
+        } else {
+            out.extend_from_slice(short);
+        }
+        from = i + 1;
+    }
+    out.extend_from_slice(&bytes[from..]);
+    out.push(b'"');
+}
+
+/// Appends the unsigned decimal `value`.
+#[inline]
+pub fn push_u64(out: &mut Vec<u8>, value: u64) {
+    let mut buf = itoa::Buffer::new();
+    out.extend_from_slice(buf.format(value).as_bytes());
+}
+
+/// Appends the signed decimal `value`.
+#[inline]
+pub fn push_i32(out: &mut Vec<u8>, value: i32) {
+    let mut buf = itoa::Buffer::new();
+    out.extend_from_slice(buf.format(value).as_bytes());
+}
+
+/// Appends `value` (< 1 000 000) as exactly six digits.
+#[inline]
+pub fn push_micros(out: &mut Vec<u8>, value: u32) {
+    let mut digits = [b'0'; 6];
+    let mut v = value;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    out.extend_from_slice(&digits);
+}
+
+/// `seconds` since the epoch as local `%Y-%m-%d %H:%M:%S` (the C library's
+/// time zone rules, so `TZ` applies), or `@<seconds>` when the local date does
+/// not fit a four-digit year.
+pub fn local_date_time(seconds: u64) -> String {
+    let fits = i64::try_from(seconds)
+        .ok()
+        .and_then(|s| match Local.timestamp_opt(s, 0) {
+            LocalResult::Single(dt) | LocalResult::Ambiguous(dt, _) => Some(dt),
+            LocalResult::None => None,
+        })
+        .filter(|dt| dt.year() <= 9999);
+    match fits {
+        Some(dt) => dt.format("%Y-%m-%d %H:%M:%S").to_string(),
+        None => format!("@{seconds}"),
+    }
+}
+
+/// Remembers the formatted date of the last second seen.
+#[derive(Debug, Default)]
+pub struct DateCache {
+    second: Option<u64>,
+    text: String,
+}
+
+impl DateCache {
+    /// The local date-time text of `seconds`.
+    #[inline]
+    pub fn get(&mut self, seconds: u64) -> &str {
+        if self.second != Some(seconds) {
+            self.text = local_date_time(seconds);
+            self.second = Some(seconds);
+        }
+        &self.text
+    }
+}
+
+/// What the reader knows about one distinct 32-byte name field.
+#[derive(Debug)]
+pub struct NameInfo {
+    raw: [u8; EVENT_NAME_CAPACITY],
+    /// `None` for a field without NUL (a malformed slot).
+    pub decoded: Option<DecodedName>,
+}
+
+/// A well-formed name, decoded.
+#[derive(Debug)]
+pub struct DecodedName {
+    /// The name, invalid UTF-8 replaced by U+FFFD.
+    pub text: Box<str>,
+    /// The name as a JSON string, quotes included.
+    pub json: Box<[u8]>,
+    /// Whether it passes the `--name` globs.
+    pub passes: bool,
+    /// A number that is the same for every field decoding to the same text.
+    pub id: u32,
+}
+
+const NAME_CACHE_BITS: u32 = 12;
+
+/// A direct-mapped cache of decoded names, plus the table of distinct texts.
+pub struct NameCache {
+    slots: Vec<Option<Box<NameInfo>>>,
+    globs: Option<Vec<String>>,
+    ids: HashMap<Box<str>, u32>,
+    texts: Vec<Box<str>>,
+}
+
+impl NameCache {
+    /// A cache applying the `--name` globs (`None`: every name passes).
+    pub fn new(globs: Option<Vec<String>>) -> NameCache {
+        NameCache {
+            slots: (0..1usize << NAME_CACHE_BITS).map(|_| None).collect(),
+            globs,
+            ids: HashMap::new(),
+            texts: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn index(raw: &[u8; EVENT_NAME_CAPACITY]) -> usize {
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&raw[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(w)
+        };
+        let mixed =
+            word(0) ^ word(1).rotate_left(17) ^ word(2).rotate_left(31) ^ word(3).rotate_left(47);
+        (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - NAME_CACHE_BITS)) as usize
+    }
+
+    /// The information about `raw`, decoding it on a miss.
+    #[inline]
+    pub fn get(&mut self, raw: &[u8; EVENT_NAME_CAPACITY]) -> &NameInfo {
+        let index = Self::index(raw);
+        let hit = matches!(&self.slots[index], Some(info) if info.raw == *raw);
+        if !hit {
+            let info = self.decode(raw);
+            self.slots[index] = Some(Box::new(info));
+        }
+        self.slots[index].as_deref().expect("slot was just filled")
+    }
+
+    fn decode(&mut self, raw: &[u8; EVENT_NAME_CAPACITY]) -> NameInfo {
+        let Some(end) = raw.iter().position(|&b| b == 0) else {
+            return NameInfo {
+                raw: *raw,
+                decoded: None,
+            };
+        };
+        let text: Box<str> = String::from_utf8_lossy(&raw[..end]).into();
+        let mut json = Vec::with_capacity(text.len() + 2);
+        push_json_string(&mut json, &text);
+        let passes = self
+            .globs
+            .as_ref()
+            .is_none_or(|globs| globs.iter().any(|g| glob_match(g, &text)));
+        let id = match self.ids.get(&text) {
+            Some(&id) => id,
+            None => {
+                let id = self.texts.len() as u32;
+                self.ids.insert(text.clone(), id);
+                self.texts.push(text.clone());
+                id
+            }
+        };
+        NameInfo {
+            raw: *raw,
+            decoded: Some(DecodedName {
+                text,
+                json: json.into(),
+                passes,
+                id,
+            }),
+        }
+    }
+
+    /// The text of a name id handed out by [`NameCache::get`].
+    pub fn text(&self, id: u32) -> &str {
+        &self.texts[id as usize]
+    }
+}
+
+/// Category names as bytes, with a fallback for unknown numbers.
+#[inline]
+pub fn push_category(out: &mut Vec<u8>, category: i32) {
+    match Category(category).known_name() {
+        Some(name) => out.extend_from_slice(name.as_bytes()),
+        None => {
+            out.extend_from_slice(b"UNKNOWN_CATEGORY_");
+            push_i32(out, category);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(text: &str) -> String {
+        let mut out = Vec::new();
+        push_json_string(&mut out, text);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_strings_match_python() {
+        assert_eq!(json("agent_tx_bytes"), r#""agent_tx_bytes""#);
+        assert_eq!(json("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(json("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
+        assert_eq!(json("\u{1}\u{1f}\u{7f}"), "\"\\u0001\\u001f\u{7f}\"");
+        assert_eq!(json("é\u{fffd}"), "\"é\u{fffd}\"");
+    }
+
+    #[test]
+    fn digits() {
+        let mut out = Vec::new();
+        push_micros(&mut out, 7);
+        push_micros(&mut out, 999_999);
+        push_u64(&mut out, u64::MAX);
+        push_i32(&mut out, -3);
+        assert_eq!(out, b"000007999999184467440737095516154-3".to_vec());
+        let mut out = Vec::new();
+        push_category(&mut out, 5);
+        push_category(&mut out, -7);
+        assert_eq!(out, b"PERFORMANCEUNKNOWN_CATEGORY_-7".to_vec());
+    }
+
+    #[test]
+    fn names_decode_once_and_share_ids() {
+        let mut cache = NameCache::new(Some(vec!["agent_*".to_owned()]));
+        let mut raw = [0u8; 32];
+        raw[..14].copy_from_slice(b"agent_tx_bytes");
+        let a = cache.get(&raw).decoded.as_ref().unwrap();
+        assert_eq!(&*a.text, "agent_tx_bytes");
+        assert!(a.passes);
+        let id = a.id;
+        // Garbage after the NUL: another field, the same name.
+        raw[20] = 0x41;
+        assert_eq!(cache.get(&raw).decoded.as_ref().unwrap().id, id);
+        assert_eq!(cache.text(id), "agent_tx_bytes");
+        let mut bad = [b'x'; 32];
+        assert!(cache.get(&bad).decoded.is_none());
+        bad[31] = 0;
+        let x = cache.get(&bad).decoded.as_ref().unwrap();
+        assert!(!x.passes);
+        let mut invalid = [0u8; 32];
+        invalid[..3].copy_from_slice(b"a\xffb");
+        assert_eq!(
+            &*cache.get(&invalid).decoded.as_ref().unwrap().text,
+            "a\u{fffd}b"
+        );
+    }
+
+    #[test]
+    fn dates_out_of_range_print_seconds() {
+        assert_eq!(local_date_time(u64::MAX / 1_000_000), "@18446744073709");
+        assert!(local_date_time(1_749_737_007).starts_with("2025-06-1"));
+    }
+}

@@ -1,0 +1,461 @@
+//! Where events come from: one ring file, or a directory of them (one per
+//! agent, picked up as they appear), and the messages for broken files.
+
+use std::ffi::{OsStr, OsString};
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use nixl_telemetry::ring::{ReadMode, RingError, RingReader, TrailerInfo};
+
+use super::format::{push_json_string, EVENT_HEAD, TIMESTAMP_PREFIX};
+use super::Log;
+
+/// A problem with the input: the message names the path, what is wrong and
+/// what is accepted. The reader exits with status 2.
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+/// The reader's message for a ring error.
+pub fn describe(err: &RingError, mode: ReadMode) -> String {
+    match err {
+        RingError::Io { path, op, source } => {
+            let path = path.display();
+            match (source.kind(), *op) {
+                (ErrorKind::NotFound, "open") => format!(
+                    "{path}: no such file or directory; expected a NIXL version-1 ring file \
+                     or a directory of ring files"
+                ),
+                (ErrorKind::PermissionDenied, "open") if mode == ReadMode::Peek => format!(
+                    "{path}: permission denied opening it for reading; the reader needs read access"
+                ),
+                (ErrorKind::PermissionDenied, "open") => format!(
+                    "{path}: permission denied opening it for reading and writing; consuming \
+                     needs write access, --peek reads without writing"
+                ),
+                _ => format!("{path}: cannot {op} ({source}); expected a readable ring file"),
+            }
+        }
+        RingError::NotRegularFile { path } => format!(
+            "{}: not a regular file; expected a NIXL version-1 ring file",
+            path.display()
+        ),
+        RingError::TooShort { path, size } => format!(
+            "{}: file is {size} bytes, too short for the 40-byte ring header; accepted: a \
+             40-byte version-1 header followed by capacity x 56-byte slots",
+            path.display()
+        ),
+        RingError::WrongVersion { path, found } => format!(
+            "{}: ring version {found}; this reader accepts version 1 only",
+            path.display()
+        ),
+        RingError::BadCapacity {
+            path,
+            capacity,
+            reason,
+        } => format!(
+            "{}: capacity {capacity} is invalid ({reason}); accepted: a power of two >= 2 \
+             (the number of 56-byte slots)",
+            path.display()
+        ),
+        RingError::BadMask {
+            path,
+            mask,
+            capacity,
+        } => format!(
+            "{}: mask {mask} is not capacity - 1 = {}; accepted: mask = capacity - 1",
+            path.display(),
+            capacity.wrapping_sub(1)
+        ),
+        RingError::CapacityBeyondFile {
+            path,
+            capacity,
+            needed,
+            size,
+        } => format!(
+            "{}: capacity {capacity} needs {needed} bytes (40-byte header + {capacity} x \
+             56-byte slots) but the file has {size}; accepted: a file holding the header and \
+             all its slots",
+            path.display()
+        ),
+        RingError::PositionOutOfRange {
+            path,
+            field,
+            value,
+            capacity,
+        } => format!(
+            "{}: {field} {value} is outside [0, {capacity}); accepted: a slot index below the \
+             capacity",
+            path.display()
+        ),
+        RingError::Truncated { path, size, needed } => format!(
+            "{}: file truncated to {size} bytes while being read; the reader mapped {needed} \
+             bytes (40-byte header, 56-byte slots and the trailer when present)",
+            path.display()
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// An agent's display name: the file name, invalid UTF-8 replaced.
+pub fn agent_name_of(file_name: &OsStr) -> String {
+    String::from_utf8_lossy(file_name.as_bytes()).into_owned()
+}
+
+/// The order Python sorts file names in: by code point, an undecodable byte
+/// `b` counting as U+DC00 + `b` (its surrogate escape).
+pub fn python_sort_key(name: &OsStr) -> Vec<u32> {
+    let mut key = Vec::with_capacity(name.len());
+    for chunk in name.as_bytes().utf8_chunks() {
+        key.extend(chunk.valid().chars().map(u32::from));
+        key.extend(chunk.invalid().iter().map(|&b| 0xDC00 + u32::from(b)));
+    }
+    key
+}
+
+/// One open ring file and what was read from it.
+pub struct Ring {
+    /// The reader; `None` once the file was retired (removed or replaced).
+    pub reader: Option<RingReader>,
+    /// The path as given or found.
+    pub path: PathBuf,
+    /// The agent's display name.
+    pub agent: String,
+    /// Text mode: the bytes before the timestamp of each event.
+    pub text_head: Vec<u8>,
+    /// JSON mode, directory mode: the bytes that close each object.
+    pub json_tail: Vec<u8>,
+    ident: (u64, u64),
+    /// The slot the next batch starts at (used in warnings).
+    pub cursor: u64,
+    /// Well-formed events read.
+    pub events_read: u64,
+    /// Malformed slots skipped.
+    pub malformed: u64,
+    /// Malformed slots warned about.
+    pub warned_slots: u32,
+    retiring: bool,
+    /// The version in the header.
+    pub version: i32,
+    /// The number of slots.
+    pub capacity: u64,
+    /// Unread events when the file was opened.
+    pub unread_at_open: u64,
+    last_trailer: Option<TrailerInfo>,
+}
+
+impl Ring {
+    /// Opens and validates `path`.
+    pub fn open(path: &Path, agent: String, mode: ReadMode, tagged: bool) -> Result<Ring, String> {
+        // Look before opening: a FIFO or a device must not be opened at all.
+        let meta = std::fs::metadata(path).map_err(|e| {
+            describe(
+                &RingError::Io {
+                    path: path.to_owned(),
+                    op: "open",
+                    source: e,
+                },
+                mode,
+            )
+        })?;
+        if !meta.is_file() {
+            return Err(describe(
+                &RingError::NotRegularFile {
+                    path: path.to_owned(),
+                },
+                mode,
+            ));
+        }
+        let reader = RingReader::open(path, mode).map_err(|e| describe(&e, mode))?;
+        let header = reader.header();
+        let mut text_head = EVENT_HEAD.as_bytes().to_vec();
+        let mut json_tail = Vec::new();
+        if tagged {
+            text_head.extend_from_slice(b"Agent: ");
+            text_head.extend_from_slice(agent.as_bytes());
+            text_head.push(b'\n');
+            json_tail.extend_from_slice(b",\"agent\":");
+            push_json_string(&mut json_tail, &agent);
+        }
+        json_tail.extend_from_slice(b"}\n");
+        text_head.extend_from_slice(TIMESTAMP_PREFIX.as_bytes());
+        let capacity = reader.capacity();
+        let last_trailer = reader.trailer();
+        Ok(Ring {
+            reader: Some(reader),
+            path: path.to_owned(),
+            agent,
+            text_head,
+            json_tail,
+            ident: (meta.dev(), meta.ino()),
+            cursor: header.read_pos & (capacity - 1),
+            events_read: 0,
+            malformed: 0,
+            warned_slots: 0,
+            retiring: false,
+            version: header.version,
+            capacity,
+            unread_at_open: header.write_pos.wrapping_sub(header.read_pos) & (capacity - 1),
+            last_trailer,
+        })
+    }
+
+    /// The trailer as it is now (or as it was when the file was retired).
+    pub fn trailer(&mut self) -> Option<TrailerInfo> {
+        if let Some(reader) = &self.reader {
+            self.last_trailer = reader.trailer();
+        }
+        self.last_trailer
+    }
+
+    /// Logs the producer line from the trailer, when there is one.
+    pub fn log_trailer(&mut self, log: &Log, prefix: &str) {
+        if let Some(t) = self.trailer() {
+            log.info(format_args!(
+                "{prefix}Producer: pid {}, {}, {} events written, {} lost",
+                t.producer_pid,
+                if t.closed {
+                    "closed cleanly"
+                } else {
+                    "running or stopped uncleanly"
+                },
+                t.events_written,
+                t.events_lost()
+            ));
+        }
+    }
+}
+
+/// Whether a directory entry is a ring writer's temporary file
+/// (`.<agent>.<pid>.<µs>.tmp`, renamed into place once it is initialised).
+fn is_writer_temp_file(name: &OsStr) -> bool {
+    let bytes = name.as_bytes();
+    bytes.starts_with(b".") && bytes.ends_with(b".tmp")
+}
+
+/// The rings being read: one file, or every ring of a directory.
+pub enum Source {
+    /// One ring file.
+    File(Box<Ring>),
+    /// A directory of ring files.
+    Dir(DirSource),
+}
+
+impl Source {
+    /// Opens `path`: a directory is read in directory mode, anything else as a ring file.
+    pub fn open(path: &Path, mode: ReadMode, log: &Log) -> Result<Source, InputError> {
+        if path.is_dir() {
+            return DirSource::open(path, mode, log).map(Source::Dir);
+        }
+        let agent = agent_name_of(path.file_name().unwrap_or(path.as_os_str()));
+        let mut ring = Ring::open(path, agent, mode, false).map_err(InputError)?;
+        log.info(format_args!("Telemetry path: {}", path.display()));
+        log.info(format_args!("Ring version: {}", ring.version));
+        log.info(format_args!("Buffer capacity: {} events", ring.capacity));
+        log.info(format_args!(
+            "Current events in buffer: {}",
+            ring.unread_at_open
+        ));
+        ring.log_trailer(log, "");
+        Ok(Source::File(Box::new(ring)))
+    }
+
+    /// Whether events carry their agent's name (directory mode).
+    pub fn tagged(&self) -> bool {
+        matches!(self, Source::Dir(_))
+    }
+
+    /// Picks up new rings (directory mode) and returns the open ones in order.
+    pub fn rings(&mut self, log: &Log) -> Result<&mut [Ring], InputError> {
+        match self {
+            Source::File(ring) => Ok(std::slice::from_mut(&mut **ring)),
+            Source::Dir(dir) => {
+                dir.scan(log, true)?;
+                Ok(&mut dir.open)
+            }
+        }
+    }
+
+    /// Closes rings whose file was removed or replaced, after their last read.
+    pub fn retire(&mut self, log: &Log) {
+        if let Source::Dir(dir) = self {
+            dir.retire(log);
+        }
+    }
+
+    /// Every ring ever opened: retired ones first, then the open ones in order.
+    pub fn all_rings(&mut self) -> Vec<&mut Ring> {
+        match self {
+            Source::File(ring) => vec![&mut **ring],
+            Source::Dir(dir) => dir.done.iter_mut().chain(dir.open.iter_mut()).collect(),
+        }
+    }
+}
+
+/// Directory mode: every regular file in the directory is an agent's ring.
+pub struct DirSource {
+    path: PathBuf,
+    mode: ReadMode,
+    open: Vec<Ring>,
+    done: Vec<Ring>,
+    rejected: Vec<(OsString, String)>,
+}
+
+impl DirSource {
+    fn open(path: &Path, mode: ReadMode, log: &Log) -> Result<DirSource, InputError> {
+        let mut dir = DirSource {
+            path: path.to_owned(),
+            mode,
+            open: Vec::new(),
+            done: Vec::new(),
+            rejected: Vec::new(),
+        };
+        dir.scan(log, false)?;
+        if dir.open.is_empty() {
+            return Err(InputError(format!(
+                "{}: directory holds no ring files ({} other files skipped); accepted: a \
+                 directory with at least one NIXL version-1 ring file",
+                path.display(),
+                dir.rejected.len()
+            )));
+        }
+        log.info(format_args!("Telemetry directory: {}", path.display()));
+        for ring in &mut dir.open {
+            announce(ring, log);
+        }
+        Ok(dir)
+    }
+
+    fn scan(&mut self, log: &Log, announce_new: bool) -> Result<(), InputError> {
+        let entries = std::fs::read_dir(&self.path).map_err(|e| {
+            InputError(if e.kind() == ErrorKind::NotFound {
+                format!(
+                    "{}: directory no longer exists; expected a directory of ring files",
+                    self.path.display()
+                )
+            } else {
+                format!(
+                    "{}: cannot list the directory ({e}); expected a readable directory of \
+                     ring files",
+                    self.path.display()
+                )
+            })
+        })?;
+        let mut present: Vec<(Vec<u32>, OsString, (u64, u64))> = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if is_writer_temp_file(&name) {
+                continue;
+            }
+            // Follows symbolic links, as opening the file will.
+            let Ok(meta) = std::fs::metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_file() {
+                present.push((python_sort_key(&name), name, (meta.dev(), meta.ino())));
+            }
+        }
+        present.sort();
+        for ring in &mut self.open {
+            let name = ring.path.file_name().unwrap_or_default();
+            let still = present
+                .iter()
+                .any(|(_, n, ident)| n == name && *ident == ring.ident);
+            if !still {
+                ring.retiring = true;
+            }
+        }
+        self.rejected
+            .retain(|(name, _)| present.iter().any(|(_, n, _)| n == name));
+        for (_, name, _) in &present {
+            if self
+                .open
+                .iter()
+                .any(|r| r.path.file_name() == Some(name.as_os_str()))
+            {
+                continue;
+            }
+            let path = self.path.join(name);
+            match Ring::open(&path, agent_name_of(name), self.mode, true) {
+                Ok(mut ring) => {
+                    self.rejected.retain(|(n, _)| n != name);
+                    if announce_new {
+                        announce(&mut ring, log);
+                    }
+                    self.open.push(ring);
+                }
+                Err(reason) => {
+                    let known = self.rejected.iter_mut().find(|(n, _)| n == name);
+                    match known {
+                        Some((_, last)) if *last == reason => {}
+                        Some((_, last)) => {
+                            log.warn(format_args!("skipping {reason}"));
+                            *last = reason;
+                        }
+                        None => {
+                            log.warn(format_args!("skipping {reason}"));
+                            self.rejected.push((name.clone(), reason));
+                        }
+                    }
+                }
+            }
+        }
+        self.open
+            .sort_by_cached_key(|r| python_sort_key(r.path.file_name().unwrap_or_default()));
+        Ok(())
+    }
+
+    fn retire(&mut self, log: &Log) {
+        let mut index = 0;
+        while index < self.open.len() {
+            if self.open[index].retiring {
+                let mut ring = self.open.remove(index);
+                ring.trailer();
+                ring.reader = None;
+                log.info(format_args!(
+                    "Agent {}: ring file removed or replaced; finished reading it",
+                    ring.agent
+                ));
+                self.done.push(ring);
+            } else {
+                index += 1;
+            }
+        }
+    }
+}
+
+fn announce(ring: &mut Ring, log: &Log) {
+    log.info(format_args!(
+        "Agent {}: ring opened (version {}, capacity {} events, {} events unread)",
+        ring.agent, ring.version, ring.capacity, ring.unread_at_open
+    ));
+    let prefix = format!("Agent {}: ", ring.agent);
+    ring.log_trailer(log, &prefix);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_order_of_names() {
+        let mut names: Vec<OsString> = vec![
+            OsStr::from_bytes(b"b").into(),
+            OsStr::from_bytes(b"\xff").into(),
+            OsStr::from_bytes("\u{e000}".as_bytes()).into(),
+            OsStr::from_bytes("é".as_bytes()).into(),
+            OsStr::from_bytes(b"a").into(),
+        ];
+        names.sort_by_cached_key(|n| python_sort_key(n));
+        let want: Vec<&[u8]> = vec![b"a", b"b", "é".as_bytes(), b"\xff", "\u{e000}".as_bytes()];
+        assert_eq!(names.iter().map(|n| n.as_bytes()).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn temp_files_are_recognised() {
+        assert!(is_writer_temp_file(OsStr::new(".initiator.123.456.tmp")));
+        assert!(!is_writer_temp_file(OsStr::new("initiator")));
+        assert!(!is_writer_temp_file(OsStr::new(".hidden")));
+    }
+}
