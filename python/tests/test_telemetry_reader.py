@@ -324,6 +324,21 @@ class ConsumeTests(TempDirTest):
         self.assertEqual([json.loads(l)["value"] for l in out.splitlines()], list(range(13)))
         self.assertEqual(positions(ring), (6, 6))
 
+    def test_a_peeking_reader_follows_read_pos_moved_past_it(self):
+        path = self.write("agent", ring_bytes(8, [(1, 1, "a", 1), (2, 1, "b", 2)]))
+        ring = telemetry_reader.Ring(path, "agent", peek=True)
+        try:
+            self.assertEqual(ring.pending(), (0, 2))
+            ring.advance(2)
+            self.assertEqual(ring.pending(), (2, 0))
+            # Meanwhile a consumer read up to slot 6 and the producer wrote up to slot 1.
+            with open(path, "r+b") as fh:
+                fh.write(struct.pack("<QQ", 1, 6))
+            self.assertEqual(ring.pending(), (6, 3))
+            self.assertEqual(positions(path), (1, 6))
+        finally:
+            ring.close()
+
     def test_follow_mode_sees_new_events_and_stops_on_signals(self):
         for signum in (signal.SIGINT, signal.SIGTERM):
             with self.subTest(signal=signum):
@@ -689,6 +704,14 @@ class TrailerTests(TempDirTest):
         self.assertTrue(err.endswith("Total events read: 1\nEvents lost by the producer: 7 "
                                      "(staging buffer full: 3, ring full: 4)\n"), err)
 
+    def test_unknown_trailer_version_is_ignored_with_a_warning(self):
+        path = self.write("agent", ring_bytes(4, trailer=trailer_bytes(version=0)))
+        res = run_reader("--telemetry_path", path, "--once", "--peek")
+        err = res.stderr.decode()
+        self.assertEqual(res.returncode, 0, err)
+        self.assertIn("warning: %s: unrecognised trailer ignored (trailer version 0" % path, err)
+        self.assertNotIn("lost", err)
+
     def test_closed_flag(self):
         path = self.write("agent", ring_bytes(4, trailer=trailer_bytes(flags=1, staging=0,
                                                                          ring_full=0)))
@@ -788,6 +811,27 @@ class DirectoryTests(TempDirTest):
             path = os.path.join(d, name)
             write_pos, read_pos = positions(path)
             self.assertEqual(write_pos, read_pos, name)
+
+    def test_a_replaced_ring_file_is_read_to_its_end_then_reopened(self):
+        d = os.path.join(self.tmp, "rings")
+        self.write("rings/agent", ring_bytes(8, [(1, 1, "old1", 1)]))
+        f = Follower("--telemetry_path", d, "--json")
+        try:
+            self.assertTrue(f.wait_for(lambda f: f.stdout_text().count("\n") == 1))
+            staged = self.write("staging/agent", ring_bytes(8, [(2, 1, "new1", 2),
+                                                                (3, 1, "new2", 3)]))
+            os.rename(staged, os.path.join(d, "agent"))
+            self.assertTrue(f.wait_for(lambda f: f.stdout_text().count("\n") == 3))
+            code = f.stop()
+        finally:
+            f.kill()
+        self.assertEqual(code, 0, f.stderr_text())
+        got = [json.loads(l) for l in f.stdout_text().splitlines()]
+        self.assertEqual([(e["agent"], e["name"]) for e in got],
+                         [("agent", "old1"), ("agent", "new1"), ("agent", "new2")])
+        self.assertIn("Agent agent: ring file removed or replaced; finished reading it",
+                      f.stderr_text())
+        self.assertIn("Total events read: 3\n", f.stderr_text())
 
     def test_interleaving_per_round_in_sorted_agent_order(self):
         d = os.path.join(self.tmp, "rings")
