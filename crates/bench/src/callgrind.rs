@@ -1,0 +1,97 @@
+//! Loops for instruction counting under `valgrind --tool=callgrind`
+//! (scripts/callgrind-fastpath.sh). Each loop is a separate, never-inlined
+//! function, so `callgrind_annotate --inclusive=yes` gives its instructions;
+//! divided by the loop count, that is the instructions of one call.
+
+use std::hint::black_box;
+
+use anyhow::Result;
+use nixl_telemetry::{clock, Category, Direction, EventHandle, Telemetry};
+
+/// Records `n` events through a pre-resolved handle (timestamp included).
+#[inline(never)]
+pub fn callgrind_record_loop(handle: &EventHandle, n: u64) {
+    for i in 0..n {
+        black_box(handle).record(black_box(i));
+    }
+}
+
+/// Records `n` events through a handle with the caller's timestamp.
+#[inline(never)]
+pub fn callgrind_record_at_loop(handle: &EventHandle, n: u64) {
+    for i in 0..n {
+        black_box(handle).record_at(black_box(i), black_box(i));
+    }
+}
+
+/// `n` generic records.
+#[inline(never)]
+pub fn callgrind_generic_loop(telemetry: &Telemetry, n: u64) {
+    for i in 0..n {
+        black_box(telemetry).record(Category::BACKEND, black_box("ucx_rdma_writes"), i);
+    }
+}
+
+/// `n` completed transfers (three events each).
+#[inline(never)]
+pub fn callgrind_transfer_loop(telemetry: &Telemetry, n: u64) {
+    for i in 0..n {
+        black_box(telemetry).transfer_completed(black_box(i), Direction::Write, 4096);
+    }
+}
+
+/// `n` reads of the cheap clock.
+#[inline(never)]
+pub fn callgrind_clock_loop(n: u64) {
+    for _ in 0..n {
+        black_box(clock::now_us());
+    }
+}
+
+/// `n` records through a disabled handle.
+#[inline(never)]
+pub fn callgrind_disabled_loop(handle: &EventHandle, n: u64) {
+    for i in 0..n {
+        black_box(handle).record(black_box(i));
+    }
+}
+
+/// Runs every loop `n` times (the staging holds them all: no drop path).
+/// Prints what ran, for the script's report.
+pub fn run(n: u64) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let capacity = (4 * n as usize).next_power_of_two();
+    let telemetry = Telemetry::builder("callgrind")
+        .buffer_size(capacity)?
+        .run_interval(std::time::Duration::from_secs(3600))?
+        .ring_directory(dir.path())
+        .build()?;
+    let handle = telemetry.handle(Category::PERFORMANCE, "agent_xfer_time");
+    // Warm: the first record registers this thread's queue (slow path).
+    handle.record(0);
+    telemetry.transfer_completed(0, Direction::Write, 0);
+    telemetry.record(Category::BACKEND, "ucx_rdma_writes", 0);
+    telemetry.flush();
+    callgrind_record_loop(&handle, n);
+    telemetry.flush();
+    callgrind_record_at_loop(&handle, n);
+    telemetry.flush();
+    callgrind_generic_loop(&telemetry, n);
+    telemetry.flush();
+    callgrind_transfer_loop(&telemetry, n);
+    telemetry.flush();
+    callgrind_clock_loop(n);
+    let off = Telemetry::disabled().handle(Category::PERFORMANCE, "agent_xfer_time");
+    callgrind_disabled_loop(&off, n);
+    let stats = telemetry.stats();
+    anyhow::ensure!(
+        stats.dropped.total() == 0,
+        "the callgrind loops dropped events: {stats:?}"
+    );
+    println!(
+        "callgrind loops: n={n} tsc_clock={} recorded={}",
+        clock::uses_tsc(),
+        stats.recorded
+    );
+    Ok(())
+}

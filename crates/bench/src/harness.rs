@@ -1,0 +1,152 @@
+//! The measuring loop: one body run by 1 or 2 threads at once, many repeats,
+//! median and minimum of the per-operation cost.
+//!
+//! Every repeat starts all threads together (a blocking barrier, then a spin on
+//! a shared counter so they leave within ~100 ns of each other), each thread
+//! times its own loop with [`Instant`], and the repeat's value is the slowest
+//! thread's time divided by its operations: the per-thread cost while all
+//! threads record at once. Between repeats, thread 0 runs a `between` hook
+//! (draining staging, running upkeep) while the others wait, so no repeat ever
+//! overflows a bounded buffer and the hook's cost is never timed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+/// Median and minimum of many repeats, in nanoseconds per operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// Median over the repeats.
+    pub median: f64,
+    /// Fastest repeat.
+    pub min: f64,
+    /// Number of repeats.
+    pub repeats: usize,
+    /// Operations each thread ran per repeat.
+    pub ops_per_repeat: u64,
+}
+
+/// The median of `values` (sorted in place); NaN when empty.
+pub fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Summarises per-repeat values.
+pub fn summarise(mut values: Vec<f64>, ops_per_repeat: u64) -> Sample {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let repeats = values.len();
+    Sample {
+        median: median(&mut values),
+        min,
+        repeats,
+        ops_per_repeat,
+    }
+}
+
+/// How much to measure.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// Repeats of each measurement.
+    pub repeats: usize,
+    /// Repeats run and thrown away first (page faults, lazy registration).
+    pub warmup: usize,
+}
+
+/// Runs `body(thread, ops)` on `threads` threads at once, `plan.repeats` times
+/// after `plan.warmup` untimed rounds. `between()` runs on thread 0 after every
+/// round while the other threads wait. `body` must do `ops` operations and keep
+/// their results alive (`std::hint::black_box`).
+pub fn run_concurrent<F, B>(threads: usize, ops: u64, plan: Plan, body: F, between: B) -> Sample
+where
+    F: Fn(usize, u64) + Sync,
+    B: Fn() + Sync,
+{
+    assert!(threads >= 1 && ops >= 1);
+    let rounds = plan.warmup + plan.repeats;
+    let barrier = Barrier::new(threads);
+    let arrived = AtomicUsize::new(0);
+    let times: Vec<Mutex<Vec<Duration>>> = (0..threads)
+        .map(|_| Mutex::new(Vec::with_capacity(rounds)))
+        .collect();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (barrier, arrived, times, body, between) =
+                (&barrier, &arrived, &times, &body, &between);
+            scope.spawn(move || {
+                let mut mine = Vec::with_capacity(rounds);
+                for round in 0..rounds {
+                    barrier.wait();
+                    // Spin start: everyone leaves together.
+                    arrived.fetch_add(1, Ordering::AcqRel);
+                    let target = threads * (round + 1);
+                    while arrived.load(Ordering::Acquire) < target {
+                        std::hint::spin_loop();
+                    }
+                    let start = Instant::now();
+                    body(t, ops);
+                    mine.push(start.elapsed());
+                    barrier.wait();
+                    if t == 0 {
+                        between();
+                    }
+                }
+                *times[t].lock().unwrap() = mine;
+            });
+        }
+    });
+    let per_thread: Vec<Vec<Duration>> =
+        times.into_iter().map(|m| m.into_inner().unwrap()).collect();
+    let values: Vec<f64> = (plan.warmup..rounds)
+        .map(|round| {
+            let slowest = per_thread.iter().map(|v| v[round]).max().unwrap();
+            slowest.as_nanos() as f64 / ops as f64
+        })
+        .collect();
+    summarise(values, ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&mut []).is_nan());
+    }
+
+    #[test]
+    fn runs_every_round_on_every_thread() {
+        let count = AtomicUsize::new(0);
+        let betweens = AtomicUsize::new(0);
+        let plan = Plan {
+            repeats: 5,
+            warmup: 2,
+        };
+        let s = run_concurrent(
+            2,
+            10,
+            plan,
+            |_, ops| {
+                count.fetch_add(ops as usize, Ordering::Relaxed);
+            },
+            || {
+                betweens.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+        assert_eq!(count.load(Ordering::Relaxed), 2 * 10 * 7);
+        assert_eq!(betweens.load(Ordering::Relaxed), 7);
+        assert_eq!(s.repeats, 5);
+        assert!(s.min <= s.median);
+    }
+}

@@ -1,0 +1,121 @@
+//! The nixl-telemetry benchmark suite (issue 7): our record paths next to their
+//! floors and to what a Rust user would pick instead, the pipeline throughput
+//! of issue 2, the exporter numbers of the plug-in issues, and the cost of
+//! telemetry in a real transfer loop.
+//!
+//! Everything is measured in one process and compared as ratios of medians
+//! from the same run: the machines this runs on are small and noisy.
+//! `cargo run --release -p nixl-telemetry-bench -- [--quick] [--json]`.
+
+pub mod callgrind;
+pub mod harness;
+pub mod ops;
+pub mod pipeline;
+pub mod report;
+
+use anyhow::Result;
+use serde_json::json;
+
+pub use report::{Report, Row, Target, Unit};
+
+/// How much the suite measures.
+#[derive(Debug, Clone, Copy)]
+pub struct SuitePlan {
+    /// Per-operation benchmarks.
+    pub ops: harness::Plan,
+    /// Throughput benchmarks.
+    pub pipe: pipeline::PipePlan,
+    /// Name of the mode, for the report.
+    pub mode: &'static str,
+}
+
+impl SuitePlan {
+    /// The `--quick` plan: under a minute in all.
+    pub fn quick() -> SuitePlan {
+        SuitePlan {
+            ops: harness::Plan {
+                repeats: 41,
+                warmup: 3,
+            },
+            pipe: pipeline::PipePlan {
+                ring_events: 2_000_000,
+                repeats: 3,
+                pipeline_time: std::time::Duration::from_millis(300),
+            },
+            mode: "quick",
+        }
+    }
+
+    /// The full plan.
+    pub fn full() -> SuitePlan {
+        SuitePlan {
+            ops: harness::Plan {
+                repeats: 401,
+                warmup: 10,
+            },
+            pipe: pipeline::PipePlan {
+                ring_events: 20_000_000,
+                repeats: 7,
+                pipeline_time: std::time::Duration::from_secs(2),
+            },
+            mode: "full",
+        }
+    }
+}
+
+/// Parts of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Per-operation costs on 1 and 2 threads.
+    Ops,
+    /// Ring alone.
+    Ring,
+    /// Whole pipeline.
+    Pipeline,
+}
+
+impl Part {
+    /// Every part, in run order.
+    pub const ALL: [Part; 3] = [Part::Ops, Part::Ring, Part::Pipeline];
+
+    /// Parses a part's name.
+    pub fn parse(name: &str) -> Option<Part> {
+        Some(match name {
+            "ops" => Part::Ops,
+            "ring" => Part::Ring,
+            "pipeline" => Part::Pipeline,
+            _ => return None,
+        })
+    }
+}
+
+/// Runs the selected parts of the suite.
+pub fn run_suite(plan: SuitePlan, parts: &[Part]) -> Result<Report> {
+    nixl_telemetry::clock::init();
+    let mut report = Report::default();
+    report.settings.insert("mode".into(), json!(plan.mode));
+    report
+        .settings
+        .insert("ops_repeats".into(), json!(plan.ops.repeats));
+    report
+        .settings
+        .insert("ops_per_repeat".into(), json!(ops::OPS));
+    report
+        .settings
+        .insert("staging_events".into(), json!(ops::STAGING_EVENTS));
+    report
+        .settings
+        .insert("tsc_clock".into(), json!(nixl_telemetry::clock::uses_tsc()));
+    report.settings.insert(
+        "available_parallelism".into(),
+        json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
+    );
+    for part in Part::ALL.iter().filter(|p| parts.contains(p)) {
+        match part {
+            Part::Ops => ops::run(plan.ops, &mut report.rows)?,
+            Part::Ring => pipeline::ring_alone(plan.pipe, &mut report.rows)?,
+            Part::Pipeline => pipeline::whole_pipeline(plan.pipe, &mut report.rows)?,
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,613 @@
+//! Per-operation benchmarks: our record paths, their floors, and what a Rust
+//! user would pick instead, each on 1 and 2 threads.
+//!
+//! Every body calls through `black_box(&handle)` with a `black_box`ed value, so
+//! the compiler can neither hoist the enabled check out of the loop nor drop
+//! the work. Bounded buffers (our staging, the mutex vector, the floor's
+//! thread-local buffer) all hold [`STAGING_EVENTS`] events, one repeat never
+//! records more than that per thread, and they are drained between repeats:
+//! the timed loop never takes a drop path.
+
+use std::cell::{Cell, UnsafeCell};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use nixl_telemetry::{clock, Category, Direction, Event, Telemetry};
+
+use crate::harness::{run_concurrent, Plan, Sample};
+use crate::report::Row;
+
+/// Events each staging queue (ours and the reference's) and the floor's buffer hold.
+pub const STAGING_EVENTS: usize = 1 << 14;
+/// Operations per thread per repeat: half a queue, so a repeat never drops.
+pub const OPS: u64 = (STAGING_EVENTS / 2) as u64;
+/// Flush interval of the telemetry under test: long, so the timed loops see no
+/// flusher; the harness drains between repeats instead.
+const RUN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The histogram bounds, µs: the same as the Prometheus plug-in's built-in
+/// buckets (10 µs … 10 s), as listed in DESIGN.md.
+pub const HISTOGRAM_BUCKETS_US: [u64; 19] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000,
+    500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+
+/// The event name every benchmark records.
+pub const NAME: &str = "agent_xfer_time";
+
+/// Keeps a value on its own cache line (two lines: adjacent-line prefetch).
+#[repr(align(128))]
+struct Line<T>(T);
+
+fn row(id: &str, label: &str, threads: usize, sample: Sample, note: &str) -> Row {
+    Row::from_ns(id, label, threads, sample, note)
+}
+
+/// Builds the telemetry under test: enabled, the built-in ring (`buffer`)
+/// exporter in `dir`, [`STAGING_EVENTS`]-event queues and ring.
+pub fn telemetry_with_ring(dir: &std::path::Path, agent: &str) -> Result<Telemetry> {
+    Ok(Telemetry::builder(agent)
+        .buffer_size(STAGING_EVENTS)?
+        .run_interval(RUN_INTERVAL)?
+        .ring_directory(dir)
+        .build()?)
+}
+
+// ---------------------------------------------------------------- floors ---
+
+/// The floor's thread-local buffer: a raw pointer into a buffer the benchmark
+/// owns, and a position. No destructor, so access has no registration check.
+struct FloorBuf {
+    slots: Cell<*mut Event>,
+    pos: Cell<usize>,
+}
+
+thread_local! {
+    static FLOOR: FloorBuf = const {
+        FloorBuf { slots: Cell::new(std::ptr::null_mut()), pos: Cell::new(0) }
+    };
+}
+
+/// One buffer per benchmark thread, owned by the benchmark.
+struct FloorPool(Vec<Box<[UnsafeCell<Event>]>>);
+
+// SAFETY: each buffer is written only by the one thread it is handed to
+// (thread index t gets buffer t), and the pool outlives those threads.
+unsafe impl Sync for FloorPool {}
+
+impl FloorPool {
+    fn new(threads: usize) -> FloorPool {
+        FloorPool(
+            (0..threads)
+                .map(|_| {
+                    (0..STAGING_EVENTS)
+                        .map(|_| UnsafeCell::new(Event::ZERO))
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
+    /// Points the calling thread's buffer at buffer `t` (once per repeat, untimed).
+    fn attach(&self, t: usize) {
+        FLOOR.with(|f| f.slots.set(self.0[t].as_ptr() as *mut Event));
+    }
+}
+
+/// Writes one event into the calling thread's floor buffer.
+#[inline(always)]
+fn floor_write(event: Event) {
+    FLOOR.with(|f| {
+        let pos = f.pos.get();
+        // SAFETY: `slots` points at a live buffer of STAGING_EVENTS events that
+        // only this thread writes (FloorPool::attach), and the index is masked.
+        unsafe { f.slots.get().add(pos & (STAGING_EVENTS - 1)).write(event) };
+        f.pos.set(pos.wrapping_add(1));
+    });
+}
+
+fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
+    clock::init();
+    let nothing = || {};
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for _ in 0..ops {
+                black_box(clock::now_us());
+            }
+        },
+        nothing,
+    );
+    rows.push(row(
+        "floor_clock",
+        "floor: cheap clock alone (clock::now_us)",
+        threads,
+        s,
+        if clock::uses_tsc() {
+            "TSC"
+        } else {
+            "no invariant TSC: system clock"
+        },
+    ));
+
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for _ in 0..ops {
+                black_box(clock::system_now_us());
+            }
+        },
+        nothing,
+    );
+    rows.push(row(
+        "system_clock",
+        "orientation: SystemTime::now in µs",
+        threads,
+        s,
+        "",
+    ));
+
+    let pool = FloorPool::new(threads);
+    let name = nixl_telemetry_name(NAME);
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |t, ops| {
+            pool.attach(t);
+            let name = black_box(&name);
+            for i in 0..ops {
+                floor_write(Event::with_encoded_name(
+                    black_box(i),
+                    Category::PERFORMANCE,
+                    *name,
+                    i,
+                ));
+            }
+        },
+        nothing,
+    );
+    rows.push(row(
+        "floor_tls_write",
+        "floor: 56-byte event into a thread-local buffer",
+        threads,
+        s,
+        "",
+    ));
+
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |t, ops| {
+            pool.attach(t);
+            let name = black_box(&name);
+            for i in 0..ops {
+                floor_write(Event::with_encoded_name(
+                    clock::now_us(),
+                    Category::PERFORMANCE,
+                    *name,
+                    black_box(i),
+                ));
+            }
+        },
+        nothing,
+    );
+    rows.push(row(
+        "floor",
+        "floor: cheap clock + thread-local write",
+        threads,
+        s,
+        "the floor of record_vs_floor",
+    ));
+
+    let lines: Vec<Line<AtomicU64>> = (0..threads).map(|_| Line(AtomicU64::new(0))).collect();
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |t, ops| {
+            let line = &lines[t].0;
+            for _ in 0..ops {
+                black_box(line).fetch_add(black_box(1), Ordering::Relaxed);
+            }
+        },
+        nothing,
+    );
+    rows.push(row(
+        "floor_atomic_add",
+        "floor: relaxed atomic add, per-thread line",
+        threads,
+        s,
+        "",
+    ));
+}
+
+/// The 32-byte name field for `name`.
+fn nixl_telemetry_name(name: &str) -> [u8; 32] {
+    Event::new(0, Category::PERFORMANCE, name, 0).event_name
+}
+
+// ------------------------------------------------------------------- ours ---
+
+fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir().context("temporary ring directory")?;
+    let telemetry = telemetry_with_ring(dir.path(), &format!("bench-ours-{threads}t"))?;
+    let handle = telemetry.handle(Category::PERFORMANCE, NAME);
+    let flush = || telemetry.flush();
+
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&handle).record(black_box(i));
+            }
+        },
+        flush,
+    );
+    rows.push(row(
+        "record",
+        "ours: fast-path record (handle, clock included)",
+        threads,
+        s,
+        "buffer exporter, drained between repeats",
+    ));
+
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&handle).record_at(black_box(i), black_box(i));
+            }
+        },
+        flush,
+    );
+    rows.push(row(
+        "record_at",
+        "ours: handle record_at (caller's timestamp)",
+        threads,
+        s,
+        "record minus the clock",
+    ));
+
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&telemetry).record(Category::BACKEND, black_box("ucx_rdma_writes"), i);
+            }
+        },
+        flush,
+    );
+    rows.push(row(
+        "generic_record",
+        "ours: generic record(category, name, value)",
+        threads,
+        s,
+        "",
+    ));
+
+    let calls = OPS / 2;
+    let s = run_concurrent(
+        threads,
+        calls,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&telemetry).transfer_completed(black_box(i), Direction::Write, 4096);
+            }
+        },
+        flush,
+    );
+    rows.push(row(
+        "transfer_completed",
+        "ours: transfer_completed (3 events, 1 clock)",
+        threads,
+        s,
+        "per call",
+    ));
+
+    let stats = telemetry.stats();
+    anyhow::ensure!(
+        stats.dropped.staging_full == 0 && stats.dropped.late == 0,
+        "a timed loop took the staging drop path: {stats:?}"
+    );
+    drop(telemetry);
+
+    if threads == 1 {
+        disabled_and_filtered(plan, rows, dir.path())?;
+    }
+    Ok(())
+}
+
+fn disabled_and_filtered(plan: Plan, rows: &mut Vec<Row>, dir: &std::path::Path) -> Result<()> {
+    let nothing = || {};
+    let off = Telemetry::builder("bench-off").enabled(false).build()?;
+    let filtered = Telemetry::builder("bench-filtered")
+        .buffer_size(STAGING_EVENTS)?
+        .run_interval(RUN_INTERVAL)?
+        .ring_directory(dir)
+        .enabled_metrics("agent_tx_*,agent_rx_*")
+        .build()?;
+    let cases: [(&str, &str, &Telemetry); 2] = [
+        ("disabled", "ENABLE off", &off),
+        ("filtered", "ENABLED_METRICS excludes it", &filtered),
+    ];
+    for (id, why, telemetry) in cases {
+        let handle = telemetry.handle(Category::PERFORMANCE, NAME);
+        anyhow::ensure!(!handle.is_enabled(), "{id} handle is enabled");
+        let s = run_concurrent(
+            1,
+            OPS,
+            plan,
+            |_, ops| {
+                for i in 0..ops {
+                    black_box(&handle).record(black_box(i));
+                }
+            },
+            nothing,
+        );
+        rows.push(row(
+            &format!("{id}_record"),
+            &format!("ours: handle record, {why}"),
+            1,
+            s,
+            "",
+        ));
+        let s = run_concurrent(
+            1,
+            OPS,
+            plan,
+            |_, ops| {
+                for i in 0..ops {
+                    black_box(telemetry).record(Category::PERFORMANCE, black_box(NAME), i);
+                }
+            },
+            nothing,
+        );
+        rows.push(row(
+            &format!("{id}_generic_record"),
+            &format!("ours: generic record, {why}"),
+            1,
+            s,
+            "",
+        ));
+    }
+    let stats = filtered.stats();
+    anyhow::ensure!(
+        stats.recorded == 0,
+        "filtered-out records were recorded: {stats:?}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------- the reference design ---
+
+/// The reference design, in Rust: one mutex-protected vector of 56-byte events,
+/// bounded, drained by a flusher thread. The clock is our cheap clock, taken
+/// outside the lock, so the comparison isolates the staging structure.
+struct MutexStaging {
+    events: Mutex<Vec<Event>>,
+    capacity: usize,
+    dropped: AtomicU64,
+}
+
+impl MutexStaging {
+    #[inline]
+    fn record(&self, category: Category, name: &[u8; 32], value: u64) {
+        let event = Event::with_encoded_name(clock::now_us(), category, *name, value);
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if events.len() < self.capacity {
+            events.push(event);
+        } else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Swaps the vector out under the lock and hands its events to a no-op sink.
+    fn drain(&self, spare: &mut Vec<Event>) -> usize {
+        {
+            let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::swap(&mut *events, spare);
+        }
+        let n = spare.len();
+        black_box(&spare[..]);
+        spare.clear();
+        n
+    }
+}
+
+fn mutex_staging(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
+    clock::init();
+    let staging = Arc::new(MutexStaging {
+        events: Mutex::new(Vec::with_capacity(STAGING_EVENTS)),
+        capacity: STAGING_EVENTS,
+        dropped: AtomicU64::new(0),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let flusher = {
+        let (staging, stop) = (Arc::clone(&staging), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut spare = Vec::with_capacity(STAGING_EVENTS);
+            let mut slept = Duration::ZERO;
+            while !stop.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(10));
+                slept += Duration::from_millis(10);
+                if slept >= RUN_INTERVAL {
+                    slept = Duration::ZERO;
+                    staging.drain(&mut spare);
+                }
+            }
+        })
+    };
+    let spare = Mutex::new(Vec::with_capacity(STAGING_EVENTS));
+    let name = nixl_telemetry_name(NAME);
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&*staging).record(Category::PERFORMANCE, &name, black_box(i));
+            }
+        },
+        || {
+            staging.drain(&mut spare.lock().unwrap());
+        },
+    );
+    stop.store(true, Ordering::Release);
+    flusher.join().ok();
+    anyhow::ensure!(
+        staging.dropped.load(Ordering::Relaxed) == 0,
+        "the mutex staging dropped events in a timed loop"
+    );
+    rows.push(row(
+        "mutex_staging",
+        "reference: Mutex<Vec<Event>> staging + flusher",
+        threads,
+        s,
+        "same cheap clock, taken outside the lock",
+    ));
+    Ok(())
+}
+
+// ---------------------------------------------------- the metrics crate ---
+
+/// The global `metrics` recorder (Prometheus), installed once per process.
+fn metrics_recorder() -> Result<&'static metrics_exporter_prometheus::PrometheusHandle> {
+    static HANDLE: OnceLock<metrics_exporter_prometheus::PrometheusHandle> = OnceLock::new();
+    if let Some(h) = HANDLE.get() {
+        return Ok(h);
+    }
+    let buckets: Vec<f64> = HISTOGRAM_BUCKETS_US.iter().map(|&b| b as f64).collect();
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets(&buckets)
+        .context("metrics-exporter-prometheus buckets")?
+        .install_recorder()
+        .context("install the metrics Prometheus recorder")?;
+    Ok(HANDLE.get_or_init(|| handle))
+}
+
+fn metrics_crate(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
+    let prom = metrics_recorder()?;
+    let upkeep = || prom.run_upkeep();
+    let counter = metrics::counter!("agent_tx_bytes_total");
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&counter).increment(black_box(i));
+            }
+        },
+        upkeep,
+    );
+    rows.push(row(
+        "metrics_counter",
+        "metrics + Prometheus recorder: counter increment",
+        threads,
+        s,
+        "registered handle, one shared series",
+    ));
+    let histogram = metrics::histogram!("agent_xfer_time_us");
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&histogram).record(black_box(i & 0xffff) as f64);
+            }
+        },
+        upkeep,
+    );
+    rows.push(row(
+        "metrics_histogram",
+        "metrics + Prometheus recorder: histogram record",
+        threads,
+        s,
+        "registered handle, upkeep between repeats",
+    ));
+    Ok(())
+}
+
+// ------------------------------------------------------ prometheus-client ---
+
+fn prometheus_client(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
+    use prometheus_client::metrics::counter::Counter;
+    use prometheus_client::metrics::histogram::Histogram;
+    let nothing = || {};
+    let counter: Counter<u64> = Counter::default();
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&counter).inc_by(black_box(i));
+            }
+        },
+        nothing,
+    );
+    rows.push(row(
+        "promclient_counter",
+        "prometheus-client: counter inc_by",
+        threads,
+        s,
+        "one shared series",
+    ));
+    let histogram = Histogram::new(HISTOGRAM_BUCKETS_US.iter().map(|&b| b as f64));
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops {
+                black_box(&histogram).observe(black_box(i & 0xffff) as f64);
+            }
+        },
+        nothing,
+    );
+    rows.push(row(
+        "promclient_histogram",
+        "prometheus-client: histogram observe",
+        threads,
+        s,
+        "19 buckets 10 µs … 10 s",
+    ));
+}
+
+/// Runs every per-operation benchmark on 1 and 2 threads.
+pub fn run(plan: Plan, rows: &mut Vec<Row>) -> Result<()> {
+    // Each group on 1 then 2 threads, so the ratios compare neighbours in time.
+    for threads in [1, 2] {
+        floors(plan, threads, rows);
+    }
+    for threads in [1, 2] {
+        ours(plan, threads, rows)?;
+    }
+    for threads in [1, 2] {
+        mutex_staging(plan, threads, rows)?;
+    }
+    for threads in [1, 2] {
+        metrics_crate(plan, threads, rows)?;
+    }
+    for threads in [1, 2] {
+        prometheus_client(plan, threads, rows);
+    }
+    Ok(())
+}

@@ -1,0 +1,296 @@
+//! Throughput benchmarks: the ring alone (one writer thread, one consuming
+//! reader thread) and the whole pipeline (recording threads → staging → flush
+//! thread → ring → consuming reader thread), with exact accounting.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use nixl_telemetry::ring::{ReadMode, RingReader, RingWriter};
+use nixl_telemetry::{Category, Event, Telemetry};
+use serde_json::json;
+
+use crate::harness::median;
+use crate::ops::NAME;
+use crate::report::{Row, Unit};
+
+/// How long and how often the throughput benchmarks run.
+#[derive(Debug, Clone, Copy)]
+pub struct PipePlan {
+    /// Events per ring-alone repeat.
+    pub ring_events: u64,
+    /// Repeats of each throughput measurement.
+    pub repeats: usize,
+    /// Recording time of one whole-pipeline repeat.
+    pub pipeline_time: Duration,
+}
+
+/// A row of events per second from per-repeat rates (events/s).
+pub fn rate_row(id: &str, label: &str, threads: usize, rates: &[f64], note: &str) -> Row {
+    let mut v: Vec<f64> = rates.iter().map(|r| r / 1e6).collect();
+    let best = v.iter().copied().fold(f64::MIN, f64::max);
+    Row {
+        id: id.to_owned(),
+        label: label.to_owned(),
+        threads,
+        unit: Unit::MEventsPerSec,
+        median: median(&mut v),
+        best,
+        repeats: rates.len(),
+        note: note.to_owned(),
+        extra: Default::default(),
+    }
+}
+
+fn events(n: usize) -> Vec<Event> {
+    (0..n as u64)
+        .map(|i| Event::new(1_700_000_000_000_000 + i, Category::PERFORMANCE, NAME, i))
+        .collect()
+}
+
+/// One writer thread pushes `total` events in batches of `batch` (retrying what
+/// did not fit: the ring's own drop counter then counts the retries, we count
+/// deliveries), one thread consumes them. Returns events/s, writer start to
+/// reader end.
+fn ring_once(dir: &Path, agent: &str, capacity: usize, batch: usize, total: u64) -> Result<f64> {
+    let mut writer = RingWriter::create(dir, agent, capacity).context("create the ring")?;
+    let mut reader =
+        RingReader::open(writer.path(), ReadMode::Consume).context("open the ring to consume")?;
+    let source = events(batch);
+    let go = AtomicBool::new(false);
+    let (start, end) = std::thread::scope(|scope| -> Result<(Instant, Instant)> {
+        let consumer = scope.spawn(|| -> Result<Instant> {
+            let mut out = Vec::with_capacity(capacity);
+            let mut got = 0u64;
+            while !go.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            while got < total {
+                let n = reader.read_batch(&mut out, capacity)?;
+                got += n as u64;
+                black_box(out.last());
+                out.clear();
+                if n == 0 {
+                    std::hint::spin_loop();
+                }
+            }
+            Ok(Instant::now())
+        });
+        let start = Instant::now();
+        go.store(true, Ordering::Release);
+        let mut sent = 0u64;
+        while sent < total {
+            let len = batch.min((total - sent) as usize);
+            let n = writer.push_batch(&source[..len]);
+            sent += n as u64;
+            if n == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        let end = consumer.join().expect("reader thread panicked")?;
+        Ok((start, end))
+    })?;
+    Ok(total as f64 / (end - start).as_secs_f64())
+}
+
+/// The ring alone, for the default capacity and a large one.
+pub fn ring_alone(plan: PipePlan, rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir().context("temporary ring directory")?;
+    for (id, capacity, batch) in [
+        ("ring_alone", 4096, 1024),
+        ("ring_alone_64k", 1 << 16, 4096),
+    ] {
+        let mut rates = Vec::new();
+        // One untimed run first: page faults of a new file.
+        for r in 0..=plan.repeats {
+            let rate = ring_once(
+                dir.path(),
+                &format!("{id}-{r}"),
+                capacity,
+                batch,
+                plan.ring_events,
+            )?;
+            if r > 0 {
+                rates.push(rate);
+            }
+        }
+        rows.push(rate_row(
+            id,
+            &format!("ring alone: writer → consuming reader, cap {capacity}"),
+            1,
+            &rates,
+            &format!("push_batch of {batch}, read_batch of up to {capacity}"),
+        ));
+    }
+    Ok(())
+}
+
+/// What one whole-pipeline run measured.
+struct PipelineRun {
+    delivered_per_s: f64,
+    recorded_per_s: f64,
+    recorded: u64,
+    generated: u64,
+    delivered: u64,
+    dropped: u64,
+    read: u64,
+}
+
+/// Recording threads record through a handle as fast as they can (or at `pace`
+/// events/s each) for `time`; the flush thread moves staging into the ring; a
+/// thread consumes the ring. Then a final flush, a final read, and the books
+/// must balance exactly.
+fn pipeline_once(
+    dir: &Path,
+    agent: &str,
+    threads: usize,
+    time: Duration,
+    pace: Option<f64>,
+) -> Result<PipelineRun> {
+    let telemetry = Telemetry::builder(agent)
+        .buffer_size(1 << 16)?
+        .run_interval(Duration::from_millis(1))?
+        .ring_directory(dir)
+        .build()?;
+    let handle = telemetry.handle(Category::PERFORMANCE, NAME);
+    let mut reader = RingReader::open(&dir.join(agent), ReadMode::Consume)?;
+    let read = AtomicU64::new(0);
+    let recording = AtomicBool::new(true);
+    let flushed = AtomicBool::new(false);
+    let mut read_at_stop = 0;
+    std::thread::scope(|scope| -> Result<()> {
+        let consumer = scope.spawn(|| -> Result<()> {
+            let mut out = Vec::with_capacity(1 << 16);
+            loop {
+                let done = flushed.load(Ordering::Acquire);
+                let n = reader.read_batch(&mut out, 1 << 16)?;
+                read.fetch_add(n as u64, Ordering::Release);
+                black_box(out.last());
+                out.clear();
+                if n == 0 {
+                    if done {
+                        return Ok(());
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        });
+        let start = Instant::now();
+        let recorders: Vec<_> = (0..threads)
+            .map(|_| {
+                let (handle, recording) = (&handle, &recording);
+                scope.spawn(move || {
+                    let mut i = 0u64;
+                    while recording.load(Ordering::Relaxed) {
+                        for _ in 0..1024 {
+                            handle.record(black_box(i));
+                            i += 1;
+                        }
+                        if let Some(pace) = pace {
+                            let due = Duration::from_secs_f64(i as f64 / pace);
+                            while start.elapsed() < due && recording.load(Ordering::Relaxed) {
+                                std::thread::yield_now();
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(time);
+        read_at_stop = read.load(Ordering::Acquire);
+        recording.store(false, Ordering::Relaxed);
+        for r in recorders {
+            r.join().expect("recording thread panicked");
+        }
+        telemetry.flush();
+        flushed.store(true, Ordering::Release);
+        consumer.join().expect("reader thread panicked")?;
+        Ok(())
+    })?;
+    let elapsed = time.as_secs_f64();
+    telemetry.flush();
+    let stats = telemetry.stats();
+    let dropped = stats.dropped.total();
+    ensure!(
+        stats.pending == 0 && stats.recorded + stats.generated == stats.delivered + dropped,
+        "pipeline books do not balance: {stats:?}"
+    );
+    let read = read.load(Ordering::Acquire);
+    ensure!(
+        read == stats.delivered,
+        "the reader read {read} events, the exporter delivered {}",
+        stats.delivered
+    );
+    Ok(PipelineRun {
+        delivered_per_s: read_at_stop as f64 / elapsed,
+        recorded_per_s: stats.recorded as f64 / elapsed,
+        recorded: stats.recorded,
+        generated: stats.generated,
+        delivered: stats.delivered,
+        dropped,
+        read,
+    })
+}
+
+/// The whole pipeline: 1 and 2 recording threads at full speed, and 1 thread
+/// offering 20 M events/s.
+pub fn whole_pipeline(plan: PipePlan, rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir().context("temporary ring directory")?;
+    let cases: [(&str, usize, Option<f64>); 3] = [
+        ("pipeline", 1, None),
+        ("pipeline", 2, None),
+        ("pipeline_paced_20m", 1, Some(20e6)),
+    ];
+    for (id, threads, pace) in cases {
+        let mut rates = Vec::new();
+        let mut recorded_rates = Vec::new();
+        let mut runs = Vec::new();
+        for r in 0..plan.repeats {
+            let run = pipeline_once(
+                dir.path(),
+                &format!("{id}-{threads}t-{r}"),
+                threads,
+                plan.pipeline_time,
+                pace,
+            )?;
+            rates.push(run.delivered_per_s);
+            recorded_rates.push(run.recorded_per_s / 1e6);
+            runs.push(run);
+        }
+        let total = |f: fn(&PipelineRun) -> u64| runs.iter().map(f).sum::<u64>();
+        let (recorded, dropped) = (total(|r| r.recorded), total(|r| r.dropped));
+        let drop_pct = 100.0 * dropped as f64 / recorded.max(1) as f64;
+        let label = match pace {
+            None => format!("pipeline: {threads} recorder(s) → ring → reader"),
+            Some(p) => format!("pipeline: offered {:.0} M/s → ring → reader", p / 1e6),
+        };
+        let mut row = rate_row(
+            id,
+            &label,
+            threads,
+            &rates,
+            &format!(
+                "delivered; recorded {:.1} M/s, {drop_pct:.1}% dropped, books exact",
+                median(&mut recorded_rates)
+            ),
+        );
+        row.extra.insert(
+            "accounting".into(),
+            json!({
+                "recorded": recorded,
+                "generated": total(|r| r.generated),
+                "delivered": total(|r| r.delivered),
+                "dropped": dropped,
+                "read_by_reader": total(|r| r.read),
+                "recorded_plus_generated_equals_delivered_plus_dropped": true,
+            }),
+        );
+        row.extra
+            .insert("recorded_mevents_per_s".into(), json!(recorded_rates));
+        row.extra.insert("dropped_percent".into(), json!(drop_pct));
+        rows.push(row);
+    }
+    Ok(())
+}
