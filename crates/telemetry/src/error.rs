@@ -22,12 +22,19 @@ pub enum TelemetryError {
     /// The ring file cannot be created.
     #[error(transparent)]
     Ring(#[from] RingError),
-    /// An exporter plug-in cannot be found, loaded or instantiated.
+    /// An exporter plug-in cannot be found, loaded or instantiated (boxed: the
+    /// error carries the whole search trail).
     #[error(transparent)]
-    Plugin(#[from] PluginError),
+    Plugin(Box<PluginError>),
     /// The flush thread could not be started.
     #[error("cannot start the telemetry flush thread: {0}")]
     Thread(#[source] std::io::Error),
+}
+
+impl From<PluginError> for TelemetryError {
+    fn from(err: PluginError) -> TelemetryError {
+        TelemetryError::Plugin(Box::new(err))
+    }
 }
 
 /// Writes `; searched: a (origin), b (origin)` for an error message.

@@ -149,10 +149,7 @@ fn an_unwritable_path_fails_creation_with_the_reason() {
     for (path, reason) in cases {
         let err = Telemetry::new("agent-csv", csv_config(plugins.path(), &path)).unwrap_err();
         assert!(
-            matches!(
-                err,
-                TelemetryError::Plugin(PluginError::CreateFailed { .. })
-            ),
+            matches!(&err, TelemetryError::Plugin(e) if matches!(**e, PluginError::CreateFailed { .. })),
             "{err:?}"
         );
         let msg = err.to_string();

@@ -54,7 +54,10 @@ fn no_such_plugin_lists_every_path_searched() {
         ("NIXL_PLUGIN_DIR", c.path().to_str().unwrap()),
     ]);
     let err = Telemetry::new("agent-x", cfg).unwrap_err();
-    let TelemetryError::Plugin(PluginError::NotFound { ref searched, .. }) = err else {
+    let TelemetryError::Plugin(ref boxed) = err else {
+        panic!("{err:?}");
+    };
+    let PluginError::NotFound { ref searched, .. } = **boxed else {
         panic!("{err:?}");
     };
     assert!(searched.len() >= 4, "{searched:?}");
@@ -243,10 +246,7 @@ fn create_exporter_returning_null_shows_its_reason() {
     let err = Telemetry::new("agent-x", cfg).unwrap_err();
     let msg = err.to_string();
     assert!(
-        matches!(
-            err,
-            TelemetryError::Plugin(PluginError::CreateFailed { .. })
-        ),
+        matches!(&err, TelemetryError::Plugin(e) if matches!(**e, PluginError::CreateFailed { .. })),
         "{err:?}"
     );
     assert!(

@@ -43,10 +43,7 @@ fn a_panic_in_create_is_a_creation_error() {
     testkit(dir.path());
     let err = Telemetry::new("agent-p", testkit_config(dir.path(), "panic-create")).unwrap_err();
     assert!(
-        matches!(
-            err,
-            TelemetryError::Plugin(PluginError::CreateFailed { .. })
-        ),
+        matches!(&err, TelemetryError::Plugin(e) if matches!(**e, PluginError::CreateFailed { .. })),
         "{err:?}"
     );
     let msg = err.to_string();
