@@ -113,7 +113,7 @@ PERFORMANCE = 5
 
 POLL_INTERVAL = 0.1
 SUMMARY_INTERVAL = 1.0
-BATCH_EVENTS = 65536          # events decoded, written and committed at a time
+BATCH_EVENTS = 8192           # events decoded, written and committed at a time
 MAX_SLOT_WARNINGS = 10        # per ring; later malformed slots are only counted
 CACHE_LIMIT = 65536           # entries in the name and date caches
 
