@@ -1,0 +1,325 @@
+//! The fixed metric families every agent has from its creation, and the names
+//! the exposition reserves for them.
+
+use nixl_telemetry_abi::Category;
+
+/// Indices of an agent's fixed 64-bit readings (counters and last values).
+pub(crate) mod slot {
+    pub(crate) const TX_BYTES: usize = 0;
+    pub(crate) const RX_BYTES: usize = 1;
+    pub(crate) const TX_REQUESTS: usize = 2;
+    pub(crate) const RX_REQUESTS: usize = 3;
+    pub(crate) const TX_LAST: usize = 4;
+    pub(crate) const RX_LAST: usize = 5;
+    pub(crate) const MEM_REGISTERED: usize = 6;
+    pub(crate) const MEM_DEREGISTERED: usize = 7;
+    pub(crate) const MEM_REGISTERED_LAST: usize = 8;
+    pub(crate) const MEM_DEREGISTERED_LAST: usize = 9;
+    pub(crate) const XFER_TIME: usize = 10;
+    pub(crate) const POST_TIME: usize = 11;
+    pub(crate) const XFER_LAST: usize = 12;
+    pub(crate) const POST_LAST: usize = 13;
+    pub(crate) const DROPPED: usize = 14;
+    pub(crate) const UNMAPPED: usize = 15;
+    /// How many slots there are.
+    pub(crate) const COUNT: usize = 16;
+}
+
+/// A metric type as far as the exposition is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// Where a scalar family's value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// One slot.
+    Slot(usize),
+    /// Registered minus deregistered bytes (may be negative).
+    RegisteredNow,
+}
+
+/// A family with one series per agent.
+#[derive(Debug)]
+pub(crate) struct Scalar {
+    /// The sample name (with `_total` for counters).
+    pub(crate) sample: &'static str,
+    pub(crate) help: &'static str,
+    pub(crate) kind: Kind,
+    pub(crate) category: Category,
+    pub(crate) source: Source,
+}
+
+/// The scalar families in exposition order. The last [`SYSTEM_SCALARS`] are
+/// written after the histograms and errors.
+pub(crate) const SCALARS: [Scalar; 17] = [
+    Scalar {
+        sample: "agent_tx_bytes_total",
+        help: "Bytes sent by completed transfers (sum of agent_tx_bytes events).",
+        kind: Kind::Counter,
+        category: Category::TRANSFER,
+        source: Source::Slot(slot::TX_BYTES),
+    },
+    Scalar {
+        sample: "agent_rx_bytes_total",
+        help: "Bytes received by completed transfers (sum of agent_rx_bytes events).",
+        kind: Kind::Counter,
+        category: Category::TRANSFER,
+        source: Source::Slot(slot::RX_BYTES),
+    },
+    Scalar {
+        sample: "agent_tx_requests_num_total",
+        help: "Completed sending transfer requests (sum of agent_tx_requests_num events).",
+        kind: Kind::Counter,
+        category: Category::TRANSFER,
+        source: Source::Slot(slot::TX_REQUESTS),
+    },
+    Scalar {
+        sample: "agent_rx_requests_num_total",
+        help: "Completed receiving transfer requests (sum of agent_rx_requests_num events).",
+        kind: Kind::Counter,
+        category: Category::TRANSFER,
+        source: Source::Slot(slot::RX_REQUESTS),
+    },
+    Scalar {
+        sample: "agent_tx_last_bytes",
+        help: "Bytes of the most recent sending transfer.",
+        kind: Kind::Gauge,
+        category: Category::TRANSFER,
+        source: Source::Slot(slot::TX_LAST),
+    },
+    Scalar {
+        sample: "agent_rx_last_bytes",
+        help: "Bytes of the most recent receiving transfer.",
+        kind: Kind::Gauge,
+        category: Category::TRANSFER,
+        source: Source::Slot(slot::RX_LAST),
+    },
+    Scalar {
+        sample: "agent_memory_registered_total",
+        help: "Bytes of memory registered, summed over all registrations.",
+        kind: Kind::Counter,
+        category: Category::MEMORY,
+        source: Source::Slot(slot::MEM_REGISTERED),
+    },
+    Scalar {
+        sample: "agent_memory_deregistered_total",
+        help: "Bytes of memory deregistered, summed over all deregistrations.",
+        kind: Kind::Counter,
+        category: Category::MEMORY,
+        source: Source::Slot(slot::MEM_DEREGISTERED),
+    },
+    Scalar {
+        sample: "agent_memory_registered_last_bytes",
+        help: "Bytes of the most recent memory registration.",
+        kind: Kind::Gauge,
+        category: Category::MEMORY,
+        source: Source::Slot(slot::MEM_REGISTERED_LAST),
+    },
+    Scalar {
+        sample: "agent_memory_deregistered_last_bytes",
+        help: "Bytes of the most recent memory deregistration.",
+        kind: Kind::Gauge,
+        category: Category::MEMORY,
+        source: Source::Slot(slot::MEM_DEREGISTERED_LAST),
+    },
+    Scalar {
+        sample: "agent_memory_registered_bytes",
+        help: "Bytes of memory registered now: registered minus deregistered.",
+        kind: Kind::Gauge,
+        category: Category::MEMORY,
+        source: Source::RegisteredNow,
+    },
+    Scalar {
+        sample: "agent_xfer_time_total",
+        help: "Microseconds spent in completed transfers, summed (sum of agent_xfer_time events).",
+        kind: Kind::Counter,
+        category: Category::PERFORMANCE,
+        source: Source::Slot(slot::XFER_TIME),
+    },
+    Scalar {
+        sample: "agent_xfer_post_time_total",
+        help: "Microseconds spent posting transfers, summed (sum of agent_xfer_post_time events).",
+        kind: Kind::Counter,
+        category: Category::PERFORMANCE,
+        source: Source::Slot(slot::POST_TIME),
+    },
+    Scalar {
+        sample: "agent_xfer_time",
+        help: "Microseconds of the most recent completed transfer.",
+        kind: Kind::Gauge,
+        category: Category::PERFORMANCE,
+        source: Source::Slot(slot::XFER_LAST),
+    },
+    Scalar {
+        sample: "agent_xfer_post_time",
+        help: "Microseconds of the most recent transfer post.",
+        kind: Kind::Gauge,
+        category: Category::PERFORMANCE,
+        source: Source::Slot(slot::POST_LAST),
+    },
+    Scalar {
+        sample: "agent_telemetry_events_dropped_total",
+        help: "Telemetry events lost before export (sum of agent_telemetry_events_dropped events).",
+        kind: Kind::Counter,
+        category: Category::SYSTEM,
+        source: Source::Slot(slot::DROPPED),
+    },
+    Scalar {
+        sample: "agent_telemetry_unmapped_events_total",
+        help: "Events this exporter could not map to a series: unknown categories, and names past the per-agent limit of distinct names.",
+        kind: Kind::Counter,
+        category: Category::SYSTEM,
+        source: Source::Slot(slot::UNMAPPED),
+    },
+];
+
+/// How many of the last [`SCALARS`] are telemetry's own (written last).
+pub(crate) const SYSTEM_SCALARS: usize = 2;
+
+/// A latency histogram.
+#[derive(Debug)]
+pub(crate) struct Histogram {
+    /// The family name; samples add `_bucket`, `_sum` and `_count`.
+    pub(crate) family: &'static str,
+    pub(crate) help: &'static str,
+    /// The slot holding the sum of the observed values.
+    pub(crate) sum_slot: usize,
+}
+
+/// The latency histograms, in exposition order.
+pub(crate) const HISTOGRAMS: [Histogram; 2] = [
+    Histogram {
+        family: "agent_xfer_time_us",
+        help: "Distribution of completed transfer times, microseconds.",
+        sum_slot: slot::XFER_TIME,
+    },
+    Histogram {
+        family: "agent_xfer_post_time_us",
+        help: "Distribution of transfer post times, microseconds.",
+        sum_slot: slot::POST_TIME,
+    },
+];
+
+/// The family of error counters, labelled by `status`.
+pub(crate) const ERRORS_SAMPLE: &str = "agent_errors_total";
+/// Its help text.
+pub(crate) const ERRORS_HELP: &str =
+    "Errors by status (lower case, without NIXL_ERR_); each error event counts one.";
+
+/// The help text of every per-name family.
+pub(crate) const PER_NAME_HELP: &str = "Sum of the values of the events with this name (backend, connection, custom and other non-built-in events), by category.";
+
+/// The NIXL error statuses every agent shows from its creation, at 0: the
+/// status strings without `NIXL_ERR_`, lower case.
+pub const KNOWN_ERROR_STATUSES: [&str; 12] = [
+    "not_posted",
+    "invalid_param",
+    "backend",
+    "not_found",
+    "mismatch",
+    "not_allowed",
+    "repost_active",
+    "unknown",
+    "not_supported",
+    "remote_disconnect",
+    "canceled",
+    "no_telemetry",
+];
+
+/// Whether the OpenMetrics family name of counter `sample` (the name without
+/// `_total`) is also the name of another family here, in which case the
+/// counter is exposed as type `unknown` under its full name in OpenMetrics
+/// (`agent_xfer_time_total` beside the gauge `agent_xfer_time`).
+pub(crate) fn om_counter_collides(sample: &str) -> bool {
+    match sample.strip_suffix("_total") {
+        Some(family) => SCALARS.iter().any(|s| s.sample == family),
+        None => true,
+    }
+}
+
+/// Whether `name` is a sample or family name the fixed families use (in either
+/// exposition format), so a per-name counter must not take it.
+pub(crate) fn is_reserved(name: &str) -> bool {
+    let scalar = SCALARS.iter().any(|s| {
+        s.sample == name
+            || (s.kind == Kind::Counter && s.sample.strip_suffix("_total") == Some(name))
+    });
+    let histogram = HISTOGRAMS.iter().any(|h| {
+        name.strip_prefix(h.family)
+            .is_some_and(|rest| matches!(rest, "" | "_bucket" | "_sum" | "_count" | "_created"))
+    });
+    scalar
+        || histogram
+        || name == ERRORS_SAMPLE
+        || ERRORS_SAMPLE.strip_suffix("_total") == Some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_each_used_once() {
+        let mut seen = [0; slot::COUNT];
+        for s in &SCALARS {
+            if let Source::Slot(i) = s.source {
+                seen[i] += 1;
+            }
+        }
+        assert_eq!(seen, [1; slot::COUNT]);
+        assert!(SCALARS[SCALARS.len() - SYSTEM_SCALARS..]
+            .iter()
+            .all(|s| s.category == Category::SYSTEM));
+    }
+
+    #[test]
+    fn counters_end_in_total_and_others_do_not() {
+        for s in &SCALARS {
+            assert_eq!(
+                s.sample.ends_with("_total"),
+                s.kind == Kind::Counter,
+                "{}",
+                s.sample
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_time_sums_collide_in_openmetrics() {
+        let colliding: Vec<_> = SCALARS
+            .iter()
+            .filter(|s| s.kind == Kind::Counter && om_counter_collides(s.sample))
+            .map(|s| s.sample)
+            .collect();
+        assert_eq!(
+            colliding,
+            ["agent_xfer_time_total", "agent_xfer_post_time_total"]
+        );
+    }
+
+    #[test]
+    fn reserved_names_cover_every_form() {
+        for name in [
+            "agent_tx_bytes_total",
+            "agent_tx_bytes",
+            "agent_tx_last_bytes",
+            "agent_xfer_time_us_bucket",
+            "agent_xfer_post_time_us",
+            "agent_errors_total",
+            "agent_errors",
+            "agent_telemetry_unmapped_events",
+        ] {
+            assert!(is_reserved(name), "{name}");
+        }
+        for name in [
+            "agent_tx_last_bytes_total",
+            "ucx_rndv_total",
+            "agent_xfer_time_us_x",
+        ] {
+            assert!(!is_reserved(name), "{name}");
+        }
+    }
+}

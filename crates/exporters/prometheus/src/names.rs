@@ -1,0 +1,141 @@
+//! Turning event names into metric names and label values.
+
+use nixl_telemetry_abi::Category;
+
+use crate::families::is_reserved;
+
+/// Appends `value` escaped for a label value (between double quotes): `\` as
+/// `\\`, `"` as `\"`, a line feed as `\n`. The same rule holds in both formats.
+pub(crate) fn escape_label_value(out: &mut Vec<u8>, value: &str) {
+    for &b in value.as_bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            _ => out.push(b),
+        }
+    }
+}
+
+/// The `status` label of an error event: its name without a leading
+/// `NIXL_ERR_` (in any case), in lower case; invalid UTF-8 is replaced.
+pub(crate) fn error_status(name: &[u8]) -> String {
+    const PREFIX: &[u8] = b"NIXL_ERR_";
+    let stripped = if name.len() > PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
+    {
+        &name[PREFIX.len()..]
+    } else {
+        name
+    };
+    String::from_utf8_lossy(stripped).to_lowercase()
+}
+
+/// `name` made a valid metric name: every character outside `[A-Za-z0-9_]`
+/// becomes `_` (colons too: they are for recording rules), and a leading digit
+/// or an empty name gets a `_` in front.
+pub(crate) fn sanitize_metric_name(name: &[u8]) -> String {
+    let text = String::from_utf8_lossy(name);
+    let mut out = String::with_capacity(text.len() + 1);
+    if text.is_empty() || text.as_bytes()[0].is_ascii_digit() {
+        out.push('_');
+    }
+    out.extend(text.chars().map(|c| {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            c
+        } else {
+            '_'
+        }
+    }));
+    out
+}
+
+fn with_total(base: &str) -> String {
+    if base.ends_with("_total") {
+        base.to_owned()
+    } else {
+        format!("{base}_total")
+    }
+}
+
+fn clashes(sample: &str) -> bool {
+    is_reserved(sample) || sample.strip_suffix("_total").is_some_and(is_reserved)
+}
+
+/// The sample name of the per-name counter of event `name` in `category`:
+/// `<name>_total` made valid (a name already ending in `_total` keeps its one
+/// suffix). A name that would clash with a fixed family is prefixed with its
+/// category in lower case (`custom_agent_tx_bytes_total`); `None` if even that
+/// clashes.
+pub(crate) fn per_name_sample(name: &[u8], category: Category) -> Option<String> {
+    let base = sanitize_metric_name(name);
+    let sample = with_total(&base);
+    if !clashes(&sample) {
+        return Some(sample);
+    }
+    let prefixed = with_total(&format!(
+        "{}_{base}",
+        category.to_string().to_ascii_lowercase()
+    ));
+    (!clashes(&prefixed)).then_some(prefixed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        let mut out = Vec::new();
+        escape_label_value(&mut out, "a\"b\\c\nd é");
+        assert_eq!(out, b"a\\\"b\\\\c\\nd \xc3\xa9");
+    }
+
+    #[test]
+    fn statuses_lose_the_prefix_and_case() {
+        assert_eq!(error_status(b"NIXL_ERR_BACKEND"), "backend");
+        assert_eq!(
+            error_status(b"NIXL_ERR_REMOTE_DISCONNECT"),
+            "remote_disconnect"
+        );
+        assert_eq!(error_status(b"nixl_err_Not_Found"), "not_found");
+        assert_eq!(error_status(b"TIMEOUT"), "timeout");
+        // Nothing after the prefix: keep the whole name rather than an empty label.
+        assert_eq!(error_status(b"NIXL_ERR_"), "nixl_err_");
+        assert_eq!(error_status(b"bad\xffbyte"), "bad\u{fffd}byte");
+    }
+
+    #[test]
+    fn metric_names_are_made_valid() {
+        assert_eq!(sanitize_metric_name(b"ucx.rndv-ops"), "ucx_rndv_ops");
+        assert_eq!(sanitize_metric_name(b"9lives"), "_9lives");
+        assert_eq!(sanitize_metric_name(b"a:b c"), "a_b_c");
+        assert_eq!(sanitize_metric_name(b""), "_");
+        assert_eq!(sanitize_metric_name("crème".as_bytes()), "cr_me");
+        assert_eq!(sanitize_metric_name(b"x\xff"), "x_");
+    }
+
+    #[test]
+    fn per_name_samples_end_in_one_total_and_avoid_fixed_names() {
+        assert_eq!(
+            per_name_sample(b"ucx_connect", Category::CONNECTION).as_deref(),
+            Some("ucx_connect_total")
+        );
+        assert_eq!(
+            per_name_sample(b"retries_total", Category::BACKEND).as_deref(),
+            Some("retries_total")
+        );
+        assert_eq!(
+            per_name_sample(b"agent_tx_bytes", Category::CUSTOM).as_deref(),
+            Some("custom_agent_tx_bytes_total")
+        );
+        // Its OpenMetrics family would be the gauge agent_tx_last_bytes.
+        assert_eq!(
+            per_name_sample(b"agent_tx_last_bytes", Category::BACKEND).as_deref(),
+            Some("backend_agent_tx_last_bytes_total")
+        );
+        assert_eq!(
+            per_name_sample(b"agent_errors", Category::CUSTOM).as_deref(),
+            Some("custom_agent_errors_total")
+        );
+    }
+}

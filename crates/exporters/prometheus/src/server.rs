@@ -1,0 +1,496 @@
+//! The HTTP server of one endpoint: one thread running a readiness loop over
+//! non-blocking sockets.
+//!
+//! No connection can hold the thread: a client that sends its request slowly,
+//! never sends it, or does not read its response only occupies a connection
+//! slot until its deadline ([`ServerLimits`]), and the number of slots is
+//! bounded. Metrics are rendered from snapshots, so a scrape never waits for
+//! the flush thread and the flush thread never waits for a scrape.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::net::Shutdown;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::endpoint::Directory;
+use crate::http::{self, Method, Parsed, Status};
+use crate::render::{render, Format};
+use crate::settings::ServerLimits;
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+const FIRST_CONNECTION: usize = 2;
+
+/// How long to wait before accepting again after `accept` failed for lack of
+/// resources (descriptors, memory).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// A running server; [`ServerHandle::shutdown`] stops it and closes the listener.
+#[derive(Debug)]
+pub(crate) struct ServerHandle {
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// Stops the loop, closes every connection and the listener, and waits for
+    /// the thread to end.
+    pub(crate) fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if self.thread.is_none() {
+            return;
+        }
+        self.stop.store(true, Ordering::Release);
+        if let Err(e) = self.waker.wake() {
+            tracing::error!(error = %e, "cannot wake the Prometheus server thread");
+        }
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() {
+                tracing::error!("the Prometheus server thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Starts serving `directory` on `listener` (already bound) in a new thread.
+pub(crate) fn spawn(
+    listener: std::net::TcpListener,
+    directory: Arc<Directory>,
+    limits: ServerLimits,
+) -> io::Result<ServerHandle> {
+    let local = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let mut listener = TcpListener::from_std(listener);
+    let poll = Poll::new()?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut server = Server {
+        poll,
+        listener,
+        conns: Vec::new(),
+        free: Vec::new(),
+        open: 0,
+        limits,
+        stop: Arc::clone(&stop),
+        core: Core {
+            directory,
+            cache: [None, None],
+            tick: 0,
+        },
+        accept_paused_until: None,
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("nixl-prom-{}", local.port()))
+        .spawn(move || {
+            if let Err(e) = server.run() {
+                tracing::error!(address = %local, error = %e, "the Prometheus server stopped");
+            }
+        })?;
+    Ok(ServerHandle {
+        stop,
+        waker,
+        thread: Some(thread),
+    })
+}
+
+/// A rendered body and what it was rendered from.
+struct CachedBody {
+    /// The directory version and the sum of the agents' publish counters.
+    key: (u64, u64),
+    /// The loop iteration it was rendered in: requests completing in the same
+    /// iteration share it even if a publish happened meanwhile.
+    tick: u64,
+    body: Arc<[u8]>,
+}
+
+/// The state requests are answered from.
+struct Core {
+    directory: Arc<Directory>,
+    cache: [Option<CachedBody>; 2],
+    tick: u64,
+}
+
+impl Core {
+    fn body(&mut self, format: Format) -> Arc<[u8]> {
+        let list = self.directory.current();
+        let key = (
+            list.version,
+            list.agents
+                .iter()
+                .fold(0u64, |sum, a| sum.wrapping_add(a.version())),
+        );
+        let slot = &mut self.cache[format.index()];
+        if let Some(cached) = slot {
+            if cached.key == key || cached.tick == self.tick {
+                return Arc::clone(&cached.body);
+            }
+        }
+        let body: Arc<[u8]> = render(&list.agents, format).into();
+        *slot = Some(CachedBody {
+            key,
+            tick: self.tick,
+            body: Arc::clone(&body),
+        });
+        body
+    }
+
+    /// The response to `parsed`; `None` body for `HEAD`.
+    fn respond(&mut self, status_or_request: Result<&http::Request, Status>) -> Outgoing {
+        let (status, request) = match status_or_request {
+            Ok(r) if !r.metrics => (Status::NotFound, Some(r)),
+            Ok(r) if r.method == Method::Other => (Status::MethodNotAllowed, Some(r)),
+            Ok(r) => (Status::Ok, Some(r)),
+            Err(status) => (status, None),
+        };
+        let keep_alive = request.is_some_and(|r| r.keep_alive);
+        let head_only = request.is_some_and(|r| r.method == Method::Head);
+        let (content_type, body): (&str, Arc<[u8]>) = match (status, request) {
+            (Status::Ok, Some(r)) => (r.content_type, self.body(r.format)),
+            _ => ("text/plain; charset=utf-8", Arc::from(status.body())),
+        };
+        Outgoing {
+            head: http::response_head(status, content_type, body.len(), keep_alive),
+            body: if head_only { Arc::from(&b""[..]) } else { body },
+            written: 0,
+            keep_alive,
+        }
+    }
+}
+
+/// A response being written.
+struct Outgoing {
+    head: Vec<u8>,
+    body: Arc<[u8]>,
+    written: usize,
+    keep_alive: bool,
+}
+
+enum Phase {
+    /// Waiting for (the rest of) a request head.
+    Request,
+    /// Writing a response.
+    Respond(Outgoing),
+    /// The response is out and our side shut; discarding input until the
+    /// client closes, so it reads the response rather than a reset.
+    Linger,
+}
+
+struct Conn {
+    stream: TcpStream,
+    phase: Phase,
+    /// Received bytes not yet consumed by a parsed request.
+    input: Vec<u8>,
+    /// When the current phase started.
+    since: Instant,
+    deadline: Instant,
+}
+
+/// What to do with a connection after driving it.
+enum Next {
+    Keep,
+    Close,
+}
+
+struct Server {
+    poll: Poll,
+    listener: TcpListener,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    open: usize,
+    limits: ServerLimits,
+    stop: Arc<AtomicBool>,
+    core: Core,
+    accept_paused_until: Option<Instant>,
+}
+
+impl Server {
+    fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let timeout = self.next_timeout();
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if self.stop.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            self.core.tick += 1;
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    Token(t) => {
+                        let index = t - FIRST_CONNECTION;
+                        self.drive(index);
+                    }
+                }
+            }
+            if self
+                .accept_paused_until
+                .is_some_and(|until| Instant::now() >= until)
+            {
+                self.accept_paused_until = None;
+                self.accept();
+            }
+            self.expire();
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Duration> {
+        let earliest = self
+            .conns
+            .iter()
+            .flatten()
+            .map(|c| c.deadline)
+            .chain(self.accept_paused_until)
+            .min()?;
+        // Round up so the deadline has passed when we wake.
+        Some(earliest.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
+    }
+
+    fn accept(&mut self) {
+        if self.accept_paused_until.is_some() {
+            return;
+        }
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _peer)) => self.add(stream),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::ConnectionReset
+                    ) => {}
+                Err(e) => {
+                    // Out of descriptors or memory: the pending connections stay
+                    // queued; try again a little later.
+                    tracing::warn!(error = %e, "accept failed; retrying shortly");
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, mut stream: TcpStream) {
+        if self.open >= self.limits.max_connections && !self.evict_one() {
+            // Every slot is busy answering: refuse this one (dropping closes it).
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            Token(index + FIRST_CONNECTION),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            tracing::warn!(error = %e, "cannot register a connection");
+            self.free.push(index);
+            return;
+        }
+        let now = Instant::now();
+        self.conns[index] = Some(Conn {
+            stream,
+            phase: Phase::Request,
+            input: Vec::new(),
+            since: now,
+            deadline: now + self.limits.request_timeout,
+        });
+        self.open += 1;
+        self.drive(index);
+    }
+
+    /// Closes the connection that has waited longest for its request, if any.
+    fn evict_one(&mut self) -> bool {
+        let victim = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+            .filter(|(_, c)| matches!(c.phase, Phase::Request | Phase::Linger))
+            .min_by_key(|(_, c)| c.since)
+            .map(|(i, _)| i);
+        match victim {
+            Some(i) => {
+                self.close(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn close(&mut self, index: usize) {
+        if let Some(mut conn) = self.conns[index].take() {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            self.free.push(index);
+            self.open -= 1;
+        }
+    }
+
+    fn expire(&mut self) {
+        let now = Instant::now();
+        for index in 0..self.conns.len() {
+            if self.conns[index]
+                .as_ref()
+                .is_some_and(|c| c.deadline <= now)
+            {
+                self.close(index);
+            }
+        }
+    }
+
+    fn drive(&mut self, index: usize) {
+        let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
+            return;
+        };
+        if let Next::Close = conn.drive(&mut self.core, &self.limits) {
+            self.close(index);
+        }
+    }
+}
+
+impl Conn {
+    /// Makes all the progress the socket allows.
+    fn drive(&mut self, core: &mut Core, limits: &ServerLimits) -> Next {
+        loop {
+            match &mut self.phase {
+                Phase::Request => match http::parse(&self.input) {
+                    Parsed::Complete { request, consumed } => {
+                        self.input.drain(..consumed);
+                        let outgoing = core.respond(Ok(&request));
+                        self.start_response(outgoing, limits);
+                    }
+                    Parsed::Invalid(status) => {
+                        self.input.clear();
+                        let outgoing = core.respond(Err(status));
+                        self.start_response(outgoing, limits);
+                    }
+                    Parsed::Incomplete if self.input.len() >= limits.max_request_bytes => {
+                        self.input.clear();
+                        let outgoing = core.respond(Err(Status::HeadersTooLarge));
+                        self.start_response(outgoing, limits);
+                    }
+                    Parsed::Incomplete => match self.read_more(limits.max_request_bytes) {
+                        Ok(true) => {}
+                        Ok(false) => return Next::Keep,
+                        Err(()) => return Next::Close,
+                    },
+                },
+                Phase::Respond(out) => match write_out(&mut self.stream, out) {
+                    Ok(false) => return Next::Keep,
+                    Ok(true) => {
+                        let now = Instant::now();
+                        self.since = now;
+                        if out.keep_alive {
+                            self.phase = Phase::Request;
+                            self.deadline = now + limits.request_timeout;
+                        } else {
+                            let _ = self.stream.shutdown(Shutdown::Write);
+                            self.phase = Phase::Linger;
+                            self.deadline = now + limits.linger_timeout;
+                        }
+                    }
+                    Err(_) => return Next::Close,
+                },
+                Phase::Linger => {
+                    let mut sink = [0u8; 4096];
+                    loop {
+                        match self.stream.read(&mut sink) {
+                            Ok(0) => return Next::Close,
+                            Ok(_) => {}
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Keep,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(_) => return Next::Close,
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn start_response(&mut self, outgoing: Outgoing, limits: &ServerLimits) {
+        let now = Instant::now();
+        self.since = now;
+        self.deadline = now + limits.write_timeout;
+        self.phase = Phase::Respond(outgoing);
+    }
+
+    /// Reads what is available, up to `limit` bytes buffered in all.
+    /// `Ok(true)`: got bytes; `Ok(false)`: nothing more for now; `Err`: the
+    /// peer closed or the socket failed.
+    fn read_more(&mut self, limit: usize) -> Result<bool, ()> {
+        let start = self.input.len();
+        let room = limit.saturating_sub(start).clamp(1, 4096);
+        self.input.resize(start + room, 0);
+        let result = loop {
+            match self.stream.read(&mut self.input[start..]) {
+                Ok(0) => break Err(()),
+                Ok(n) => break Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(0),
+                Err(_) => break Err(()),
+            }
+        };
+        match result {
+            Ok(n) => {
+                self.input.truncate(start + n);
+                Ok(n > 0)
+            }
+            Err(()) => {
+                self.input.truncate(start);
+                Err(())
+            }
+        }
+    }
+}
+
+/// Writes as much of `out` as the socket takes: `Ok(true)` when all is out.
+fn write_out(stream: &mut TcpStream, out: &mut Outgoing) -> io::Result<bool> {
+    let total = out.head.len() + out.body.len();
+    while out.written < total {
+        let result = if out.written < out.head.len() {
+            stream.write_vectored(&[
+                IoSlice::new(&out.head[out.written..]),
+                IoSlice::new(&out.body),
+            ])
+        } else {
+            stream.write(&out.body[out.written - out.head.len()..])
+        };
+        match result {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => out.written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}

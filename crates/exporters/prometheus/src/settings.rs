@@ -1,0 +1,453 @@
+//! Where an endpoint listens, which histogram buckets it uses and how its HTTP
+//! server is bounded: read from the environment once, when an exporter is created.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`: the listen address, `ip:port` or `[ipv6]:port`.
+pub const ENV_OUTPUT_PATH: &str = "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH";
+/// `NIXL_TELEMETRY_PROMETHEUS_PORT`: the port when no output path is given.
+pub const ENV_PORT: &str = "NIXL_TELEMETRY_PROMETHEUS_PORT";
+/// `NIXL_TELEMETRY_PROMETHEUS_LOCAL`: listen on `127.0.0.1` instead of `0.0.0.0`.
+pub const ENV_LOCAL: &str = "NIXL_TELEMETRY_PROMETHEUS_LOCAL";
+/// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the latency histograms' upper bounds, µs.
+pub const ENV_BUCKETS: &str = "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US";
+
+/// The port used when neither an output path nor [`ENV_PORT`] is given.
+pub const DEFAULT_PORT: u16 = 9090;
+
+/// The default upper bounds of `agent_xfer_time_us` and `agent_xfer_post_time_us`,
+/// in microseconds: 1-2.5-5 steps from 10 µs to 10 s.
+pub const DEFAULT_BUCKETS_US: [f64; 19] = [
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    500.0,
+    1_000.0,
+    2_500.0,
+    5_000.0,
+    10_000.0,
+    25_000.0,
+    50_000.0,
+    100_000.0,
+    250_000.0,
+    500_000.0,
+    1_000_000.0,
+    2_500_000.0,
+    5_000_000.0,
+    10_000_000.0,
+];
+
+/// The most bounds [`ENV_BUCKETS`] may list (each bound is one series per
+/// histogram and agent).
+pub const MAX_BUCKETS: usize = 64;
+
+/// The listen-address forms accepted, as quoted in error messages.
+pub const ACCEPTED_ADDRESS_FORMS: &str = "\"<IPv4>:<port>\" such as 127.0.0.1:9090 or \
+     0.0.0.0:9090, or \"[<IPv6>]:<port>\" such as [::1]:9090, with a port from 0 to 65535 \
+     (0: any free port)";
+
+/// A configuration value the exporter cannot use; creation fails with it.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// The output path is not a socket address of an accepted form.
+    #[error("invalid Prometheus listen address {value:?} in {ENV_OUTPUT_PATH}: {reason}; accepted: {ACCEPTED_ADDRESS_FORMS}")]
+    Address {
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// [`ENV_PORT`] is not a port number.
+    #[error("invalid {ENV_PORT}={value:?}: not a port number; accepted: an integer from 0 to 65535 (0: any free port); or set {ENV_OUTPUT_PATH} to {ACCEPTED_ADDRESS_FORMS}")]
+    Port {
+        /// The value given.
+        value: String,
+    },
+    /// [`ENV_LOCAL`] is neither on nor off.
+    #[error("invalid {ENV_LOCAL}={value:?}; accepted: on (y, yes, on, 1, true, enable) or off (n, no, off, 0, false, disable), case-insensitive")]
+    Local {
+        /// The value given.
+        value: String,
+    },
+    /// [`ENV_BUCKETS`] is not a list of strictly increasing positive numbers.
+    #[error("invalid {ENV_BUCKETS}={value:?}: {reason}; accepted: comma-separated, strictly increasing, positive, finite microsecond bounds such as 10,100,1000 (at most {MAX_BUCKETS}; +Inf is always added)")]
+    Buckets {
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// Upper bounds of a latency histogram, in microseconds, strictly increasing,
+/// without the implicit `+Inf`.
+#[derive(Clone, PartialEq)]
+pub struct Buckets {
+    bounds: Box<[f64]>,
+    /// `floor(bound)` as an integer: an integer value `v` is `<= bound` exactly
+    /// when it is `<= floor(bound)`, so events (integer µs) are bucketed with
+    /// integer comparisons.
+    thresholds: Box<[u64]>,
+}
+
+impl fmt::Debug for Buckets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.bounds.iter()).finish()
+    }
+}
+
+impl Default for Buckets {
+    fn default() -> Self {
+        Buckets::new(&DEFAULT_BUCKETS_US).expect("the default buckets are valid")
+    }
+}
+
+impl Buckets {
+    /// Checks and keeps `bounds`: at least one, at most [`MAX_BUCKETS`], each
+    /// finite and positive, strictly increasing. `Err` says what is wrong.
+    pub fn new(bounds: &[f64]) -> Result<Buckets, String> {
+        if bounds.is_empty() {
+            return Err("no bounds given".to_owned());
+        }
+        if bounds.len() > MAX_BUCKETS {
+            return Err(format!(
+                "{} bounds given, at most {MAX_BUCKETS} are allowed",
+                bounds.len()
+            ));
+        }
+        for (i, &b) in bounds.iter().enumerate() {
+            if !b.is_finite() {
+                return Err(format!("bound {} ({b}) is not a finite number", i + 1));
+            }
+            if b <= 0.0 {
+                return Err(format!("bound {} ({b}) is not positive", i + 1));
+            }
+            if i > 0 && b <= bounds[i - 1] {
+                return Err(format!(
+                    "bound {} ({b}) is not greater than bound {} ({}): bounds must be strictly increasing",
+                    i + 1,
+                    i,
+                    bounds[i - 1]
+                ));
+            }
+        }
+        let thresholds = bounds
+            .iter()
+            // `as` saturates: bounds above u64::MAX become u64::MAX.
+            .map(|&b| b.floor() as u64)
+            .collect();
+        Ok(Buckets {
+            bounds: bounds.into(),
+            thresholds,
+        })
+    }
+
+    /// Parses the [`ENV_BUCKETS`] syntax: comma-separated numbers, blanks allowed
+    /// around each.
+    pub fn parse(text: &str) -> Result<Buckets, SettingsError> {
+        let fail = |reason: String| SettingsError::Buckets {
+            value: text.to_owned(),
+            reason,
+        };
+        if text.trim().is_empty() {
+            return Err(fail("the value is empty".to_owned()));
+        }
+        let mut bounds = Vec::new();
+        for (i, piece) in text.split(',').enumerate() {
+            let piece = piece.trim();
+            if piece.is_empty() {
+                return Err(fail(format!("bound {} is empty", i + 1)));
+            }
+            let b: f64 = piece
+                .parse()
+                .map_err(|_| fail(format!("bound {} ({piece:?}) is not a number", i + 1)))?;
+            bounds.push(b);
+        }
+        Buckets::new(&bounds).map_err(fail)
+    }
+
+    /// The bounds, µs, without `+Inf`.
+    pub fn bounds(&self) -> &[f64] {
+        &self.bounds
+    }
+
+    /// The bucket of `value_us`: the index of the first bound it does not
+    /// exceed, or `bounds().len()` for the `+Inf` bucket.
+    #[inline]
+    pub fn index(&self, value_us: u64) -> usize {
+        self.thresholds.partition_point(|&t| t < value_us)
+    }
+}
+
+/// Limits of the HTTP server behind an endpoint. The defaults suit production;
+/// tests shorten the timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Connections open at once. When full, a new connection replaces the one
+    /// that has waited longest for its request; if every connection is busy
+    /// answering, the new one is closed.
+    pub max_connections: usize,
+    /// The largest request head (request line and headers) read, bytes; a
+    /// larger one is answered `431` and the connection closed.
+    pub max_request_bytes: usize,
+    /// Time a connection may take to deliver a complete request head, counted
+    /// from its opening or from the end of the previous response (so it is also
+    /// the keep-alive idle timeout).
+    pub request_timeout: Duration,
+    /// Time a response may take to be written out.
+    pub write_timeout: Duration,
+    /// Time a closing connection is drained of unread input before it is
+    /// dropped (so the client reads the response rather than a reset).
+    pub linger_timeout: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: 256,
+            max_request_bytes: 8 * 1024,
+            request_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            linger_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Everything an exporter is created with besides its agent's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// The address the endpoint listens on.
+    pub listen: SocketAddr,
+    /// The latency histograms' bounds.
+    pub buckets: Buckets,
+    /// The HTTP server's limits (used by the agent that opens the endpoint).
+    pub limits: ServerLimits,
+}
+
+impl Settings {
+    /// Settings for `listen` with the default buckets and limits.
+    pub fn new(listen: SocketAddr) -> Settings {
+        Settings {
+            listen,
+            buckets: Buckets::default(),
+            limits: ServerLimits::default(),
+        }
+    }
+
+    /// Reads the process environment; `output_path` is the host's
+    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`.
+    pub fn from_env(output_path: Option<&str>) -> Result<Settings, SettingsError> {
+        Settings::from_lookup(output_path, |name| {
+            std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+        })
+    }
+
+    /// Like [`Settings::from_env`], reading variables through `lookup`.
+    ///
+    /// The address is the output path when one is given (non-empty), else
+    /// `0.0.0.0:<port>`, or `127.0.0.1:<port>` when [`ENV_LOCAL`] is on, with
+    /// the port from [`ENV_PORT`] or [`DEFAULT_PORT`]. Empty variables count as
+    /// unset, except [`ENV_BUCKETS`], where an empty value is an error.
+    pub fn from_lookup(
+        output_path: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, SettingsError> {
+        let listen = match output_path.filter(|p| !p.is_empty()) {
+            Some(path) => parse_address(path)?,
+            None => {
+                let port = match lookup(ENV_PORT).filter(|v| !v.is_empty()) {
+                    Some(v) => v
+                        .trim()
+                        .parse::<u16>()
+                        .map_err(|_| SettingsError::Port { value: v.clone() })?,
+                    None => DEFAULT_PORT,
+                };
+                let local = match lookup(ENV_LOCAL).filter(|v| !v.is_empty()) {
+                    Some(v) => parse_switch(&v).ok_or(SettingsError::Local { value: v })?,
+                    None => false,
+                };
+                let ip = if local { [127, 0, 0, 1] } else { [0, 0, 0, 0] };
+                SocketAddr::from((ip, port))
+            }
+        };
+        let buckets = match lookup(ENV_BUCKETS) {
+            Some(v) => Buckets::parse(&v)?,
+            None => Buckets::default(),
+        };
+        Ok(Settings {
+            listen,
+            buckets,
+            limits: ServerLimits::default(),
+        })
+    }
+}
+
+/// `y yes on 1 true enable` → on, `n no off 0 false disable` → off, else `None`.
+fn parse_switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "on" | "1" | "true" | "enable" => Some(true),
+        "n" | "no" | "off" | "0" | "false" | "disable" => Some(false),
+        _ => None,
+    }
+}
+
+/// Parses `ip:port` (IPv4) or `[ipv6]:port`; host names are not accepted.
+pub fn parse_address(value: &str) -> Result<SocketAddr, SettingsError> {
+    if let Ok(addr) = value.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let fail = |reason: &str| SettingsError::Address {
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if value.contains("://") || value.contains('/') {
+        return Err(fail("a URL is not an address"));
+    }
+    let Some((host, port)) = value.rsplit_once(':') else {
+        return Err(fail("no port given"));
+    };
+    if port.parse::<u16>().is_err() {
+        return Err(fail(if port.is_empty() {
+            "no port given"
+        } else {
+            "the port is not a number from 0 to 65535"
+        }));
+    }
+    if value.parse::<std::net::IpAddr>().is_ok() || host.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Err(fail("an IPv6 address must be written in brackets"));
+    }
+    Err(fail(
+        "the host is not an IP address (host names are not resolved)",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(output: Option<&str>, vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        let map: HashMap<&str, &str> = vars.iter().copied().collect();
+        Settings::from_lookup(output, |k| map.get(k).map(|v| v.to_string()))
+    }
+
+    #[test]
+    fn the_output_path_wins() {
+        let s = settings(Some("127.0.0.1:9464"), &[(ENV_PORT, "1234")]).unwrap();
+        assert_eq!(s.listen, "127.0.0.1:9464".parse().unwrap());
+        let s = settings(Some("[::1]:80"), &[]).unwrap();
+        assert_eq!(s.listen, "[::1]:80".parse().unwrap());
+    }
+
+    #[test]
+    fn without_a_path_port_and_local_decide() {
+        assert_eq!(
+            settings(None, &[]).unwrap().listen,
+            "0.0.0.0:9090".parse().unwrap()
+        );
+        assert_eq!(
+            settings(Some(""), &[(ENV_PORT, "9100")]).unwrap().listen,
+            "0.0.0.0:9100".parse().unwrap()
+        );
+        assert_eq!(
+            settings(None, &[(ENV_PORT, "9100"), (ENV_LOCAL, "Yes")])
+                .unwrap()
+                .listen,
+            "127.0.0.1:9100".parse().unwrap()
+        );
+        assert_eq!(
+            settings(None, &[(ENV_LOCAL, "off")]).unwrap().listen,
+            "0.0.0.0:9090".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn malformed_addresses_name_the_accepted_forms() {
+        for (bad, reason) in [
+            ("localhost:9090", "host names"),
+            ("127.0.0.1", "no port"),
+            ("127.0.0.1:", "no port"),
+            ("127.0.0.1:99999", "0 to 65535"),
+            ("::1:9090", "brackets"),
+            ("http://127.0.0.1:9090/metrics", "not an address"),
+            ("300.1.1.1:80", "not an IP address"),
+        ] {
+            let err = settings(Some(bad), &[]).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains(reason), "{bad}: {text}");
+            assert!(text.contains("[::1]:9090") && text.contains("127.0.0.1:9090"));
+            assert!(text.contains(&format!("{bad:?}")), "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_port_and_switch_values_fail() {
+        let err = settings(None, &[(ENV_PORT, "http")]).unwrap_err();
+        assert!(matches!(err, SettingsError::Port { .. }));
+        assert!(err.to_string().contains("0 to 65535"));
+        let err = settings(None, &[(ENV_PORT, "65536")]).unwrap_err();
+        assert!(matches!(err, SettingsError::Port { .. }));
+        let err = settings(None, &[(ENV_LOCAL, "maybe")]).unwrap_err();
+        assert!(err.to_string().contains("\"maybe\""));
+    }
+
+    #[test]
+    fn buckets_parse_or_say_why_not() {
+        let b = settings(None, &[(ENV_BUCKETS, " 5, 50 ,500.5")])
+            .unwrap()
+            .buckets;
+        assert_eq!(b.bounds(), &[5.0, 50.0, 500.5]);
+        for (bad, reason) in [
+            ("", "empty"),
+            ("10,,20", "bound 2 is empty"),
+            ("10,abc", "not a number"),
+            ("0,10", "not positive"),
+            ("-5", "not positive"),
+            ("10,10", "strictly increasing"),
+            ("10,5", "strictly increasing"),
+            ("10,inf", "finite"),
+            ("NaN", "finite"),
+        ] {
+            let err = settings(None, &[(ENV_BUCKETS, bad)]).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains(reason), "{bad:?}: {text}");
+            assert!(text.contains(ENV_BUCKETS));
+        }
+        let many = (1..=65)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let err = Buckets::parse(&many).unwrap_err();
+        assert!(err.to_string().contains("at most 64"), "{err}");
+    }
+
+    #[test]
+    fn default_buckets_span_10us_to_10s() {
+        let b = Buckets::default();
+        assert_eq!(b.bounds().first(), Some(&10.0));
+        assert_eq!(b.bounds().last(), Some(&10_000_000.0));
+    }
+
+    #[test]
+    fn values_fall_in_the_first_bucket_they_do_not_exceed() {
+        let b = Buckets::new(&[0.5, 10.0, 25.5, 100.0]).unwrap();
+        assert_eq!(b.index(0), 0);
+        assert_eq!(b.index(1), 1);
+        assert_eq!(b.index(10), 1);
+        assert_eq!(b.index(11), 2);
+        assert_eq!(b.index(25), 2);
+        assert_eq!(b.index(26), 3);
+        assert_eq!(b.index(100), 3);
+        assert_eq!(b.index(101), 4);
+        assert_eq!(b.index(u64::MAX), 4);
+        let huge = Buckets::new(&[1e30]).unwrap();
+        assert_eq!(huge.index(u64::MAX), 0);
+    }
+}
