@@ -82,7 +82,6 @@ import time
 RING_VERSION = 1
 HEADER_SIZE = 40
 SLOT_SIZE = 56
-NAME_FIELD_SIZE = 32
 WRITE_POS_OFFSET = 0
 READ_POS_OFFSET = 8
 
@@ -104,6 +103,9 @@ CATEGORY_INT = struct.Struct("<i")
 
 assert HEADER.size == HEADER_SIZE and SLOT.size == SLOT_SIZE == SLOT_KEYED.size
 assert TRAILER.size == TRAILER_SIZE
+
+# ctypes views of the positions are native-endian: used only where that is little.
+NATIVE_LITTLE_ENDIAN = sys.byteorder == "little"
 
 CATEGORY_NAMES = ("MEMORY", "TRANSFER", "CONNECTION", "BACKEND",
                   "ERROR", "PERFORMANCE", "SYSTEM", "CUSTOM")
@@ -141,12 +143,12 @@ class Output:
 
     def __init__(self, stream):
         self.fd = None
-        self.stream = stream
+        self.stream = None
         try:
             stream.flush()
             self.fd = stream.fileno()
         except (AttributeError, OSError, ValueError):
-            self.stream = stream.buffer         # in-memory streams (tests)
+            self.stream = getattr(stream, "buffer", None)     # in-memory streams (tests)
 
     def isatty(self):
         return self.fd is not None and os.isatty(self.fd)
@@ -154,6 +156,8 @@ class Output:
     def write(self, data):
         try:
             if self.fd is None:
+                if self.stream is None:
+                    raise ValueError("there is no stdout")
                 self.stream.write(data)
                 self.stream.flush()
                 return
@@ -365,8 +369,9 @@ class Ring:
         self.needed = ring_size(self.capacity)
         access = mmap.ACCESS_READ if self.peek else mmap.ACCESS_WRITE
         self.mm = mmap.mmap(self.fd, HEADER_SIZE, access=access)
-        if not self.peek:
+        if not self.peek and NATIVE_LITTLE_ENDIAN:
             # ctypes views: loads and stores are single aligned 8-byte accesses.
+            # (They are native-endian, hence only on little-endian hosts.)
             self._wp = ctypes.c_uint64.from_buffer(self.mm, WRITE_POS_OFFSET)
             self._rp = ctypes.c_uint64.from_buffer(self.mm, READ_POS_OFFSET)
         self.cursor = read_pos
@@ -408,7 +413,8 @@ class Ring:
         return self.trailer
 
     def _positions(self):
-        if self.peek:
+        if self._wp is None:
+            # On little-endian hosts struct's "<Q" is a single 8-byte memcpy too.
             return U64.unpack_from(self.mm, WRITE_POS_OFFSET)[0], \
                 U64.unpack_from(self.mm, READ_POS_OFFSET)[0]
         return self._wp.value, self._rp.value
@@ -446,7 +452,10 @@ class Ring:
             self.cursor = position
         else:
             self.check_size()
-            self._rp.value = position
+            if self._rp is not None:
+                self._rp.value = position
+            else:
+                U64.pack_into(self.mm, READ_POS_OFFSET, position)
 
 
 # --- Turning slots into output ---
@@ -874,12 +883,13 @@ def run(args, log, stop):
             status = EXIT_OUTPUT
             log.error("%s; stopped reading (the events of the unfinished batch stay unread)"
                       % err)
-            try:        # nothing more may reach the broken stdout, not even at exit
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, sys.stdout.fileno())
-                os.close(null)
-            except (OSError, ValueError):
-                pass
+            if out.fd is not None:
+                try:    # nothing more may reach the broken stdout, not even at exit
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, out.fd)
+                    os.close(null)
+                except OSError:
+                    pass
         if stop.set:
             log.info("Received a stop signal, shutting down...")
         for ring in source.all_rings():

@@ -324,6 +324,21 @@ class ConsumeTests(TempDirTest):
         self.assertEqual([json.loads(l)["value"] for l in out.splitlines()], list(range(13)))
         self.assertEqual(positions(ring), (6, 6))
 
+    def test_consuming_without_ctypes_views(self):
+        # The path taken on big-endian hosts: positions through struct.
+        events = [(1_700_000_000_000_000 + i, 1, "ev%d" % i, i) for i in range(5)]
+        ring = self.write("agent", ring_bytes(8, events, read_pos=6))
+        saved = telemetry_reader.NATIVE_LITTLE_ENDIAN
+        telemetry_reader.NATIVE_LITTLE_ENDIAN = False
+        try:
+            out, err, code = run_in_process(["--telemetry_path", ring, "--once", "--json"],
+                                            batch=2)
+        finally:
+            telemetry_reader.NATIVE_LITTLE_ENDIAN = saved
+        self.assertEqual(code, 0, err)
+        self.assertEqual([json.loads(l)["value"] for l in out.splitlines()], list(range(5)))
+        self.assertEqual(positions(ring), (3, 3))
+
     def test_a_peeking_reader_follows_read_pos_moved_past_it(self):
         path = self.write("agent", ring_bytes(8, [(1, 1, "a", 1), (2, 1, "b", 2)]))
         ring = telemetry_reader.Ring(path, "agent", peek=True)
