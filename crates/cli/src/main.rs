@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod demo;
 mod emit;
 mod read;
 mod signal;
@@ -24,6 +25,8 @@ enum Command {
     Emit(emit::EmitArgs),
     /// Print the events of a ring file or of a directory of rings (as telemetry_reader).
     Read(read::ReadArgs),
+    /// Two agents moving real bytes between registered memory, with a live telemetry table.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result: anyhow::Result<ExitCode> = match cli.command {
         Command::Emit(args) => emit::run(args),
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(code) => code,

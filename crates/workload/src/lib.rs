@@ -11,7 +11,8 @@
 //! that was never registered (`NIXL_ERR_NOT_FOUND`) or past a region's end
 //! (`NIXL_ERR_INVALID_PARAM`) on purpose, and the error is recorded. Targets
 //! record a backend event for every transfer they take part in
-//! (`memcpy_notif_recv`). [`Workload::shutdown`] deregisters everything.
+//! (`memcpy_remote_bytes`, the bytes its memory gave or took).
+//! [`Workload::shutdown`] deregisters everything.
 //!
 //! ```
 //! use std::sync::atomic::AtomicBool;
@@ -56,8 +57,9 @@ pub use rng::Rng;
 pub const ERR_NOT_FOUND: &str = "NIXL_ERR_NOT_FOUND";
 /// The status recorded for a transfer past the end of a registered region.
 pub const ERR_INVALID_PARAM: &str = "NIXL_ERR_INVALID_PARAM";
-/// The backend event a target records for each transfer it takes part in.
-pub const NOTIF_EVENT: &str = "memcpy_notif_recv";
+/// The backend event a target records for each transfer it takes part in
+/// (value: the bytes its memory gave or took).
+pub const REMOTE_BYTES_EVENT: &str = "memcpy_remote_bytes";
 /// The connection event an initiator records for each target at start.
 pub const CONNECT_EVENT: &str = "memcpy_connect";
 /// The connection event an initiator records for each target at shutdown.
@@ -206,7 +208,7 @@ pub struct Agent {
     name: String,
     role: Role,
     telemetry: Telemetry,
-    notif: EventHandle,
+    remote_bytes: EventHandle,
     regions: Vec<Region>,
     counters: Counters,
 }
@@ -302,7 +304,7 @@ impl Workload {
                     .collect();
                 tracing::debug!(agent = %name, regions = config.regions_per_agent, bytes = config.region_size, "registered memory");
                 Agent {
-                    notif: telemetry.handle(Category::BACKEND, NOTIF_EVENT),
+                    remote_bytes: telemetry.handle(Category::BACKEND, REMOTE_BYTES_EVENT),
                     name,
                     role,
                     telemetry,
@@ -530,7 +532,7 @@ impl Worker<'_> {
                 .bytes
                 .fetch_add(len as u64, Ordering::Relaxed);
         }
-        w.agents[target].notif.record(1);
+        w.agents[target].remote_bytes.record(len as u64);
         Outcome::Completed {
             bytes: len,
             direction,
@@ -644,13 +646,13 @@ mod tests {
         assert_eq!(moved, bytes);
         let mut target_events = Vec::new();
         telemetries[1].1.drain(&mut target_events);
-        assert_eq!(
-            target_events
-                .iter()
-                .filter(|e| e.name() == NOTIF_EVENT)
-                .count() as u64,
-            ok
-        );
+        let served: Vec<u64> = target_events
+            .iter()
+            .filter(|e| e.name() == REMOTE_BYTES_EVENT)
+            .map(|e| e.value)
+            .collect();
+        assert_eq!(served.len() as u64, ok);
+        assert_eq!(served.iter().sum::<u64>(), bytes);
     }
 
     #[test]

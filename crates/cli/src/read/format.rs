@@ -258,7 +258,7 @@ mod tests {
         push_micros(&mut out, 999_999);
         push_u64(&mut out, u64::MAX);
         push_i32(&mut out, -3);
-        assert_eq!(out, b"000007999999184467440737095516154-3".to_vec());
+        assert_eq!(out, b"00000799999918446744073709551615-3".to_vec());
         let mut out = Vec::new();
         push_category(&mut out, 5);
         push_category(&mut out, -7);

@@ -383,29 +383,42 @@ fn report_malformed(ring: &mut Ring, indexes: &[usize], start: u64, log: &Log) {
     }
 }
 
+/// Prints the summary unless it equals the one shown last; returns the tables
+/// shown. While following, each print starts with a time line and prints are
+/// separated by an empty line (on a terminal the screen is cleared instead).
 fn show_summary(
     emitter: &mut Emitter,
     source: &mut Source,
     out: &mut Output,
     shown: Option<String>,
+    following: bool,
 ) -> Result<Option<String>, OutputError> {
     let agents: Vec<String> = source
         .all_rings()
         .into_iter()
         .map(|r| r.agent.clone())
         .collect();
-    let text = emitter.summary_text(&agents);
-    if shown.as_deref() == Some(text.as_str()) {
+    let tables = emitter.summary_text(&agents);
+    if shown.as_deref() == Some(tables.as_str()) {
         return Ok(shown);
     }
-    if text.is_empty() {
-        return Ok(Some(text));
+    let mut text = String::new();
+    if following {
+        if out.tty {
+            text.push_str("\x1b[H\x1b[2J");
+        } else if shown.is_some() {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "Summary at {}\n\n",
+            chrono::Local::now().format("%Y-%m-%d %H:%M:%S")
+        ));
     }
-    if shown.is_some() {
-        out.write(if out.tty { b"\x1b[H\x1b[2J" } else { b"\n" })?;
+    text.push_str(&tables);
+    if !text.is_empty() {
+        out.write(text.as_bytes())?;
     }
-    out.write(text.as_bytes())?;
-    Ok(Some(text))
+    Ok(Some(tables))
 }
 
 fn print_totals(log: &Log, source: &mut Source, emitter: &Emitter, filtered: bool) {
@@ -550,13 +563,19 @@ fn run_inner(args: &ReadArgs, log: &Log) -> u8 {
                 break;
             }
             if mode == Mode::Summary && Instant::now() >= next_summary {
-                shown = show_summary(&mut emitter, &mut source, &mut out, shown.take())?;
+                shown = show_summary(&mut emitter, &mut source, &mut out, shown.take(), true)?;
                 next_summary = Instant::now() + SUMMARY_INTERVAL;
             }
             stop.sleep(POLL_INTERVAL);
         }
         if mode == Mode::Summary {
-            show_summary(&mut emitter, &mut source, &mut out, shown.take())?;
+            show_summary(
+                &mut emitter,
+                &mut source,
+                &mut out,
+                shown.take(),
+                !args.once,
+            )?;
         }
         Ok(())
     })();

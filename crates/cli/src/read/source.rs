@@ -54,11 +54,19 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
             path,
             capacity,
             reason,
-        } => format!(
-            "{}: capacity {capacity} is invalid ({reason}); accepted: a power of two >= 2 \
-             (the number of 56-byte slots)",
-            path.display()
-        ),
+        } => {
+            let what = if !capacity.is_power_of_two() {
+                format!("capacity {capacity} is not a power of two")
+            } else if *capacity == 1 {
+                "capacity 1: a one-slot ring can hold no event".to_owned()
+            } else {
+                format!("capacity {capacity} is invalid ({reason})")
+            };
+            format!(
+                "{}: {what}; accepted: a power of two >= 2 (the number of 56-byte slots)",
+                path.display()
+            )
+        }
         RingError::BadMask {
             path,
             mask,
