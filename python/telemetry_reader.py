@@ -58,7 +58,17 @@ control characters escaped as ``\\u00XX`` (lower-case hex) except ``\\b \\f \\n
 
 In directory mode ``,"agent":"<agent>"`` follows ``value``.
 
-Summary mode (``--summary``): see docs/readers.md, section "Summary table".
+Summary mode (``--summary``), details in docs/readers.md ("Summary table"): one
+block per agent in sorted order, blocks separated by an empty line. A block is
+``Agent: <agent>``, then either ``(no events)`` or a header row ``CATEGORY
+EVENT COUNT SUM MIN MAX P50 P90 P99`` and one row per (category, name) sorted
+by category number then name; CATEGORY and EVENT left-aligned, the rest
+right-aligned, each column as wide as its widest cell, two spaces between
+columns, trailing spaces removed; percentiles (nearest rank over all values
+seen) only for PERFORMANCE rows, ``-`` otherwise. In single-file mode the
+agent is the file's base name. While following, each (changed) print starts
+with ``Summary at YYYY-MM-DD HH:MM:SS`` and an empty line, prints separated
+by an empty line.
 """
 
 import argparse
