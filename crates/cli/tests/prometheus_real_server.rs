@@ -1,0 +1,538 @@
+//! The Prometheus plug-in checked by a real Prometheus server.
+//!
+//! `nixl-telemetry emit --hold` records a known event file into telemetry built
+//! from the environment with `NIXL_TELEMETRY_EXPORTER=prometheus`; a Prometheus
+//! server on a free loopback port scrapes it every 200 ms; the test then asks
+//! Prometheus's HTTP query API for what the events imply, pipes our `/metrics`
+//! through `promtool check metrics`, and runs every panel query of
+//! `docs/grafana/nixl-telemetry.json`. Every process is killed when the test
+//! ends, pass or fail. Needs `prometheus` and `promtool` on PATH
+//! (`bash scripts/prometheus-test-env.sh` installs them).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const AGENT: &str = "e2e-agent";
+
+/// The default bounds of agent_xfer_time_us (docs/prometheus.md).
+const DEFAULT_BUCKETS_US: [f64; 19] = [
+    10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6,
+    2.5e6, 5e6, 1e7,
+];
+
+/// Kills and reaps a child process when dropped.
+struct Reaped {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Reaped {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn assert_running(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!("{} exited early ({status}):\n{}", self.name, self.log());
+        }
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tool(name: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join(name))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!("`{name}` is not installed: run `bash scripts/prometheus-test-env.sh` (installs Debian's prometheus package)")
+        })
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/cli is two levels below the root")
+        .to_owned()
+}
+
+/// Builds the plug-in crate in a target directory of its own (the outer build
+/// holds the lock of the main one) and returns the `.so`.
+fn build_plugin() -> PathBuf {
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-builds");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--quiet",
+            "--message-format=json",
+            "-p",
+            "nixl-telemetry-exporter-prometheus",
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "building the plug-in failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact")
+        .flat_map(|m| {
+            m["filenames"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|f| f.as_str().map(PathBuf::from))
+        })
+        .find(|f| f.ends_with("libtelemetry_exporter_prometheus.so"))
+        .expect("cargo reported libtelemetry_exporter_prometheus.so")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on loopback: (status, body). HTTP/1.0, so the body is never
+/// chunked and ends with the connection.
+fn http_get(addr: SocketAddr, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{accept}\r\n")?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Ok((status, body.to_owned()))
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// An instant query; the `data.result` vector.
+fn query(prometheus: SocketAddr, promql: &str) -> Vec<Value> {
+    let (status, body) = http_get(
+        prometheus,
+        &format!("/api/v1/query?query={}", encode(promql)),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("query {promql}: {e}"));
+    let json: Value = serde_json::from_str(&body)
+        .unwrap_or_else(|e| panic!("query {promql}: status {status}, not JSON ({e}): {body}"));
+    assert_eq!(json["status"], "success", "query {promql}: {body}");
+    json["data"]["result"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The single value of `promql`, or `None` while it has no series.
+fn scalar(prometheus: SocketAddr, promql: &str) -> Option<f64> {
+    let result = query(prometheus, promql);
+    assert!(result.len() <= 1, "{promql}: several series {result:?}");
+    result
+        .first()
+        .map(|r| r["value"][1].as_str().unwrap().parse().unwrap())
+}
+
+fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Prometheus's `histogram_quantile` on cumulative buckets (linear
+/// interpolation inside the bucket that holds the rank; the first bucket
+/// starts at 0).
+fn expected_quantile(q: f64, values: &[u64]) -> f64 {
+    let mut counts = vec![0u64; DEFAULT_BUCKETS_US.len() + 1];
+    for &v in values {
+        let i = DEFAULT_BUCKETS_US
+            .iter()
+            .position(|&b| v as f64 <= b)
+            .unwrap_or(DEFAULT_BUCKETS_US.len());
+        counts[i] += 1;
+    }
+    let total = values.len() as f64;
+    let rank = q * total;
+    let mut cumulative = 0.0;
+    for (i, &c) in counts.iter().enumerate() {
+        let before = cumulative;
+        cumulative += c as f64;
+        if cumulative >= rank {
+            assert!(
+                i < DEFAULT_BUCKETS_US.len(),
+                "rank in +Inf: pick other values"
+            );
+            let lower = if i == 0 {
+                0.0
+            } else {
+                DEFAULT_BUCKETS_US[i - 1]
+            };
+            let upper = DEFAULT_BUCKETS_US[i];
+            return lower + (upper - lower) * (rank - before) / c as f64;
+        }
+    }
+    unreachable!()
+}
+
+/// Lines promtool may print for our output: only its unit-abbreviation lint
+/// on the two `_us` histograms, whose names the series contract fixes.
+const ACCEPTED_LINTS: [&str; 2] = [
+    "agent_xfer_post_time_us metric names should not contain abbreviated units",
+    "agent_xfer_time_us metric names should not contain abbreviated units",
+];
+
+fn promtool_check(body: &str) {
+    let mut child = Command::new(tool("promtool"))
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let unexpected: Vec<&str> = said
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !ACCEPTED_LINTS.contains(l))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "promtool check metrics: {unexpected:#?}"
+    );
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "promtool: {:?}",
+        out.status
+    );
+}
+
+#[test]
+fn a_real_prometheus_scrapes_what_the_events_imply() {
+    let prometheus_bin = tool("prometheus");
+    tool("promtool");
+    let plugin = build_plugin();
+    let tmp = tempfile::tempdir().unwrap();
+    let plugin_dir = tmp.path().join("plugins");
+    std::fs::create_dir(&plugin_dir).unwrap();
+    std::fs::copy(
+        &plugin,
+        plugin_dir.join("libtelemetry_exporter_prometheus.so"),
+    )
+    .unwrap();
+
+    // The events: 100 sending transfers (90 of 40 µs, 10 of 2000 µs), 5
+    // receiving ones, post times, memory, errors, a backend counter.
+    let mut lines = Vec::new();
+    let mut tx_times = Vec::new();
+    let mut tx_bytes = 0u64;
+    for i in 0..100u64 {
+        let us = if i % 10 == 9 { 2000 } else { 40 };
+        let bytes = 4096 + i;
+        tx_times.push(us);
+        tx_bytes += bytes;
+        lines.push(format!(
+            r#"{{"xfer":{{"us":{us},"write":true,"bytes":{bytes}}}}}"#
+        ));
+    }
+    for _ in 0..5 {
+        lines.push(r#"{"xfer":{"us":300,"write":false,"bytes":1000}}"#.to_owned());
+    }
+    for us in [3, 8, 30] {
+        lines.push(format!(r#"{{"post_time":{us}}}"#));
+    }
+    lines.push(r#"{"memory_registered":65536}"#.to_owned());
+    lines.push(r#"{"memory_deregistered":4096}"#.to_owned());
+    for status in [
+        "NIXL_ERR_BACKEND",
+        "NIXL_ERR_BACKEND",
+        "NIXL_ERR_BACKEND",
+        "NIXL_ERR_NOT_FOUND",
+    ] {
+        lines.push(format!(r#"{{"error":"{status}"}}"#));
+    }
+    lines.push(r#"{"error":"NIXL_ERR_SOMETHING_ELSE"}"#.to_owned());
+    lines.push(r#"{"category":"BACKEND","name":"ucx_rndv_reads","value":7}"#.to_owned());
+    let events = tmp.path().join("events.jsonl");
+    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+
+    // The agent, held open for the whole test (killed on drop).
+    let exporter_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let emit_log = tmp.path().join("emit.log");
+    let mut emit = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NIXL_") {
+            emit.env_remove(k);
+        }
+    }
+    let mut emit = Reaped {
+        name: "nixl-telemetry emit",
+        child: emit
+            .args(["emit", "--agent", AGENT, "--hold", "600", "--events"])
+            .arg(&events)
+            .env("NIXL_TELEMETRY_ENABLE", "1")
+            .env("NIXL_TELEMETRY_EXPORTER", "prometheus")
+            .env("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR", &plugin_dir)
+            .env(
+                "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH",
+                exporter_addr.to_string(),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&emit_log).unwrap())
+            .spawn()
+            .expect("nixl-telemetry emit starts"),
+        log: emit_log,
+    };
+    let tx_line = format!("agent_name=\"{AGENT}\"}} {tx_bytes}");
+    let metrics = wait_for(
+        "the exporter to serve the events",
+        Duration::from_secs(60),
+        || {
+            emit.assert_running();
+            match http_get(exporter_addr, "/metrics", None) {
+                Ok((200, body))
+                    if body.lines().any(|l| {
+                        l.starts_with("agent_tx_bytes_total{") && l.ends_with(&tx_line)
+                    }) =>
+                {
+                    Some(body)
+                }
+                _ => None,
+            }
+        },
+    );
+    promtool_check(&metrics);
+
+    // The server, scraping every 200 ms.
+    let prometheus_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let config = tmp.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: nixl\n    static_configs:\n      - targets: ['{exporter_addr}']\n"
+        ),
+    )
+    .unwrap();
+    let prometheus_log = tmp.path().join("prometheus.log");
+    let mut prometheus = Reaped {
+        name: "prometheus",
+        child: Command::new(prometheus_bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                tmp.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prometheus_addr}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&prometheus_log).unwrap())
+            .spawn()
+            .expect("prometheus starts"),
+        log: prometheus_log,
+    };
+    wait_for("prometheus to be ready", Duration::from_secs(60), || {
+        prometheus.assert_running();
+        matches!(http_get(prometheus_addr, "/-/ready", None), Ok((200, _))).then_some(())
+    });
+    // A few scrapes, so rate() has samples to work with.
+    wait_for(
+        "several successful scrapes",
+        Duration::from_secs(60),
+        || {
+            prometheus.assert_running();
+            emit.assert_running();
+            let n = scalar(
+                prometheus_addr,
+                &format!("count_over_time(up{{job=\"nixl\",instance=\"{exporter_addr}\"}}[1m])"),
+            )?;
+            let up = scalar(prometheus_addr, "min_over_time(up{job=\"nixl\"}[1m])")?;
+            (n >= 5.0 && up == 1.0).then_some(())
+        },
+    );
+
+    let agent = format!("agent_name=\"{AGENT}\"");
+    let value = |promql: String| {
+        scalar(prometheus_addr, &promql).unwrap_or_else(|| {
+            panic!(
+                "no series for {promql}\nprometheus log:\n{}",
+                prometheus.log()
+            )
+        })
+    };
+    assert_eq!(
+        value(format!("agent_tx_bytes_total{{{agent}}}")),
+        tx_bytes as f64
+    );
+    assert_eq!(
+        value(format!("agent_tx_requests_num_total{{{agent}}}")),
+        100.0
+    );
+    assert_eq!(value(format!("agent_rx_bytes_total{{{agent}}}")), 5000.0);
+    assert_eq!(
+        value(format!("agent_xfer_time_total{{{agent}}}")),
+        (90 * 40 + 10 * 2000 + 5 * 300) as f64
+    );
+    assert_eq!(
+        value(format!("agent_memory_registered_bytes{{{agent}}}")),
+        61440.0
+    );
+    let p99 = value(format!(
+        "histogram_quantile(0.99, sum by (le) (agent_xfer_time_us_bucket{{{agent}}}))"
+    ));
+    let mut all_times = tx_times.clone();
+    all_times.extend([300; 5]);
+    let want = expected_quantile(0.99, &all_times);
+    assert!(
+        (p99 - want).abs() < 1e-6,
+        "p99 {p99}, the events imply {want}"
+    );
+    let p50 = value(format!(
+        "histogram_quantile(0.5, sum by (le) (agent_xfer_time_us_bucket{{{agent}}}))"
+    ));
+    let want = expected_quantile(0.5, &all_times);
+    assert!(
+        (p50 - want).abs() < 1e-6,
+        "p50 {p50}, the events imply {want}"
+    );
+    assert_eq!(
+        value(format!("agent_errors_total{{{agent},status=\"backend\"}}")),
+        3.0
+    );
+    assert_eq!(
+        value(format!(
+            "agent_errors_total{{{agent},status=\"not_found\"}}"
+        )),
+        1.0
+    );
+    assert_eq!(
+        value(format!(
+            "agent_errors_total{{{agent},status=\"something_else\"}}"
+        )),
+        1.0
+    );
+    assert_eq!(
+        value(format!("agent_errors_total{{{agent},status=\"canceled\"}}")),
+        0.0
+    );
+    assert_eq!(value(format!("sum(agent_errors_total{{{agent}}})")), 5.0);
+    assert_eq!(
+        value(format!(
+            "ucx_rndv_reads_total{{{agent},category=\"BACKEND\"}}"
+        )),
+        7.0
+    );
+    assert_eq!(
+        query(prometheus_addr, &format!("agent_errors_total{{{agent}}}")).len(),
+        12 + 1,
+        "the 12 known statuses and the new one"
+    );
+
+    // Prometheus scraped OpenMetrics (it asks for it first): its metadata knows
+    // the counter family by its OpenMetrics name, without `_total`.
+    let metadata = |metric: &str| -> Vec<Value> {
+        let path = format!(
+            "/api/v1/targets/metadata?match_target={}&metric={metric}",
+            encode("{job=\"nixl\"}")
+        );
+        let (_, body) = http_get(prometheus_addr, &path, None).unwrap();
+        let json: Value = serde_json::from_str(&body).unwrap();
+        json["data"].as_array().cloned().unwrap_or_default()
+    };
+    let family = metadata("agent_tx_bytes");
+    assert_eq!(family.len(), 1, "{family:?}");
+    assert_eq!(family[0]["type"], "counter");
+    assert_eq!(metadata("agent_xfer_time_us")[0]["type"], "histogram");
+    let labels = &query(prometheus_addr, &format!("agent_tx_bytes_total{{{agent}}}"))[0]["metric"];
+    assert_eq!(labels["category"], "TRANSFER");
+    assert!(!labels["hostname"].as_str().unwrap_or("").is_empty());
+
+    // Every panel of the dashboard returns series.
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace_root().join("docs/grafana/nixl-telemetry.json"))
+            .expect("docs/grafana/nixl-telemetry.json"),
+    )
+    .expect("the dashboard is JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 6);
+    let mut checked = 0;
+    for panel in panels {
+        let title = panel["title"].as_str().unwrap_or("?");
+        let targets = panel["targets"].as_array().cloned().unwrap_or_default();
+        assert!(!targets.is_empty(), "panel {title} has no query");
+        for target in targets {
+            let expr = target["expr"].as_str().expect("a PromQL expr");
+            let promql = expr
+                .replace("$__rate_interval", "10s")
+                .replace("$hostname", ".*")
+                .replace("$agent", ".*");
+            assert!(!promql.contains('$'), "unknown variable in {expr}");
+            let result = query(prometheus_addr, &promql);
+            assert!(
+                !result.is_empty(),
+                "panel {title:?}: {promql} returns no series"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked} panel queries");
+    emit.assert_running();
+    prometheus.assert_running();
+}

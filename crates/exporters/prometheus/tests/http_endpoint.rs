@@ -1,0 +1,246 @@
+//! The HTTP side over real loopback sockets: formats by `Accept`, 404/405/HEAD,
+//! keep-alive and pipelining, garbage, oversized heads, and clients that stall
+//! or never read, none of which may keep other scrapes from being answered.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{connect, ev, exchange, exporter, exporter_with_limits, read_response, scrape};
+use nixl_telemetry_abi::Category;
+use telemetry_exporter_prometheus::{
+    Format, ServerLimits, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE,
+};
+
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+fn short_limits() -> ServerLimits {
+    ServerLimits {
+        max_connections: 16,
+        max_request_bytes: 1024,
+        request_timeout: Duration::from_millis(400),
+        write_timeout: Duration::from_millis(400),
+        linger_timeout: Duration::from_millis(200),
+    }
+}
+
+/// Whether the server has closed `s` (EOF or reset) within `within`.
+fn closed_by_server(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 65536];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn serves_text_by_default_and_openmetrics_when_asked() {
+    let mut e = exporter("formats");
+    e.record(&[ev(Category::TRANSFER, "agent_tx_bytes", 77)]);
+    let text = scrape(e.local_addr(), None);
+    assert_eq!(text.status, 200);
+    assert_eq!(text.header("content-type"), Some(TEXT_CONTENT_TYPE));
+    assert_eq!(text.body, e.render(Format::Text));
+    assert!(text.text().contains("agent_name=\"formats\"} 77\n"));
+
+    let om = scrape(e.local_addr(), Some(PROMETHEUS_ACCEPT));
+    assert_eq!(om.status, 200);
+    assert_eq!(om.header("content-type"), Some(OPENMETRICS_CONTENT_TYPE));
+    assert!(om.text().ends_with("# EOF\n"));
+    assert_eq!(om.body, e.render(Format::OpenMetrics));
+
+    let plain = scrape(e.local_addr(), Some("text/plain;version=0.0.4"));
+    assert_eq!(plain.header("content-type"), Some(TEXT_CONTENT_TYPE));
+}
+
+#[test]
+fn head_answers_the_headers_of_get() {
+    let e = exporter("head");
+    let get = scrape(e.local_addr(), None);
+    let mut s = connect(e.local_addr());
+    s.write_all(b"HEAD /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let head = read_response(&mut s, true);
+    assert_eq!(head.status, 200);
+    assert_eq!(
+        head.header("content-length").unwrap(),
+        get.body.len().to_string()
+    );
+    assert_eq!(head.header("content-type"), Some(TEXT_CONTENT_TYPE));
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "HEAD sent a body: {} bytes", rest.len());
+}
+
+#[test]
+fn other_paths_are_404_and_other_methods_405() {
+    let e = exporter("routes");
+    let addr = e.local_addr();
+    for path in ["/", "/metrics/", "/metricsx", "/favicon.ico"] {
+        let r = exchange(addr, &format!("GET {path} HTTP/1.1\r\n\r\n"));
+        assert_eq!(r.status, 404, "{path}");
+        assert!(r.text().contains("/metrics"));
+    }
+    for method in ["POST", "PUT", "DELETE", "OPTIONS", "PATCH"] {
+        let r = exchange(
+            addr,
+            &format!("{method} /metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi"),
+        );
+        assert_eq!(r.status, 405, "{method}");
+        assert_eq!(r.header("allow"), Some("GET, HEAD"));
+        assert_eq!(r.header("connection"), Some("close"));
+    }
+    assert_eq!(exchange(addr, "POST /other HTTP/1.1\r\n\r\n").status, 404);
+    // The query string is not part of the path.
+    assert_eq!(
+        exchange(addr, "GET /metrics?debug=1 HTTP/1.1\r\n\r\n").status,
+        200
+    );
+}
+
+#[test]
+fn keep_alive_and_pipelined_requests() {
+    let e = exporter("keepalive");
+    let mut s = connect(e.local_addr());
+    s.write_all(
+        b"GET /metrics HTTP/1.1\r\n\r\nHEAD /metrics HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\n\r\n",
+    )
+    .unwrap();
+    let first = read_response(&mut s, false);
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("connection"), Some("keep-alive"));
+    let second = read_response(&mut s, true);
+    assert_eq!(second.status, 200);
+    assert_eq!(
+        second.header("content-length").unwrap(),
+        first.body.len().to_string()
+    );
+    assert_eq!(read_response(&mut s, false).status, 404);
+    // Later, on the same connection.
+    std::thread::sleep(Duration::from_millis(50));
+    s.write_all(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let last = read_response(&mut s, false);
+    assert_eq!(last.status, 200);
+    assert_eq!(last.header("connection"), Some("close"));
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+}
+
+#[test]
+fn garbage_is_refused_and_the_listener_survives() {
+    let e = exporter_with_limits("garbage", short_limits());
+    let addr = e.local_addr();
+    let bad: [&[u8]; 6] = [
+        b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n",
+        b"GET\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nbroken header\r\n\r\n",
+        b"\0\0\0\0\n\n",
+        b"GET /metrics HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        b"GET /metrics FTP/1.0\r\n\r\n",
+    ];
+    for request in bad {
+        let mut s = connect(addr);
+        s.write_all(request).unwrap();
+        let r = read_response(&mut s, false);
+        assert_eq!(r.status, 400, "{request:?}");
+        assert!(closed_by_server(&mut s, Duration::from_secs(5)));
+    }
+    let r = exchange(addr, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    assert_eq!(r.status, 505);
+    // Too large a head.
+    let mut s = connect(addr);
+    let huge = format!(
+        "GET /metrics HTTP/1.1\r\nX-Filler: {}\r\n\r\n",
+        "a".repeat(4096)
+    );
+    let _ = s.write_all(huge.as_bytes());
+    assert_eq!(read_response(&mut s, false).status, 431);
+    // Connections that close at once, or mid-request.
+    for partial in [&b""[..], b"GET /met"] {
+        let mut s = connect(addr);
+        s.write_all(partial).unwrap();
+        drop(s);
+    }
+    assert_eq!(scrape(addr, None).status, 200);
+}
+
+#[test]
+fn stalled_clients_time_out_and_cannot_starve_scrapes() {
+    let e = exporter_with_limits("stalled", short_limits());
+    let addr = e.local_addr();
+    // Twice as many silent or trickling connections as there are slots.
+    let mut stalled: Vec<TcpStream> = (0..32)
+        .map(|i| {
+            let mut s = connect(addr);
+            if i % 2 == 0 {
+                s.write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ").unwrap();
+            }
+            s
+        })
+        .collect();
+    let started = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(scrape(addr, None).status, 200);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "scrapes waited {:?} behind stalled clients",
+        started.elapsed()
+    );
+    // Every stalled connection is closed: evicted for room, or timed out.
+    for s in &mut stalled {
+        assert!(closed_by_server(s, Duration::from_secs(5)));
+    }
+}
+
+#[test]
+fn a_client_that_never_reads_cannot_hold_up_others() {
+    let mut e = exporter_with_limits("hog", short_limits());
+    // A few hundred series make each response some tens of kilobytes.
+    let names: Vec<_> = (0..200)
+        .map(|i| ev(Category::BACKEND, &format!("backend_event_{i}"), 1))
+        .collect();
+    e.record(&names);
+    let addr = e.local_addr();
+    // Pipeline far more responses than the socket buffers hold, then never read.
+    let mut hog = connect(addr);
+    let requests = "GET /metrics HTTP/1.1\r\n\r\n".repeat(400);
+    hog.write_all(requests.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(scrape(addr, None).status, 200);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "scrapes waited {:?} behind a client that does not read",
+        started.elapsed()
+    );
+    // The hog is cut off once its write deadline passes.
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(closed_by_server(&mut hog, Duration::from_secs(5)));
+}
+
+#[test]
+fn the_oldest_idle_connection_makes_room() {
+    let limits = ServerLimits {
+        max_connections: 4,
+        request_timeout: Duration::from_secs(30),
+        ..ServerLimits::default()
+    };
+    let e = exporter_with_limits("room", limits);
+    let addr = e.local_addr();
+    let mut idle: Vec<TcpStream> = (0..4).map(|_| connect(addr)).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(scrape(addr, None).status, 200);
+    assert!(closed_by_server(&mut idle[0], Duration::from_secs(5)));
+}

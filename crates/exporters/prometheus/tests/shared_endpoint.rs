@@ -1,0 +1,161 @@
+//! Several agents of one process on one address share one endpoint; names must
+//! be unique there; agents take their series with them; the last one closes
+//! the listener; an address held by another process fails creation.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+
+use common::{ev, scrape};
+use nixl_telemetry_abi::Category;
+use telemetry_exporter_prometheus::{PrometheusError, PrometheusExporter, Settings};
+
+fn free_addr() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+fn create(agent: &str, addr: SocketAddr) -> Result<PrometheusExporter, PrometheusError> {
+    PrometheusExporter::with_settings(agent, &Settings::new(addr))
+}
+
+fn agents_in(body: &str, sample: &str) -> Vec<String> {
+    body.lines()
+        .filter(|l| l.starts_with(&format!("{sample}{{")))
+        .map(|l| {
+            let at = l.find("agent_name=\"").unwrap() + 12;
+            l[at..at + l[at..].find('"').unwrap()].to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn agents_on_one_address_share_the_endpoint() {
+    let addr = free_addr();
+    let mut a = create("agent-a", addr).unwrap();
+    let mut b = create("agent-b", addr).expect("the second agent joins, it does not bind again");
+    assert_eq!(a.local_addr(), b.local_addr());
+    a.record(&[ev(Category::TRANSFER, "agent_tx_bytes", 10)]);
+    b.record(&[ev(Category::TRANSFER, "agent_tx_bytes", 20)]);
+    let body = scrape(addr, None).text();
+    assert_eq!(
+        agents_in(&body, "agent_tx_bytes_total"),
+        ["agent-a", "agent-b"]
+    );
+    assert!(body.contains("agent_name=\"agent-a\"} 10\n"));
+    assert!(body.contains("agent_name=\"agent-b\"} 20\n"));
+    assert_eq!(
+        body.matches("# TYPE agent_tx_bytes_total counter\n")
+            .count(),
+        1,
+        "one family, two series"
+    );
+
+    drop(b);
+    let body = scrape(addr, None).text();
+    assert_eq!(agents_in(&body, "agent_tx_bytes_total"), ["agent-a"]);
+    assert!(
+        !body.contains("agent-b"),
+        "a destroyed agent's series remain"
+    );
+}
+
+#[test]
+fn one_name_twice_on_one_endpoint_is_refused() {
+    let addr = free_addr();
+    let a = create("twin", addr).unwrap();
+    let err = create("twin", addr).unwrap_err();
+    assert!(
+        matches!(err, PrometheusError::DuplicateAgent { .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("\"twin\"") && text.contains(&addr.to_string()),
+        "{text}"
+    );
+    // The refused agent did not disturb the first.
+    let body = scrape(addr, None).text();
+    assert_eq!(agents_in(&body, "agent_rx_bytes_total"), ["twin"]);
+    // Once the first is gone, the name is free again.
+    drop(a);
+    let again = create("twin", addr).expect("the name is free once its agent is destroyed");
+    assert_eq!(again.local_addr(), addr);
+}
+
+#[test]
+fn the_last_agent_closes_the_listener_and_the_port_can_be_reused() {
+    let addr = free_addr();
+    let a = create("first", addr).unwrap();
+    let b = create("second", addr).unwrap();
+    drop(a);
+    assert_eq!(
+        scrape(addr, None).status,
+        200,
+        "open while an agent remains"
+    );
+    drop(b);
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "the listener is still open after the last agent"
+    );
+    let c = create("third", addr).expect("the port is free again");
+    assert_eq!(scrape(addr, None).status, 200);
+    drop(c);
+}
+
+#[test]
+fn an_address_held_by_another_process_fails_creation_naming_it() {
+    // A listener in another process.
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import socket,sys,time\n\
+             s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen()\n\
+             print(s.getsockname()[1], flush=True)\n\
+             sys.stdin.read()",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    BufReader::new(holder.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().parse().expect("the holder's port");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let err = create("late", addr).unwrap_err();
+    holder.kill().ok();
+    holder.wait().ok();
+    assert!(matches!(err, PrometheusError::Bind { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains(&addr.to_string()), "{text}");
+    assert!(text.to_lowercase().contains("in use"), "{text}");
+
+    // Held in this process by someone else than the exporter: the same.
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let err = create("late", other.local_addr().unwrap()).unwrap_err();
+    assert!(err
+        .to_string()
+        .contains(&other.local_addr().unwrap().to_string()));
+}
+
+#[test]
+fn port_zero_gives_each_agent_its_own_endpoint() {
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let a = create("zero-a", any).unwrap();
+    let b = create("zero-a", any).expect("a fresh endpoint: no name clash");
+    assert_ne!(a.local_addr(), b.local_addr());
+    assert_ne!(a.local_addr().port(), 0);
+    // Others may join an endpoint opened on port 0 by its real address.
+    let c = create("zero-c", a.local_addr()).unwrap();
+    let body = scrape(a.local_addr(), None).text();
+    assert_eq!(
+        agents_in(&body, "agent_tx_bytes_total"),
+        ["zero-a", "zero-c"]
+    );
+    drop(c);
+}
