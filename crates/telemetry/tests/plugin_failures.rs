@@ -1,13 +1,16 @@
 //! Every way a plug-in can fail to load or to work, and the message each gives.
 
+#[path = "support/capture.rs"]
+mod capture;
 mod support;
 
 use std::path::Path;
 
+use capture::Capture;
 use nixl_telemetry::exporter::plugin::PluginError;
 use nixl_telemetry::exporter::plugin::PluginExporter;
 use nixl_telemetry::{Category, Exporter, Telemetry, TelemetryConfig, TelemetryError};
-use support::{build_c_plugin, config, Capture};
+use support::{build_c_plugin, config};
 
 fn plugin_config(dir: &Path, name: &str) -> TelemetryConfig {
     config(&[

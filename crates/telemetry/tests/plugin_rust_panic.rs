@@ -2,13 +2,16 @@
 //! panics: the panic never crosses the boundary, the exporter is disabled with
 //! an error, later events count as lost, and the host goes on.
 
+#[path = "support/capture.rs"]
+mod capture;
 mod support;
 
 use std::path::{Path, PathBuf};
 
+use capture::Capture;
 use nixl_telemetry::exporter::plugin::{PluginError, PluginExporter};
 use nixl_telemetry::{Category, Event, Exporter, Telemetry, TelemetryConfig, TelemetryError};
-use support::{build_rust_plugin, config, install_plugin, Capture};
+use support::{build_rust_plugin, config, install_plugin};
 
 fn testkit(dir: &Path) -> PathBuf {
     install_plugin(
