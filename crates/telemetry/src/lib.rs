@@ -24,7 +24,7 @@ mod telemetry;
 
 pub use collector::EVENTS_DROPPED_EVENT;
 pub use config::{ConfigError, ExporterChoice, TelemetryConfig};
-pub use error::TelemetryError;
+pub use error::{PluginError, TelemetryError};
 pub use exporter::{ExportOutcome, Exporter};
 pub use nixl_telemetry_abi::{Category, Event};
 pub use stats::{DropCounts, TelemetryStats};

@@ -33,7 +33,14 @@ fn writer_and_consuming_reader_on_two_threads_account_exactly() {
     let mut batch = Vec::with_capacity(32);
     for chunk in 0..total / 32 {
         batch.clear();
-        batch.extend((0..32).map(|i| Event::new(chunk * 32 + i, Category::TRANSFER, "agent_tx_bytes", chunk * 32 + i)));
+        batch.extend((0..32).map(|i| {
+            Event::new(
+                chunk * 32 + i,
+                Category::TRANSFER,
+                "agent_tx_bytes",
+                chunk * 32 + i,
+            )
+        }));
         written += writer.push_batch(&batch) as u64;
     }
     done.store(true, Ordering::Release);
@@ -42,7 +49,9 @@ fn writer_and_consuming_reader_on_two_threads_account_exactly() {
     assert_eq!(got.len() as u64, written);
     // What arrived is in order and intact.
     assert!(got.windows(2).all(|w| w[0].value < w[1].value));
-    assert!(got.iter().all(|e| e.timestamp_us == e.value && e.name() == "agent_tx_bytes"));
+    assert!(got
+        .iter()
+        .all(|e| e.timestamp_us == e.value && e.name() == "agent_tx_bytes"));
 }
 
 fn write_u64(path: &std::path::Path, offset: u64, value: u64) {
@@ -59,7 +68,9 @@ fn a_hostile_read_pos_cannot_move_the_writer_outside_the_slots() {
     let before_trailer = std::fs::read(&path).unwrap()[40 + 56 * 8..].to_vec();
     for hostile in [u64::MAX, 8, 1 << 40, 3] {
         write_u64(&path, 8, hostile);
-        let batch: Vec<Event> = (0..20).map(|i| Event::new(i, Category::CUSTOM, "x", i)).collect();
+        let batch: Vec<Event> = (0..20)
+            .map(|i| Event::new(i, Category::CUSTOM, "x", i))
+            .collect();
         writer.push_batch(&batch);
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 40 + 56 * 8 + 64, "file never grows");
@@ -79,7 +90,16 @@ fn a_reader_reports_positions_corrupted_while_it_reads() {
     let mut r = RingReader::open(&path, ReadMode::Peek).unwrap();
     write_u64(&path, 0, 1 << 33);
     let err = r.read_batch(&mut Vec::new(), 10).unwrap_err();
-    assert!(matches!(err, RingError::PositionOutOfRange { field: "write_pos", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            RingError::PositionOutOfRange {
+                field: "write_pos",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -89,7 +109,12 @@ fn a_reader_reports_a_file_truncated_under_it() {
     writer.push_batch(&[Event::new(1, Category::CUSTOM, "x", 1)]);
     let path = dir.path().join("t");
     let mut r = RingReader::open(&path, ReadMode::Consume).unwrap();
-    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(100).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(100)
+        .unwrap();
     let err = r.read_batch(&mut Vec::new(), 10).unwrap_err();
     assert!(matches!(err, RingError::Truncated { .. }), "{err}");
     assert!(err.to_string().contains("truncated"));
@@ -105,14 +130,46 @@ fn hostile_headers_are_rejected_before_mapping() {
     };
     let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>, &str)> = vec![
         ("short", Box::new(|b| b.truncate(39)), "too short"),
-        ("version", Box::new(|b| b[16..20].copy_from_slice(&2i32.to_le_bytes())), "version 2"),
-        ("cap0", Box::new(|b| b[24..32].copy_from_slice(&0u64.to_le_bytes())), "is zero"),
-        ("cap6", Box::new(|b| b[24..32].copy_from_slice(&6u64.to_le_bytes())), "not a power of two"),
-        ("capbig", Box::new(|b| b[24..32].copy_from_slice(&(1u64 << 40).to_le_bytes())), "but the file is"),
-        ("capmax", Box::new(|b| b[24..32].copy_from_slice(&(1u64 << 63).to_le_bytes())), "capacity"),
-        ("mask", Box::new(|b| b[32..40].copy_from_slice(&5u64.to_le_bytes())), "mask 5"),
-        ("wpos", Box::new(|b| b[0..8].copy_from_slice(&8u64.to_le_bytes())), "write_pos = 8"),
-        ("rpos", Box::new(|b| b[8..16].copy_from_slice(&99u64.to_le_bytes())), "read_pos = 99"),
+        (
+            "version",
+            Box::new(|b| b[16..20].copy_from_slice(&2i32.to_le_bytes())),
+            "version 2",
+        ),
+        (
+            "cap0",
+            Box::new(|b| b[24..32].copy_from_slice(&0u64.to_le_bytes())),
+            "is zero",
+        ),
+        (
+            "cap6",
+            Box::new(|b| b[24..32].copy_from_slice(&6u64.to_le_bytes())),
+            "not a power of two",
+        ),
+        (
+            "capbig",
+            Box::new(|b| b[24..32].copy_from_slice(&(1u64 << 40).to_le_bytes())),
+            "but the file is",
+        ),
+        (
+            "capmax",
+            Box::new(|b| b[24..32].copy_from_slice(&(1u64 << 63).to_le_bytes())),
+            "capacity",
+        ),
+        (
+            "mask",
+            Box::new(|b| b[32..40].copy_from_slice(&5u64.to_le_bytes())),
+            "mask 5",
+        ),
+        (
+            "wpos",
+            Box::new(|b| b[0..8].copy_from_slice(&8u64.to_le_bytes())),
+            "write_pos = 8",
+        ),
+        (
+            "rpos",
+            Box::new(|b| b[8..16].copy_from_slice(&99u64.to_le_bytes())),
+            "read_pos = 99",
+        ),
     ];
     for (name, corrupt, want) in cases {
         let mut bytes = good.clone();
@@ -120,11 +177,18 @@ fn hostile_headers_are_rejected_before_mapping() {
         let path = dir.path().join(name);
         std::fs::write(&path, &bytes).unwrap();
         for mode in [ReadMode::Peek, ReadMode::Consume] {
-            let err = RingReader::open(&path, mode).err().unwrap_or_else(|| panic!("{name} accepted"));
+            let err = RingReader::open(&path, mode)
+                .err()
+                .unwrap_or_else(|| panic!("{name} accepted"));
             let text = err.to_string();
             assert!(text.contains(want) && text.contains(name), "{name}: {text}");
         }
     }
-    let err = RingReader::open(&dir.path().join("missing"), ReadMode::Peek).err().unwrap();
-    assert!(err.to_string().contains("missing") && err.to_string().contains("No such file"), "{err}");
+    let err = RingReader::open(&dir.path().join("missing"), ReadMode::Peek)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("missing") && err.to_string().contains("No such file"),
+        "{err}"
+    );
 }
