@@ -531,6 +531,22 @@ class HostileFileTests(TempDirTest):
                               "488 bytes" % (path, new_size), err)
                 self.assertNotIn("Traceback", err)
 
+    def test_positions_corrupted_while_following(self):
+        path = self.write("agent", ring_bytes(8, [(1, 1, "a", 1)]))
+        f = Follower("--telemetry_path", path, "--json")
+        try:
+            self.assertTrue(f.wait_for(lambda f: f.stdout_text().count("\n") == 1))
+            with open(path, "r+b") as fh:
+                fh.write(struct.pack("<Q", 99))
+            self.assertTrue(f.wait_for(lambda f: f.proc.poll() is not None, 10))
+            code = f.stop()
+        finally:
+            f.kill()
+        err = f.stderr_text()
+        self.assertEqual(code, 2, err)
+        self.assertIn("%s: write_pos 99 is outside [0, 8)" % path, err)
+        self.assertNotIn("Traceback", err)
+
     def test_bad_category_argument(self):
         ring = os.path.join(FIXTURES, "nixl_v1_basic.ring")
         res = run_reader("--telemetry_path", ring, "--once", "--peek", "--category", "NOPE")
