@@ -67,7 +67,7 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         "g" | "gib" | "gb" => 30,
         _ => {
             return Err(format!(
-                "{text:?}: accepted: a byte count with an optional K, KiB, M, MiB, G or GiB suffix"
+                "{text:?}: accepted: a positive byte count with an optional K, KiB, M, MiB, G or GiB suffix"
             ))
         }
     };

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use chrono::{Datelike, Local, LocalResult, TimeZone};
+use chrono::{Datelike, Local, LocalResult, TimeZone, Timelike};
 use nixl_telemetry::filter::glob_match;
 use nixl_telemetry_abi::{Category, EVENT_NAME_CAPACITY};
 
@@ -81,18 +81,48 @@ pub fn push_micros(out: &mut Vec<u8>, value: u32) {
 /// `seconds` since the epoch as local `%Y-%m-%d %H:%M:%S` (the C library's
 /// time zone rules, so `TZ` applies), or `@<seconds>` when the local date does
 /// not fit a four-digit year.
+#[cfg(test)]
 pub fn local_date_time(seconds: u64) -> String {
-    let fits = i64::try_from(seconds)
+    let mut out = String::with_capacity(19);
+    push_local_date_time(&mut out, seconds);
+    out
+}
+
+fn push_local_date_time(out: &mut String, seconds: u64) {
+    let local = i64::try_from(seconds)
         .ok()
         .and_then(|s| match Local.timestamp_opt(s, 0) {
             LocalResult::Single(dt) | LocalResult::Ambiguous(dt, _) => Some(dt),
             LocalResult::None => None,
         })
-        .filter(|dt| dt.year() <= 9999);
-    match fits {
-        Some(dt) => dt.format("%Y-%m-%d %H:%M:%S").to_string(),
-        None => format!("@{seconds}"),
-    }
+        .filter(|dt| (0..=9999).contains(&dt.year()));
+    let Some(dt) = local else {
+        out.push('@');
+        out.push_str(itoa::Buffer::new().format(seconds));
+        return;
+    };
+    // Formatted by hand: chrono's strftime machinery costs more than the
+    // time zone lookup itself.
+    let mut digits = [0u8; 19];
+    let mut put = |at: usize, value: u32, width: usize| {
+        let mut v = value;
+        for i in (at..at + width).rev() {
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, dt.year() as u32, 4);
+    put(5, dt.month(), 2);
+    put(8, dt.day(), 2);
+    put(11, dt.hour(), 2);
+    put(14, dt.minute(), 2);
+    put(17, dt.second(), 2);
+    digits[4] = b'-';
+    digits[7] = b'-';
+    digits[10] = b' ';
+    digits[13] = b':';
+    digits[16] = b':';
+    out.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
 }
 
 /// Remembers the formatted date of the last second seen.
@@ -107,7 +137,8 @@ impl DateCache {
     #[inline]
     pub fn get(&mut self, seconds: u64) -> &str {
         if self.second != Some(seconds) {
-            self.text = local_date_time(seconds);
+            self.text.clear();
+            push_local_date_time(&mut self.text, seconds);
             self.second = Some(seconds);
         }
         &self.text
@@ -295,5 +326,21 @@ mod tests {
     fn dates_out_of_range_print_seconds() {
         assert_eq!(local_date_time(u64::MAX / 1_000_000), "@18446744073709");
         assert!(local_date_time(1_749_737_007).starts_with("2025-06-1"));
+        // The same as chrono's own formatting, any time zone.
+        for s in [
+            0u64,
+            86_399,
+            951_782_400,
+            1_749_737_007,
+            4_102_444_800,
+            253_402_214_400,
+        ] {
+            let want = Local
+                .timestamp_opt(s as i64, 0)
+                .unwrap()
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string();
+            assert_eq!(local_date_time(s), want);
+        }
     }
 }
