@@ -89,8 +89,15 @@ struct Producer {
 }
 
 impl Producer {
-    #[inline(always)]
+    #[cfg(test)]
     fn push(&mut self, event: Event) {
+        self.push_with(|| event)
+    }
+
+    /// Writes the event `make` builds straight into the next slot; `make` runs
+    /// only when there is room (a full queue neither builds nor timestamps).
+    #[inline(always)]
+    fn push_with(&mut self, make: impl FnOnce() -> Event) {
         if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
             self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
             if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
@@ -105,7 +112,7 @@ impl Producer {
         unsafe {
             self.slots
                 .add((self.head & self.mask) as usize)
-                .write(event)
+                .write(make())
         };
         self.head += 1;
         self.shared.head.0.store(self.head, Ordering::Release);
@@ -214,9 +221,65 @@ impl Staging {
     }
 
     /// Records one event into the calling thread's queue for this instance.
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn push(&self, event: Event) {
-        if LOCAL.try_with(|local| local.push(self, event)).is_err() {
+        self.push_with(|| event)
+    }
+
+    /// Records the event `make` builds into the calling thread's queue for this
+    /// instance. The event is built in its slot (no copy through the stack), and
+    /// only when it will be kept: `make` is where the caller reads the clock.
+    #[inline(always)]
+    pub(crate) fn push_with(&self, make: impl FnOnce() -> Event) {
+        // The address only (a closure this small always inlines; the whole push
+        // inside `with` did not, costing a call per record).
+        let cache = CACHE.with(|cache| cache as *const LocalCache);
+        // SAFETY: CACHE is this thread's const-initialised thread-local without a
+        // destructor: its storage stays valid until the thread exits, which
+        // cannot happen during this call.
+        let cache = unsafe { &*cache };
+        if cache.last_id.get() == self.id {
+            // SAFETY: `last` points into a Box owned by this thread's TABLE, set
+            // together with `last_id`, and reset whenever that entry is removed
+            // or TABLE is torn down; only this thread touches them, and nothing
+            // reached from Producer::push_with re-enters them (`make` only
+            // builds an event), so this is the only reference.
+            unsafe { (*cache.last.get()).push_with(make) }
+        } else {
+            self.push_slow(cache, make());
+        }
+    }
+
+    /// Finds or registers the calling thread's queue for this instance, makes it
+    /// the cached one, and records `event` into it.
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&self, cache: &LocalCache, event: Event) {
+        let pushed = TABLE.try_with(|table| {
+            // SAFETY: only this thread accesses the table and no reference into it
+            // is alive here (push_slow is not reachable from a Producer::push_with).
+            let entries = unsafe { &mut *table.entries.get() };
+            // Forget queues of instances that have shut down.
+            let before = entries.len();
+            entries.retain(|(_, p)| !p.shared.closed.load(Ordering::Acquire));
+            if entries.len() != before {
+                cache.reset();
+            }
+            let index = match entries.iter().position(|(id, _)| *id == self.id) {
+                Some(i) => i,
+                None => {
+                    entries.push((self.id, Box::new(self.register())));
+                    entries.len() - 1
+                }
+            };
+            let producer: *mut Producer = &mut *entries[index].1;
+            cache.last_id.set(self.id);
+            cache.last.set(producer);
+            // SAFETY: as in `push_with`: the pointer is into a live Box of TABLE.
+            unsafe { (*producer).push_with(|| event) }
+        });
+        if pushed.is_err() {
+            // This thread's TABLE is already torn down.
             self.late_drops.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -247,63 +310,47 @@ impl Staging {
     }
 }
 
-/// The calling thread's producers, one per telemetry instance it recorded into.
-struct LocalProducers {
+/// The calling thread's fast-path cache: the producer it recorded into last.
+/// It has no destructor, so reaching it costs no lazy-registration check on
+/// the hot path; TABLE, which owns the producers, resets it when torn down.
+struct LocalCache {
     last_id: Cell<u64>,
     last: Cell<*mut Producer>,
+}
+
+impl LocalCache {
+    fn reset(&self) {
+        self.last_id.set(0);
+        self.last.set(std::ptr::null_mut());
+    }
+}
+
+/// The calling thread's producers, one per telemetry instance it recorded into.
+struct LocalTable {
     entries: UnsafeCell<Vec<(u64, Box<Producer>)>>,
 }
 
+impl Drop for LocalTable {
+    fn drop(&mut self) {
+        // The producers go with the table: forget the cached pointer first, so a
+        // record from a later thread-local destructor takes the slow path and is
+        // counted as a late drop.
+        let _ = CACHE.try_with(LocalCache::reset);
+    }
+}
+
 thread_local! {
-    static LOCAL: LocalProducers = const {
-        LocalProducers {
+    static CACHE: LocalCache = const {
+        LocalCache {
             last_id: Cell::new(0),
             last: Cell::new(std::ptr::null_mut()),
+        }
+    };
+    static TABLE: LocalTable = const {
+        LocalTable {
             entries: UnsafeCell::new(Vec::new()),
         }
     };
-}
-
-impl LocalProducers {
-    #[inline(always)]
-    fn push(&self, staging: &Staging, event: Event) {
-        if self.last_id.get() == staging.id {
-            // SAFETY: `last` points into a Box owned by `entries` of this thread's
-            // table, set together with `last_id` and reset whenever an entry is
-            // removed; only this thread touches the table, and nothing reached
-            // from Producer::push re-enters it, so this is the only reference.
-            unsafe { (*self.last.get()).push(event) }
-        } else {
-            self.push_slow(staging, event);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn push_slow(&self, staging: &Staging, event: Event) {
-        // SAFETY: only this thread accesses the table and no reference into it is
-        // alive here (push_slow is not reachable from inside a Producer::push).
-        let entries = unsafe { &mut *self.entries.get() };
-        // Forget queues of instances that have shut down.
-        let before = entries.len();
-        entries.retain(|(_, p)| !p.shared.closed.load(Ordering::Acquire));
-        if entries.len() != before {
-            self.last_id.set(0);
-            self.last.set(std::ptr::null_mut());
-        }
-        let index = match entries.iter().position(|(id, _)| *id == staging.id) {
-            Some(i) => i,
-            None => {
-                entries.push((staging.id, Box::new(staging.register())));
-                entries.len() - 1
-            }
-        };
-        let producer: *mut Producer = &mut *entries[index].1;
-        self.last_id.set(staging.id);
-        self.last.set(producer);
-        // SAFETY: as in `push`: the pointer is into a live Box of this table.
-        unsafe { (*producer).push(event) }
-    }
 }
 
 #[cfg(test)]
@@ -423,9 +470,9 @@ mod tests {
         let c = Staging::new(8);
         // The slow path purges a's queue from this thread's table.
         c.push(ev(7));
-        let live = LOCAL.with(|l| {
+        let live = TABLE.with(|t| {
             // SAFETY: the test inspects this thread's table; no push is in progress.
-            let entries = unsafe { &*l.entries.get() };
+            let entries = unsafe { &*t.entries.get() };
             entries.iter().map(|(id, _)| *id).collect::<Vec<_>>()
         });
         assert!(!live.contains(&a.id) && live.contains(&b.id) && live.contains(&c.id));

@@ -75,12 +75,9 @@ impl EventHandle {
     #[inline(always)]
     pub fn record(&self, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push(Event::with_encoded_name(
-                clock::now_us(),
-                self.category,
-                self.name,
-                value,
-            ));
+            shared.collector.staging.push_with(|| {
+                Event::with_encoded_name(clock::now_us(), self.category, self.name, value)
+            });
         }
     }
 
@@ -88,12 +85,9 @@ impl EventHandle {
     #[inline(always)]
     pub fn record_at(&self, timestamp_us: u64, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push(Event::with_encoded_name(
-                timestamp_us,
-                self.category,
-                self.name,
-                value,
-            ));
+            shared.collector.staging.push_with(|| {
+                Event::with_encoded_name(timestamp_us, self.category, self.name, value)
+            });
         }
     }
 
@@ -258,7 +252,7 @@ impl Telemetry {
                 shared
                     .collector
                     .staging
-                    .push(Event::new(clock::now_us(), category, name, value));
+                    .push_with(|| Event::new(clock::now_us(), category, name, value));
             }
         }
     }
