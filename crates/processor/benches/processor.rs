@@ -1,7 +1,8 @@
 //! Throughput of the processor on the fixture corpus, repeated.
 //!
-//! Run with `cargo bench -p nixl-telemetry-processor --bench processor`
-//! (optionally followed by `-- SECONDS` for the time spent per measurement, default 3).
+//! Run with `cargo bench -p nixl-telemetry-processor --bench processor`, optionally
+//! followed by `-- SECONDS` (time per measurement, default 3) and a word that selects
+//! the measurements whose name contains it.
 //!
 //! Measures, on one thread:
 //! * `process`: records already parsed, default builders (the library's hot path);
@@ -36,9 +37,39 @@ fn processor(builders: Option<&str>) -> MetricProcessor {
     }
 }
 
-/// Runs `pass` (one pass over the corpus) until `budget` is spent; returns records/s.
-fn measure(budget: Duration, records_per_pass: usize, mut pass: impl FnMut()) -> (f64, u64) {
+/// Nanoseconds this thread has spent on a CPU (from the scheduler's statistics), so
+/// that a busy shared machine does not count other processes' time against us.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// One measurement: records per wall-clock second and per second of this thread's CPU
+/// time, and the number of timed passes.
+struct Rate {
+    wall: f64,
+    cpu: Option<f64>,
+    passes: u64,
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:>10.0} records/s wall", self.wall)?;
+        if let Some(cpu) = self.cpu {
+            write!(f, ", {cpu:>10.0} records/s of CPU time")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `pass` (one pass over the corpus) until `budget` is spent.
+fn measure(budget: Duration, records_per_pass: usize, mut pass: impl FnMut()) -> Rate {
     pass(); // warm up: the map reaches its final size
+    let cpu_start = thread_cpu_ns();
     let start = Instant::now();
     let mut passes = 0u64;
     while start.elapsed() < budget {
@@ -46,14 +77,25 @@ fn measure(budget: Duration, records_per_pass: usize, mut pass: impl FnMut()) ->
         passes += 1;
     }
     let secs = start.elapsed().as_secs_f64();
-    ((passes as f64 * records_per_pass as f64) / secs, passes)
+    let records = passes as f64 * records_per_pass as f64;
+    let cpu = cpu_start
+        .zip(thread_cpu_ns())
+        .map(|(a, b)| records / ((b - a) as f64 / 1e9));
+    Rate {
+        wall: records / secs,
+        cpu,
+        passes,
+    }
 }
 
 fn main() {
-    let seconds: f64 = std::env::args()
+    let args: Vec<String> = std::env::args()
         .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(3.0);
+        .filter(|a| a != "--bench")
+        .collect();
+    let seconds: f64 = args.iter().find_map(|a| a.parse().ok()).unwrap_or(3.0);
+    let filter = args.iter().find(|a| a.parse::<f64>().is_err()).cloned();
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.starts_with(f));
     let budget = Duration::from_secs_f64(seconds);
     let text = std::fs::read_to_string(CORPUS).expect("fixture corpus");
     let lines: Vec<&str> = text.lines().collect();
@@ -68,51 +110,57 @@ fn main() {
     let n = parsed.len();
     println!("corpus: {n} records; {seconds} s per measurement; one thread");
 
-    let mut p = processor(None);
-    let mut metrics = Metrics::new();
-    let (rate, passes) = measure(budget, n, || {
-        for (line, ctx) in parsed.iter().zip(&contexts) {
-            p.process(&mut metrics, black_box(&line.record), ctx)
-                .expect("corpus record");
-        }
-    });
-    println!(
-        "process (default builders):        {:>12.0} records/s  ({} records, {} distinct keys)",
-        rate,
-        (passes + 1) * n as u64,
-        metrics.len()
-    );
-
-    let mut p = processor(None);
-    let mut metrics = Metrics::new();
-    let (rate, passes) = measure(budget, n, || {
-        for line in &lines {
-            let input = parse_input_line(black_box(line)).expect("corpus line");
-            let ctx = Context::at(input.now.expect("now"));
-            p.process(&mut metrics, &input.record, &ctx)
-                .expect("corpus record");
-        }
-    });
-    println!(
-        "parse+process (default builders):  {:>12.0} records/s  ({} records, {} distinct keys)",
-        rate,
-        (passes + 1) * n as u64,
-        metrics.len()
-    );
-
-    for name in ["legacy", "comprehensive", "time", "labeled"] {
-        let mut p = processor(Some(name));
+    if wanted("process (default builders)") {
+        let mut p = processor(None);
         let mut metrics = Metrics::new();
-        let (rate, _) = measure(budget / 2, n, || {
+        let rate = measure(budget, n, || {
             for (line, ctx) in parsed.iter().zip(&contexts) {
                 p.process(&mut metrics, black_box(&line.record), ctx)
                     .expect("corpus record");
             }
         });
         println!(
-            "process ({name} only): {:>width$.0} records/s",
-            rate,
-            width = 27 - name.len()
+            "process (default builders):       {rate}  ({} records, {} distinct keys)",
+            (rate.passes + 1) * n as u64,
+            metrics.len()
+        );
+    }
+
+    if wanted("parse+process (default builders)") {
+        let mut p = processor(None);
+        let mut metrics = Metrics::new();
+        let rate = measure(budget, n, || {
+            for line in &lines {
+                let input = parse_input_line(black_box(line)).expect("corpus line");
+                let ctx = Context::at(input.now.expect("now"));
+                p.process(&mut metrics, &input.record, &ctx)
+                    .expect("corpus record");
+            }
+        });
+        println!(
+            "parse+process (default builders): {rate}  ({} records, {} distinct keys)",
+            (rate.passes + 1) * n as u64,
+            metrics.len()
+        );
+    }
+
+    for name in ["legacy", "comprehensive", "time", "labeled"] {
+        if !wanted(&format!("process ({name} only)")) {
+            continue;
+        }
+        let mut p = processor(Some(name));
+        let mut metrics = Metrics::new();
+        let rate = measure(budget / 2, n, || {
+            for (line, ctx) in parsed.iter().zip(&contexts) {
+                p.process(&mut metrics, black_box(&line.record), ctx)
+                    .expect("corpus record");
+            }
+        });
+        println!(
+            "process ({name} only):{:width$} {rate}  ({} records)",
+            "",
+            (rate.passes + 1) * n as u64,
+            width = 20 - name.len()
         );
     }
 }

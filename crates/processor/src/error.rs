@@ -226,6 +226,9 @@ pub enum BuildError {
     /// `last_updated` is kept by the processor and cannot be written by a builder.
     #[error("metric key `last_updated` is reserved for the processor's timestamp")]
     ReservedKey,
+    /// A slot remembered from another map, or from before a roll-back, was used.
+    #[error("a metric slot was used after its map changed (check MetricsUpdate::is_current)")]
+    StaleSlot,
     /// Any other reason, given by a user-defined builder.
     #[error("{0}")]
     Custom(String),

@@ -1,12 +1,10 @@
 //! Normalisation: a raw record becomes [`TelemetryData`], one value per registry
 //! attribute, with defaults applied and strings sanitised.
 
-use std::borrow::Cow;
-
 use crate::error::ExtractError;
 use crate::record::{JsonNumber, JsonValue, Record};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{render_scalar, sanitize_str, write_number};
+use crate::sanitize::{render_scalar, sanitize_into, sanitize_str, write_number};
 use crate::types::{AttributeDef, AttributeType, DefaultValue};
 
 /// The value of a boolean attribute: any JSON scalar, kept as given.
@@ -86,13 +84,136 @@ impl<'r> ListValue<'r> {
             })
             .chain(default.iter().map(String::as_str))
     }
+
+    /// The distinct elements with their counts, in order of first appearance
+    /// (`["a", "b", "a"]` → `("a", 2), ("b", 1)`), without allocating for up to
+    /// [`NameGroups::INLINE`] distinct elements.
+    pub fn groups(&self) -> NameGroups<'r> {
+        NameGroups::from_names(self.iter())
+    }
+}
+
+/// Distinct list elements with their counts (see [`ListValue::groups`]).
+#[derive(Debug, Clone)]
+pub struct NameGroups<'r> {
+    inline: [(&'r str, u32); NameGroups::INLINE],
+    len: usize,
+    spill: Vec<(&'r str, u32)>,
+}
+
+impl<'r> NameGroups<'r> {
+    /// Distinct elements kept without allocating.
+    pub const INLINE: usize = 12;
+
+    /// Groups names (see [`ListValue::groups`]).
+    pub fn from_names(names: impl IntoIterator<Item = &'r str>) -> NameGroups<'r> {
+        let mut groups = NameGroups {
+            inline: [("", 0); NameGroups::INLINE],
+            len: 0,
+            spill: Vec::new(),
+        };
+        for name in names {
+            groups.add(name);
+        }
+        groups
+    }
+
+    fn add(&mut self, item: &'r str) {
+        if let Some(entry) = self.inline[..self.len]
+            .iter_mut()
+            .chain(self.spill.iter_mut())
+            .find(|(name, _)| *name == item)
+        {
+            entry.1 += 1;
+        } else if self.len < Self::INLINE {
+            self.inline[self.len] = (item, 1);
+            self.len += 1;
+        } else {
+            self.spill.push((item, 1));
+        }
+    }
+
+    /// The groups in order of first appearance.
+    pub fn iter(&self) -> impl Iterator<Item = (&'r str, u32)> + '_ {
+        self.inline[..self.len]
+            .iter()
+            .chain(self.spill.iter())
+            .copied()
+    }
+}
+
+/// Sanitised text: borrowed when the raw text was already clean, otherwise owned (the
+/// processor reuses these strings from record to record).
+#[derive(Clone)]
+pub struct Text<'r>(TextRepr<'r>);
+
+#[derive(Clone)]
+enum TextRepr<'r> {
+    Borrowed(&'r str),
+    Owned(String),
+}
+
+impl<'r> Text<'r> {
+    /// Text sanitised in lower case (see [`crate::sanitize_str`]).
+    pub fn sanitized(raw: &'r str) -> Text<'r> {
+        Text::sanitized_with(raw, &mut Vec::new())
+    }
+
+    /// Like [`Text::sanitized`], taking the string to write into from `pool`.
+    pub(crate) fn sanitized_with(raw: &'r str, pool: &mut Vec<String>) -> Text<'r> {
+        if raw
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Text(TextRepr::Borrowed(raw));
+        }
+        let mut text = pool.pop().unwrap_or_default();
+        text.clear();
+        sanitize_into(&mut text, raw, false);
+        Text(TextRepr::Owned(text))
+    }
+
+    /// Owned text, as is.
+    pub fn owned(text: String) -> Text<'r> {
+        Text(TextRepr::Owned(text))
+    }
+
+    /// The owned string, if any, for reuse.
+    fn into_owned_buffer(self) -> Option<String> {
+        match self.0 {
+            TextRepr::Owned(s) => Some(s),
+            TextRepr::Borrowed(_) => None,
+        }
+    }
+}
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match &self.0 {
+            TextRepr::Borrowed(s) => s,
+            TextRepr::Owned(s) => s,
+        }
+    }
+}
+
+impl AsRef<str> for Text<'_> {
+    fn as_ref(&self) -> &str {
+        self
+    }
+}
+
+impl std::fmt::Debug for Text<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
 }
 
 /// One normalised attribute value.
 #[derive(Debug, Clone)]
 pub enum AttrValue<'r> {
     /// A string attribute, sanitised (lower case, `[a-z0-9_]` only).
-    String(Cow<'r, str>),
+    String(Text<'r>),
     /// A boolean attribute, as given.
     Boolean(Scalar<'r>),
     /// An integer attribute.
@@ -143,6 +264,11 @@ impl<'r> TelemetryData<'r> {
     /// The values, in registry order.
     pub fn values(&self) -> &[AttrValue<'r>] {
         &self.values
+    }
+
+    /// Takes the values out.
+    pub fn into_values(self) -> Vec<AttrValue<'r>> {
+        self.values
     }
 
     /// The value at a registry position (builders resolve positions once, when bound).
@@ -203,7 +329,7 @@ impl<'r> TelemetryData<'r> {
             .zip(&self.values)
             .map(|(attr, value)| {
                 let v = match value {
-                    AttrValue::String(s) => Value::from(s.as_ref()),
+                    AttrValue::String(s) => Value::from(&**s),
                     AttrValue::Boolean(Scalar::Bool(b)) => Value::from(*b),
                     AttrValue::Boolean(Scalar::Number(n)) => number(*n),
                     AttrValue::Boolean(Scalar::String(s)) => Value::from(*s),
@@ -226,20 +352,58 @@ pub fn extract_telemetry_data<'r>(
     registry: &'r AttributeRegistry,
     record: &'r Record<'_>,
 ) -> Result<TelemetryData<'r>, ExtractError> {
-    let mut values = Vec::with_capacity(registry.len());
+    extract_into(
+        registry,
+        record,
+        Vec::with_capacity(registry.len()),
+        &mut Vec::new(),
+    )
+    .map_err(|(error, _)| error)
+}
+
+/// [`extract_telemetry_data`] into a given (empty) vector, handed back on failure so
+/// that its allocation can be reused; sanitised strings are written into strings taken
+/// from `pool`.
+#[allow(clippy::type_complexity)]
+pub(crate) fn extract_into<'r>(
+    registry: &'r AttributeRegistry,
+    record: &'r Record<'_>,
+    mut values: Vec<AttrValue<'r>>,
+    pool: &mut Vec<String>,
+) -> Result<TelemetryData<'r>, (ExtractError, Vec<AttrValue<'r>>)> {
+    values.clear();
     for attr in registry.attributes() {
-        let value = match record.get(&attr.raw_key) {
+        let raw = record.get(&attr.raw_key);
+        let value = match raw {
             None | Some(JsonValue::Null) => default_value(attr),
-            Some(raw) => read_value(attr, raw)?,
+            Some(raw) => match read_value(attr, raw, pool) {
+                Ok(value) => value,
+                Err(error) => return Err((error, values)),
+            },
         };
         values.push(value);
     }
     Ok(TelemetryData { registry, values })
 }
 
+/// An empty vector of values with another lifetime, reusing the allocation; owned
+/// strings go back to `pool`.
+pub(crate) fn recycle<'a>(
+    mut values: Vec<AttrValue<'_>>,
+    pool: &mut Vec<String>,
+) -> Vec<AttrValue<'a>> {
+    for value in values.drain(..) {
+        if let AttrValue::String(text) = value {
+            pool.extend(text.into_owned_buffer());
+        }
+    }
+    // An in-place collect: same layout, so the allocation is kept.
+    values.into_iter().map(|_| unreachable!("empty")).collect()
+}
+
 fn default_value(attr: &AttributeDef) -> AttrValue<'_> {
     match &attr.default {
-        DefaultValue::String(s) => AttrValue::String(sanitize_str(s, false)),
+        DefaultValue::String(s) => AttrValue::String(Text::sanitized(s)),
         DefaultValue::Boolean(b) => AttrValue::Boolean(Scalar::Bool(*b)),
         DefaultValue::Integer(i) => AttrValue::Integer(*i),
         DefaultValue::List(items) => AttrValue::List(ListValue::Default(items)),
@@ -258,15 +422,16 @@ fn wrong_type(attr: &AttributeDef, raw: &JsonValue<'_>) -> ExtractError {
 fn read_value<'r>(
     attr: &AttributeDef,
     raw: &'r JsonValue<'_>,
+    pool: &mut Vec<String>,
 ) -> Result<AttrValue<'r>, ExtractError> {
     Ok(match attr.attr_type {
         AttributeType::String => match raw {
-            JsonValue::String(s) => AttrValue::String(sanitize_str(s, false)),
+            JsonValue::String(s) => AttrValue::String(Text::sanitized_with(s, pool)),
             JsonValue::Array(_) | JsonValue::Object(_) => return Err(wrong_type(attr, raw)),
             scalar => {
                 let mut text = String::new();
                 render_scalar(scalar, &mut text);
-                AttrValue::String(Cow::Owned(sanitize_str(&text, false).into_owned()))
+                AttrValue::String(Text::owned(sanitize_str(&text, false).into_owned()))
             }
         },
         AttributeType::Boolean => AttrValue::Boolean(match raw {

@@ -19,10 +19,31 @@ fn fold(a: u64, b: u64) -> u64 {
 }
 
 #[inline]
-fn read_u64(b: &[u8]) -> u64 {
+fn read_u64(b: &[u8], at: usize) -> u64 {
     let mut buf = [0u8; 8];
-    buf[..b.len()].copy_from_slice(b);
+    buf.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(buf)
+}
+
+#[inline]
+fn read_u32(b: &[u8], at: usize) -> u64 {
+    let mut buf = [0u8; 4];
+    buf.copy_from_slice(&b[at..at + 4]);
+    u64::from(u32::from_le_bytes(buf))
+}
+
+/// Reads 1 to 16 bytes as two words, with overlapping fixed-size loads.
+#[inline]
+fn read_tail(b: &[u8]) -> (u64, u64) {
+    let n = b.len();
+    if n >= 8 {
+        (read_u64(b, 0), read_u64(b, n - 8))
+    } else if n >= 4 {
+        (read_u32(b, 0), read_u32(b, n - 4))
+    } else {
+        let word = u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16;
+        (word, 0)
+    }
 }
 
 /// Builds [`KeyHasher`]s with one random seed per map.
@@ -57,17 +78,11 @@ impl Hasher for KeyHasher {
         let mut h = self.state ^ (bytes.len() as u64).wrapping_mul(K2);
         let mut chunks = bytes.chunks_exact(16);
         for c in &mut chunks {
-            let a = read_u64(&c[..8]);
-            let b = read_u64(&c[8..]);
-            h = fold(a ^ K0, b ^ h);
+            h = fold(read_u64(c, 0) ^ K0, read_u64(c, 8) ^ h);
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let (a, b) = if rest.len() > 8 {
-                (read_u64(&rest[..8]), read_u64(&rest[8..]))
-            } else {
-                (read_u64(rest), 0)
-            };
+            let (a, b) = read_tail(rest);
             h = fold(a ^ K0, b ^ h ^ K1);
         }
         self.state = h;

@@ -55,7 +55,7 @@
 //! processor.process_json(&mut metrics, r#"{"action": "train", "success": true}"#, &Context::at(now))?;
 //! assert_eq!(metrics.get("failures_today"), Some(1));
 //! assert_eq!(metrics.get("total_action_train_fail"), Some(1));
-//! assert_eq!(metrics.last_updated(), Some("2025-01-13T10:00:00"));
+//! assert_eq!(metrics.last_updated().as_deref(), Some("2025-01-13T10:00:00"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -86,10 +86,12 @@ pub use error::{
     BindError, BuildError, ExtractError, ProcessError, PrometheusError, RecordError, RegistryError,
     StateError, TimestampError,
 };
-pub use extract::{extract_telemetry_data, AttrValue, ListValue, Scalar, TelemetryData};
+pub use extract::{
+    extract_telemetry_data, AttrValue, ListValue, NameGroups, Scalar, TelemetryData, Text,
+};
 pub use hash::{KeyHashState, KeyHasher};
 pub use input::{parse_input_line, InputLine, LineError};
-pub use metrics::{Metrics, MetricsUpdate, LAST_UPDATED};
+pub use metrics::{Metrics, MetricsUpdate, Slot, SlotCache, LAST_UPDATED};
 pub use processor::{Context, MetricProcessor};
 pub use prometheus::{render_prometheus, split_series};
 pub use record::{JsonNumber, JsonValue, Record};

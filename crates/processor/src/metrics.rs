@@ -1,31 +1,79 @@
 //! The metrics map: integer values by key, plus the processor's `last_updated`
 //! timestamp. Memory grows with the number of distinct keys only.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
 use crate::error::{BuildError, StateError};
 use crate::hash::KeyHashState;
+use crate::time::Timestamp;
 
 /// The key under which the processor's timestamp is serialised.
 pub const LAST_UPDATED: &str = "last_updated";
+
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+fn next_generation() -> u64 {
+    NEXT_GENERATION.fetch_add(1, Ordering::Relaxed)
+}
 
 /// Integer metrics by key, and the time of the last applied record.
 ///
 /// Serialised as one flat JSON object whose keys are sorted by code point, every value
 /// an integer except `last_updated`, a string (see [`Metrics::write_json`]).
-#[derive(Debug, Clone, Default)]
+///
+/// Each key gets a dense slot number when first written; values live in one vector, so
+/// builders that remember slots ([`MetricsUpdate::slot`]) update them without hashing
+/// their keys again.
+#[derive(Debug)]
 pub struct Metrics {
-    values: HashMap<String, i64, KeyHashState>,
-    last_updated: Option<String>,
+    index: HashMap<Box<str>, u32, KeyHashState>,
+    values: Vec<i64>,
+    /// Changes whenever slot numbers may have been reused (new map, clone, roll-back).
+    generation: u64,
+    last_updated: Option<Stamp>,
+}
+
+/// `last_updated`: text as loaded (parsed only when needed, like the reference does),
+/// or the timestamp of the last applied record (formatted only when shown).
+#[derive(Debug, Clone)]
+pub(crate) enum Stamp {
+    Text(String),
+    Time(Timestamp),
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            index: HashMap::default(),
+            values: Vec::new(),
+            generation: next_generation(),
+            last_updated: None,
+        }
+    }
+}
+
+impl Clone for Metrics {
+    fn clone(&self) -> Self {
+        Metrics {
+            index: self.index.clone(),
+            values: self.values.clone(),
+            generation: next_generation(),
+            last_updated: self.last_updated.clone(),
+        }
+    }
 }
 
 impl PartialEq for Metrics {
     fn eq(&self, other: &Self) -> bool {
-        self.last_updated == other.last_updated && self.values == other.values
+        self.last_updated() == other.last_updated()
+            && self.len() == other.len()
+            && self.iter().all(|(k, v)| other.get(k) == Some(v))
     }
 }
 
@@ -49,22 +97,35 @@ impl Metrics {
 
     /// The value of a metric.
     pub fn get(&self, key: &str) -> Option<i64> {
-        self.values.get(key).copied()
+        self.index.get(key).map(|&id| self.values[id as usize])
     }
 
     /// Sets a metric. `last_updated` is reserved and refused.
-    pub fn insert(&mut self, key: impl Into<String>, value: i64) -> Result<(), BuildError> {
-        let key = key.into();
+    pub fn insert(&mut self, key: &str, value: i64) -> Result<(), BuildError> {
         if key == LAST_UPDATED {
             return Err(BuildError::ReservedKey);
         }
-        self.values.insert(key, value);
+        match self.index.get(key) {
+            Some(&id) => self.values[id as usize] = value,
+            None => {
+                self.push_new(key, value);
+            }
+        }
         Ok(())
+    }
+
+    fn push_new(&mut self, key: &str, value: i64) -> u32 {
+        let id = self.values.len() as u32;
+        self.values.push(value);
+        self.index.insert(key.into(), id);
+        id
     }
 
     /// The metrics in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
-        self.values.iter().map(|(k, v)| (k.as_str(), *v))
+        self.index
+            .iter()
+            .map(|(k, &id)| (k.as_ref(), self.values[id as usize]))
     }
 
     /// The metrics sorted by key (code-point order).
@@ -74,18 +135,27 @@ impl Metrics {
         entries
     }
 
-    /// The ISO time of the last applied record, as the processor wrote it.
-    pub fn last_updated(&self) -> Option<&str> {
-        self.last_updated.as_deref()
+    /// The ISO time of the last applied record in the reference's form
+    /// (`2025-01-13T22:18:25.626509`, no fraction when the microsecond is 0), or the
+    /// text loaded with the metrics if no record has been applied since.
+    pub fn last_updated(&self) -> Option<Cow<'_, str>> {
+        match self.last_updated.as_ref()? {
+            Stamp::Text(s) => Some(Cow::Borrowed(s)),
+            Stamp::Time(t) => Some(Cow::Owned(t.to_string())),
+        }
     }
 
     /// Replaces the `last_updated` text (the processor parses it as the previous `now`).
     pub fn set_last_updated(&mut self, value: Option<String>) {
-        self.last_updated = value;
+        self.last_updated = value.map(Stamp::Text);
     }
 
-    pub(crate) fn last_updated_buffer(&mut self) -> &mut String {
-        self.last_updated.get_or_insert_with(String::new)
+    pub(crate) fn stamp(&self) -> Option<&Stamp> {
+        self.last_updated.as_ref()
+    }
+
+    pub(crate) fn set_stamp(&mut self, now: Timestamp) {
+        self.last_updated = Some(Stamp::Time(now));
     }
 
     /// Reads a metrics document: a JSON object of integers, plus an optional
@@ -102,10 +172,11 @@ impl Metrics {
         })?;
         let mut metrics = Metrics::new();
         metrics.values.reserve(map.len());
+        metrics.index.reserve(map.len());
         for (key, v) in map {
             if key == LAST_UPDATED {
                 metrics.last_updated = match v {
-                    Value::String(s) => Some(s.clone()),
+                    Value::String(s) => Some(Stamp::Text(s.clone())),
                     Value::Null => None,
                     other => {
                         return Err(StateError::BadValue {
@@ -122,7 +193,7 @@ impl Metrics {
                 expected: "a 64-bit integer",
                 found: json_kind(v),
             })?;
-            metrics.values.insert(key.clone(), n);
+            metrics.push_new(key, n);
         }
         Ok(metrics)
     }
@@ -146,7 +217,8 @@ impl Metrics {
             write_json_str(s, key);
             s.push_str("\": ");
         };
-        let mut pending_last = self.last_updated.as_deref();
+        let last_updated = self.last_updated();
+        let mut pending_last = last_updated.as_deref();
         for (key, value) in entries {
             if let Some(last) = pending_last.filter(|_| LAST_UPDATED < key) {
                 member(&mut s, LAST_UPDATED);
@@ -210,43 +282,60 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// Undo information for the record being applied: the keys written so far and their
-/// previous values, kept in buffers reused across records.
+/// One write to undo.
+#[derive(Debug, Clone, Copy)]
+enum Undo {
+    /// The slot held this value before.
+    Value(u32, i64),
+    /// The slot was created by this record; its key is the next one in `new_keys`
+    /// counting from the end.
+    Created(u32, u32),
+}
+
+/// Undo information for the record being applied, kept in buffers reused across
+/// records: previous values of written slots, and the keys this record created.
 #[derive(Debug, Default)]
 pub(crate) struct UndoLog {
-    keys: String,
-    entries: Vec<(u32, u32, Option<i64>)>,
+    entries: Vec<Undo>,
+    new_keys: String,
 }
 
 impl UndoLog {
     pub(crate) fn clear(&mut self) {
-        self.keys.clear();
         self.entries.clear();
+        self.new_keys.clear();
     }
 
-    fn record(&mut self, key: &str, previous: Option<i64>) {
-        let start = self.keys.len() as u32;
-        self.keys.push_str(key);
-        self.entries.push((start, self.keys.len() as u32, previous));
-    }
-
-    /// Puts back every value written since the last [`UndoLog::clear`], newest first.
+    /// Puts back every value written since the last [`UndoLog::clear`], newest first,
+    /// and removes the keys created since then.
     pub(crate) fn roll_back(&mut self, metrics: &mut Metrics) {
-        for &(s, e, previous) in self.entries.iter().rev() {
-            let key = &self.keys[s as usize..e as usize];
-            match previous {
-                Some(v) => {
-                    if let Some(slot) = metrics.values.get_mut(key) {
-                        *slot = v;
-                    }
-                }
-                None => {
-                    metrics.values.remove(key);
+        let mut end = self.new_keys.len();
+        let mut removed = false;
+        for &entry in self.entries.iter().rev() {
+            match entry {
+                Undo::Value(id, previous) => metrics.values[id as usize] = previous,
+                Undo::Created(id, start) => {
+                    let key = &self.new_keys[start as usize..end];
+                    end = start as usize;
+                    debug_assert_eq!(id as usize + 1, metrics.values.len());
+                    metrics.values.pop();
+                    metrics.index.remove(key);
+                    removed = true;
                 }
             }
         }
+        if removed {
+            metrics.generation = next_generation();
+        }
         self.clear();
     }
+}
+
+/// A remembered position of a metric in one [`Metrics`] map (see [`MetricsUpdate::slot`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    id: u32,
+    generation: u64,
 }
 
 /// The metrics as builders see them while a record is applied: every write is
@@ -270,40 +359,166 @@ impl<'m> MetricsUpdate<'m> {
     /// Adds `delta` to a metric (a missing metric counts as 0) and returns the new value.
     /// Fails, changing nothing, if the result leaves the 64-bit range.
     pub fn add(&mut self, key: &str, delta: i64) -> Result<i64, BuildError> {
-        if let Some(slot) = self.metrics.values.get_mut(key) {
-            let new = slot
-                .checked_add(delta)
-                .ok_or_else(|| BuildError::Overflow {
-                    key: key.to_owned(),
-                })?;
-            self.undo.record(key, Some(*slot));
-            *slot = new;
-            Ok(new)
-        } else {
-            self.insert_new(key, delta)?;
-            Ok(delta)
+        match self.metrics.index.get(key) {
+            Some(&id) => self.add_id(id, delta),
+            None => {
+                self.create(key, delta)?;
+                Ok(delta)
+            }
         }
     }
 
     /// Sets a metric to `value`.
     pub fn set(&mut self, key: &str, value: i64) -> Result<(), BuildError> {
-        if let Some(slot) = self.metrics.values.get_mut(key) {
-            self.undo.record(key, Some(*slot));
-            *slot = value;
-            Ok(())
-        } else {
-            self.insert_new(key, value)
+        match self.metrics.index.get(key) {
+            Some(&id) => {
+                self.set_id(id, value);
+                Ok(())
+            }
+            None => self.create(key, value).map(drop),
         }
     }
 
-    fn insert_new(&mut self, key: &str, value: i64) -> Result<(), BuildError> {
+    /// The slot of a metric, creating it with value 0 if it does not exist (a creation
+    /// is undone like any write). A slot stays valid for this map until
+    /// [`MetricsUpdate::is_current`] says otherwise, so builders can remember the slots
+    /// of long keys and skip hashing them on later records.
+    pub fn slot(&mut self, key: &str) -> Result<Slot, BuildError> {
+        let id = match self.metrics.index.get(key) {
+            Some(&id) => id,
+            None => self.create(key, 0)?,
+        };
+        Ok(Slot {
+            id,
+            generation: self.metrics.generation,
+        })
+    }
+
+    /// Whether a remembered slot still belongs to this map.
+    pub fn is_current(&self, slot: Slot) -> bool {
+        slot.generation == self.metrics.generation
+    }
+
+    /// Adds `delta` to the metric at `slot` (see [`MetricsUpdate::add`]).
+    pub fn add_at(&mut self, slot: Slot, delta: i64) -> Result<i64, BuildError> {
+        if !self.is_current(slot) {
+            return Err(BuildError::StaleSlot);
+        }
+        self.add_id(slot.id, delta)
+    }
+
+    /// Sets the metric at `slot` (see [`MetricsUpdate::set`]).
+    pub fn set_at(&mut self, slot: Slot, value: i64) -> Result<(), BuildError> {
+        if !self.is_current(slot) {
+            return Err(BuildError::StaleSlot);
+        }
+        self.set_id(slot.id, value);
+        Ok(())
+    }
+
+    fn add_id(&mut self, id: u32, delta: i64) -> Result<i64, BuildError> {
+        let value = &mut self.metrics.values[id as usize];
+        let new = value
+            .checked_add(delta)
+            .ok_or_else(|| BuildError::Overflow {
+                key: key_of(&self.metrics.index, id),
+            })?;
+        self.undo.entries.push(Undo::Value(id, *value));
+        *value = new;
+        Ok(new)
+    }
+
+    fn set_id(&mut self, id: u32, value: i64) {
+        let slot = &mut self.metrics.values[id as usize];
+        self.undo.entries.push(Undo::Value(id, *slot));
+        *slot = value;
+    }
+
+    fn create(&mut self, key: &str, value: i64) -> Result<u32, BuildError> {
         if key == LAST_UPDATED {
             return Err(BuildError::ReservedKey);
         }
-        self.undo.record(key, None);
-        self.metrics.values.insert(key.to_owned(), value);
-        Ok(())
+        let start = self.undo.new_keys.len() as u32;
+        self.undo.new_keys.push_str(key);
+        let id = self.metrics.push_new(key, value);
+        self.undo.entries.push(Undo::Created(id, start));
+        Ok(id)
     }
+}
+
+/// Remembers metric slots under short keys chosen by a builder, so that a builder can
+/// skip building and hashing a long metric key when it has seen the same inputs before.
+///
+/// Each short key holds `N` slots (for example one per metric family that shares the
+/// same labels). The short key must determine the full metric key (different metric
+/// keys, different short keys). Everything is forgotten when the metrics map changes
+/// (another map, or a roll-back that removed keys), and when more than `capacity`
+/// short keys have been remembered.
+#[derive(Debug)]
+pub struct SlotCache<const N: usize> {
+    map: HashMap<Box<str>, [Option<Slot>; N], KeyHashState>,
+    probe: Option<Slot>,
+    capacity: usize,
+    key: String,
+}
+
+impl<const N: usize> SlotCache<N> {
+    /// A cache that forgets everything beyond `capacity` short keys.
+    pub fn new(capacity: usize) -> SlotCache<N> {
+        SlotCache {
+            map: HashMap::default(),
+            probe: None,
+            capacity,
+            key: String::new(),
+        }
+    }
+
+    /// Adds `delta` to metric `which` (0..N) of the short key `short`. When its slot is
+    /// not known yet, `write_key` writes the full metric key into the given (empty)
+    /// buffer.
+    pub fn add(
+        &mut self,
+        metrics: &mut MetricsUpdate<'_>,
+        short: &str,
+        which: usize,
+        delta: i64,
+        write_key: impl FnOnce(&mut String),
+    ) -> Result<i64, BuildError> {
+        if self.probe.is_some_and(|p| !metrics.is_current(p)) {
+            self.map.clear();
+            self.probe = None;
+        }
+        let slots = match self.map.get_mut(short) {
+            Some(slots) => slots,
+            None => {
+                if self.map.len() >= self.capacity {
+                    self.map.clear();
+                }
+                self.map.entry(short.into()).or_insert([None; N])
+            }
+        };
+        let slot = match slots[which] {
+            Some(slot) => slot,
+            None => {
+                self.key.clear();
+                write_key(&mut self.key);
+                let slot = metrics.slot(&self.key)?;
+                slots[which] = Some(slot);
+                self.probe = Some(slot);
+                slot
+            }
+        };
+        metrics.add_at(slot, delta)
+    }
+}
+
+/// The key of a slot (only for error messages: a scan of the index).
+fn key_of(index: &HashMap<Box<str>, u32, KeyHashState>, id: u32) -> String {
+    index
+        .iter()
+        .find(|(_, &i)| i == id)
+        .map(|(k, _)| k.to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -337,6 +552,9 @@ mod tests {
             up.add("a", 2).unwrap();
             up.add("b", 7).unwrap();
             up.set("a", 40).unwrap();
+            let slot = up.slot("c").unwrap();
+            up.add_at(slot, 9).unwrap();
+            assert_eq!(up.get("c"), Some(9));
             assert!(matches!(
                 up.add("a", i64::MAX),
                 Err(BuildError::Overflow { .. })
@@ -347,8 +565,11 @@ mod tests {
             ));
         }
         assert_eq!(m.get("a"), Some(40));
+        let generation = m.generation;
         undo.roll_back(&mut m);
         assert_eq!(m, before);
+        assert_ne!(m.generation, generation, "removed keys invalidate slots");
+        assert_eq!(m.len(), 1);
     }
 
     #[test]

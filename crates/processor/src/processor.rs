@@ -4,8 +4,8 @@ use std::fmt;
 
 use crate::builders::{builder_by_name, BuildContext, MetricBuilder, MetricKind, DEFAULT_BUILDERS};
 use crate::error::{BindError, ProcessError};
-use crate::extract::extract_telemetry_data;
-use crate::metrics::{Metrics, MetricsUpdate, UndoLog};
+use crate::extract::{extract_into, recycle, AttrValue};
+use crate::metrics::{Metrics, MetricsUpdate, Stamp, UndoLog};
 use crate::record::Record;
 use crate::registry::AttributeRegistry;
 use crate::time::Timestamp;
@@ -34,7 +34,7 @@ impl Context {
 
 /// Runs builders over records and keeps the metrics' `last_updated`.
 ///
-/// Each record is normalised against the registry ([`extract_telemetry_data`]), then
+/// Each record is normalised against the registry ([`crate::extract_telemetry_data`]), then
 /// every builder runs in order over the same metrics, then `last_updated` is set to
 /// `now` in ISO form. If anything fails, every write made for the record is undone
 /// and the metrics are exactly as before.
@@ -42,6 +42,9 @@ pub struct MetricProcessor {
     registry: AttributeRegistry,
     builders: Vec<Box<dyn MetricBuilder>>,
     undo: UndoLog,
+    /// The normalised values' vector and sanitised strings, reused from record to record.
+    spare: Vec<AttrValue<'static>>,
+    pool: Vec<String>,
 }
 
 impl fmt::Debug for MetricProcessor {
@@ -89,6 +92,8 @@ impl MetricProcessor {
             registry,
             builders: Vec::with_capacity(builders.len()),
             undo: UndoLog::default(),
+            spare: Vec::new(),
+            pool: Vec::new(),
         };
         for builder in builders {
             processor.add_boxed_builder(builder)?;
@@ -136,27 +141,38 @@ impl MetricProcessor {
         let now = context.now.unwrap_or_else(Timestamp::now_local);
         let old_now = match context.old_now {
             Some(t) => t,
-            None => match metrics.last_updated() {
-                Some(text) if !text.is_empty() => {
+            None => match metrics.stamp() {
+                Some(Stamp::Time(t)) => *t,
+                Some(Stamp::Text(text)) if !text.is_empty() => {
                     Timestamp::parse_iso(text).map_err(ProcessError::LastUpdated)?
                 }
                 _ => now,
             },
         };
-        let data = extract_telemetry_data(&self.registry, record)?;
+        let spare = recycle(std::mem::take(&mut self.spare), &mut self.pool);
+        let data = match extract_into(&self.registry, record, spare, &mut self.pool) {
+            Ok(data) => data,
+            Err((error, spare)) => {
+                self.spare = recycle(spare, &mut self.pool);
+                return Err(error.into());
+            }
+        };
         let build_context = BuildContext { now, old_now };
         self.undo.clear();
         let mut update = MetricsUpdate::new(metrics, &mut self.undo);
+        let mut failure = None;
         for builder in &mut self.builders {
             if let Err(source) = builder.build(&mut update, &data, &build_context) {
-                let builder = builder.name().to_owned();
-                self.undo.roll_back(metrics);
-                return Err(ProcessError::Build { builder, source });
+                failure = Some((builder.name().to_owned(), source));
+                break;
             }
         }
-        let last = metrics.last_updated_buffer();
-        last.clear();
-        now.write_iso(last);
+        self.spare = recycle(data.into_values(), &mut self.pool);
+        if let Some((builder, source)) = failure {
+            self.undo.roll_back(metrics);
+            return Err(ProcessError::Build { builder, source });
+        }
+        metrics.set_stamp(now);
         Ok(())
     }
 

@@ -15,6 +15,29 @@ fn is_lower_clean(b: u8) -> bool {
 /// Appends `text` sanitised to `out`: every code point that is not an ASCII letter or
 /// digit becomes one `_`, and letters are lower-cased (or upper-cased when `uppercase`).
 pub fn sanitize_into(out: &mut String, text: &str, uppercase: bool) {
+    if text.is_ascii() {
+        // Through the byte vector: a mapped slice iterator extends it without
+        // per-byte capacity checks.
+        let map = |b: u8| {
+            if !b.is_ascii_alphanumeric() {
+                b'_'
+            } else if uppercase {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            }
+        };
+        let mut bytes = std::mem::take(out).into_bytes();
+        bytes.extend(text.bytes().map(map));
+        *out = String::from_utf8(bytes).unwrap_or_else(|e| {
+            // Unreachable: ASCII appended to valid UTF-8. Keep the valid prefix.
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        });
+        return;
+    }
     out.reserve(text.len());
     for c in text.chars() {
         let mapped = if c.is_ascii_alphanumeric() {
@@ -28,6 +51,23 @@ pub fn sanitize_into(out: &mut String, text: &str, uppercase: bool) {
         };
         out.push(mapped);
     }
+}
+
+/// Appends an unsigned integer in decimal.
+pub fn push_uint(out: &mut String, n: u64) {
+    if n < 10 {
+        out.push(char::from(b'0' + n as u8));
+        return;
+    }
+    push_uint(out, n / 10);
+    out.push(char::from(b'0' + (n % 10) as u8));
+}
+
+/// Appends `<length>:<text>`, so that concatenations of such pieces stay unambiguous.
+pub(crate) fn push_counted(out: &mut String, text: &str) {
+    push_uint(out, text.len() as u64);
+    out.push(':');
+    out.push_str(text);
 }
 
 /// Sanitises text for use in a metric name: each code point that is not an ASCII letter
@@ -168,13 +208,13 @@ pub struct GpuIdScratch {
 /// (`3_NVIDIA_A100_2_NVIDIA_V100_1`; an empty list gives `0_`).
 pub fn write_gpu_identifier<'s, I>(gpus: I, out: &mut String, scratch: &mut GpuIdScratch)
 where
-    I: IntoIterator<Item = &'s str>,
+    I: IntoIterator<Item = (&'s str, u32)>,
 {
     scratch.names.clear();
     scratch.entries.clear();
-    let mut total = 0usize;
-    for gpu in gpus {
-        total += 1;
+    let mut total = 0u64;
+    for (gpu, count) in gpus {
+        total += u64::from(count);
         let start = scratch.names.len();
         sanitize_into(&mut scratch.names, gpu, true);
         let end = scratch.names.len();
@@ -185,23 +225,25 @@ where
             .iter_mut()
             .find(|(s, e, _)| &names[*s as usize..*e as usize] == name)
         {
-            entry.2 += 1;
+            entry.2 += count;
             scratch.names.truncate(start);
         } else {
-            scratch.entries.push((start as u32, end as u32, 1));
+            scratch.entries.push((start as u32, end as u32, count));
         }
     }
     let names = &scratch.names;
     scratch.entries.sort_unstable_by(|a, b| {
         names[a.0 as usize..a.1 as usize].cmp(&names[b.0 as usize..b.1 as usize])
     });
-    let _ = write!(out, "{total}_");
+    push_uint(out, total);
+    out.push('_');
     for (i, (s, e, count)) in scratch.entries.iter().enumerate() {
         if i > 0 {
             out.push('_');
         }
         out.push_str(&names[*s as usize..*e as usize]);
-        let _ = write!(out, "_{count}");
+        out.push('_');
+        push_uint(out, u64::from(*count));
     }
 }
 
@@ -209,7 +251,7 @@ where
 pub fn create_gpu_identifier<S: AsRef<str>>(gpus: &[S]) -> String {
     let mut out = String::new();
     write_gpu_identifier(
-        gpus.iter().map(AsRef::as_ref),
+        gpus.iter().map(|g| (g.as_ref(), 1)),
         &mut out,
         &mut GpuIdScratch::default(),
     );
@@ -272,6 +314,20 @@ mod tests {
         assert!(matches!(sanitize_str("resnet_50", false), Cow::Borrowed(_)));
         assert!(matches!(sanitize_str("A_1", true), Cow::Borrowed(_)));
         assert_eq!(sanitize_str("ResNet-50", false), "resnet_50");
+    }
+
+    #[test]
+    fn integers_and_ascii_fast_path() {
+        let mut s = String::new();
+        for n in [0u64, 7, 10, 4294967296, u64::MAX] {
+            s.clear();
+            push_uint(&mut s, n);
+            assert_eq!(s, n.to_string());
+        }
+        let long = "Ab-".repeat(50);
+        s.clear();
+        sanitize_into(&mut s, &long, true);
+        assert_eq!(s, "AB_".repeat(50));
     }
 
     #[test]

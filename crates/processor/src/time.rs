@@ -62,20 +62,21 @@ impl Timestamp {
     pub fn write_iso(&self, out: &mut String) {
         let d = self.local.date();
         let t = self.local.time();
-        let _ = write!(
-            out,
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            d.year(),
-            d.month(),
-            d.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        );
+        let mut buf = *b"0000-00-00T00:00:00.000000";
+        put_digits(&mut buf[0..4], d.year().unsigned_abs());
+        put_digits(&mut buf[5..7], d.month());
+        put_digits(&mut buf[8..10], d.day());
+        put_digits(&mut buf[11..13], t.hour());
+        put_digits(&mut buf[14..16], t.minute());
+        put_digits(&mut buf[17..19], t.second());
         let micros = t.nanosecond() / 1000;
-        if micros != 0 {
-            let _ = write!(out, ".{micros:06}");
-        }
+        let len = if micros != 0 {
+            put_digits(&mut buf[20..26], micros);
+            26
+        } else {
+            19
+        };
+        out.push_str(std::str::from_utf8(&buf[..len]).unwrap_or_default());
         if let Some(off) = self.offset_seconds {
             let sign = if off < 0 { '-' } else { '+' };
             let abs = off.unsigned_abs();
@@ -84,6 +85,14 @@ impl Timestamp {
                 let _ = write!(out, ":{:02}", abs % 60);
             }
         }
+    }
+}
+
+/// Writes `n` as zero-padded decimal filling `dst`.
+fn put_digits(dst: &mut [u8], mut n: u32) {
+    for d in dst.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
     }
 }
 

@@ -216,7 +216,7 @@ fn time_trace_line_by_line() {
             n + 1
         );
         assert_eq!(
-            metrics.last_updated(),
+            metrics.last_updated().as_deref(),
             expected["last_updated"].as_str(),
             "line {}",
             n + 1

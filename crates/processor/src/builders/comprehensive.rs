@@ -1,10 +1,10 @@
 //! The comprehensive name: every configured attribute in one metric name.
 
 use crate::error::{BindError, BuildError};
-use crate::extract::{AttrValue, TelemetryData};
-use crate::metrics::MetricsUpdate;
+use crate::extract::{AttrValue, NameGroups, TelemetryData};
+use crate::metrics::{MetricsUpdate, SlotCache};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{write_gpu_identifier, GpuIdScratch};
+use crate::sanitize::{push_counted, push_uint, write_gpu_identifier, GpuIdScratch};
 use crate::types::AttributeType;
 
 use super::{bind_attribute, truthy_at, BuildContext, MetricBuilder, MetricKind};
@@ -30,14 +30,32 @@ enum Part {
 /// Uses the boolean `success` (false if absent) and the list `gpus` (`["unknown"]` if
 /// absent) if the registry has them; the GPU identifier is
 /// [`crate::create_gpu_identifier`]'s.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ComprehensiveMetricsBuilder {
     parts: Option<Vec<Part>>,
     first_prefix: String,
     success: Option<usize>,
     gpus: Option<usize>,
-    key: String,
+    /// Slots by the short form of the name's inputs.
+    slots: SlotCache<1>,
+    short: String,
+    value: String,
     scratch: GpuIdScratch,
+}
+
+impl Default for ComprehensiveMetricsBuilder {
+    fn default() -> Self {
+        ComprehensiveMetricsBuilder {
+            parts: None,
+            first_prefix: String::new(),
+            success: None,
+            gpus: None,
+            slots: SlotCache::new(1 << 16),
+            short: String::new(),
+            value: String::new(),
+            scratch: GpuIdScratch::default(),
+        }
+    }
 }
 
 impl ComprehensiveMetricsBuilder {
@@ -95,32 +113,55 @@ impl MetricBuilder for ComprehensiveMetricsBuilder {
     ) -> Result<(), BuildError> {
         let parts = self
             .parts
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| BuildError::Custom("comprehensive builder used before bind".into()))?;
-        let key = &mut self.key;
-        key.clear();
+        let success = truthy_at(data, self.success);
+        let gpus = match self.gpus.map(|i| data.at(i)) {
+            Some(AttrValue::List(gpus)) => gpus.groups(),
+            _ => NameGroups::from_names(["unknown"]),
+        };
+        // The short form: every input of the name, each value as `<length>:<text>`.
+        let short = &mut self.short;
+        short.clear();
         for part in parts {
             match part {
-                Part::Attribute { index, prefix } => {
-                    key.push_str(prefix);
-                    data.at(*index).write_text(key);
+                Part::Attribute { index, .. } => match data.at(*index) {
+                    AttrValue::String(v) => push_counted(short, v),
+                    other => {
+                        self.value.clear();
+                        other.write_text(&mut self.value);
+                        push_counted(short, &self.value);
+                    }
+                },
+                Part::Status => short.push(if success { 'p' } else { 'f' }),
+            }
+        }
+        for (name, count) in gpus.iter() {
+            push_counted(short, name);
+            push_uint(short, u64::from(count));
+            short.push(';');
+        }
+        let scratch = &mut self.scratch;
+        self.slots
+            .add(metrics, short, 0, 1, |key| {
+                for part in parts {
+                    match part {
+                        Part::Attribute { index, prefix } => {
+                            key.push_str(prefix);
+                            data.at(*index).write_text(key);
+                        }
+                        Part::Status => key.push_str(if success {
+                            "status_pass"
+                        } else {
+                            "status_fail"
+                        }),
+                    }
+                    key.push('_');
                 }
-                Part::Status => key.push_str(if truthy_at(data, self.success) {
-                    "status_pass"
-                } else {
-                    "status_fail"
-                }),
-            }
-            key.push('_');
-        }
-        key.push_str("gpu_");
-        match self.gpus.map(|i| data.at(i)) {
-            Some(AttrValue::List(gpus)) => {
-                write_gpu_identifier(gpus.iter(), key, &mut self.scratch)
-            }
-            _ => write_gpu_identifier(["unknown"], key, &mut self.scratch),
-        }
-        metrics.add(key, 1).map(drop)
+                key.push_str("gpu_");
+                write_gpu_identifier(gpus.iter(), key, scratch);
+            })
+            .map(drop)
     }
 
     fn metric_kind(&self, family: &str) -> Option<MetricKind> {

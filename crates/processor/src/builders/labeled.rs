@@ -1,14 +1,13 @@
 //! Prometheus-style labeled metrics.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, ListValue, TelemetryData};
 use crate::hash::KeyHashState;
-use crate::metrics::MetricsUpdate;
+use crate::metrics::{MetricsUpdate, SlotCache};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::escape_label_value_into;
+use crate::sanitize::{escape_label_value_into, push_counted, push_uint};
 use crate::types::AttributeType;
 use crate::unicode::{is_alpha, is_digit, push_upper};
 
@@ -301,18 +300,100 @@ impl GpuTypeCache {
 /// `success`), `tao_primary_gpu` (see [`extract_primary_gpu`]; `unknown` for no GPU)
 /// and `tao_gpu_count`. Label values are escaped as the Prometheus text format
 /// requires. Uses `gpus` (empty if absent), `success` and `time_lapsed` if present.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LabeledMetricsBuilder {
     labels: Option<Vec<(String, LabelSource)>>,
     success: Option<usize>,
     gpus: Option<usize>,
     time_lapsed: Option<usize>,
     cache: GpuTypeCache,
+    /// Slots of the three job families, by the label values' short form.
+    jobs: SlotCache<3>,
+    /// Slots of `tao_job_gpu_total{…}`, by GPU type.
+    totals: SlotCache<1>,
     /// Per-type counts of the current job, in first-appearance order.
     counts: Vec<(u32, usize)>,
-    label_text: String,
+    /// The label values of the current job, each as `<length>:<text>`: a short form
+    /// that determines the label text.
+    short: String,
     value: String,
-    key: String,
+}
+
+impl Default for LabeledMetricsBuilder {
+    fn default() -> Self {
+        LabeledMetricsBuilder {
+            labels: None,
+            success: None,
+            gpus: None,
+            time_lapsed: None,
+            cache: GpuTypeCache::default(),
+            jobs: SlotCache::new(Self::MAX_LABEL_SETS),
+            totals: SlotCache::new(GpuTypeCache::MAX_NAMES),
+            counts: Vec::new(),
+            short: String::new(),
+            value: String::new(),
+        }
+    }
+}
+
+/// What one job's labels are made of.
+struct JobLabels<'a, 'd> {
+    labels: &'a [(String, LabelSource)],
+    data: &'a TelemetryData<'d>,
+    success: bool,
+    primary: &'a str,
+    gpu_count: usize,
+}
+
+impl JobLabels<'_, '_> {
+    /// Appends `{label="value",…}`, values escaped.
+    fn write_text(&self, out: &mut String, value: &mut String) {
+        out.push('{');
+        for (i, (prefix, source)) in self.labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(prefix);
+            match source {
+                LabelSource::Attribute(index) => match self.data.at(*index) {
+                    // Sanitised text never needs escaping.
+                    AttrValue::String(v) => out.push_str(v),
+                    other => {
+                        value.clear();
+                        other.write_text(value);
+                        escape_label_value_into(out, value);
+                    }
+                },
+                LabelSource::Status => out.push_str(if self.success { "pass" } else { "fail" }),
+                LabelSource::PrimaryGpu => escape_label_value_into(out, self.primary),
+                LabelSource::GpuCount => push_uint(out, self.gpu_count as u64),
+            }
+            out.push('"');
+        }
+        out.push('}');
+    }
+
+    /// Appends the short form of the label values (see `LabeledMetricsBuilder::short`).
+    fn write_short(&self, out: &mut String, value: &mut String) {
+        for (_, source) in self.labels {
+            match source {
+                LabelSource::Attribute(index) => match self.data.at(*index) {
+                    AttrValue::String(v) => push_counted(out, v),
+                    other => {
+                        value.clear();
+                        other.write_text(value);
+                        push_counted(out, value);
+                    }
+                },
+                LabelSource::Status => out.push(if self.success { 'p' } else { 'f' }),
+                LabelSource::PrimaryGpu => push_counted(out, self.primary),
+                LabelSource::GpuCount => {
+                    push_uint(out, self.gpu_count as u64);
+                    out.push(';');
+                }
+            }
+        }
+    }
 }
 
 impl LabeledMetricsBuilder {
@@ -321,12 +402,8 @@ impl LabeledMetricsBuilder {
         LabeledMetricsBuilder::default()
     }
 
-    fn write_key(&mut self, family: &str) -> &str {
-        self.key.clear();
-        self.key.push_str(family);
-        self.key.push_str(&self.label_text);
-        &self.key
-    }
+    /// Label sets remembered before the slot cache starts over.
+    const MAX_LABEL_SETS: usize = 1 << 16;
 }
 
 impl MetricBuilder for LabeledMetricsBuilder {
@@ -370,7 +447,7 @@ impl MetricBuilder for LabeledMetricsBuilder {
     ) -> Result<(), BuildError> {
         let labels = self
             .labels
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| BuildError::Custom("labeled builder used before bind".into()))?;
         let gpus = match self.gpus.map(|i| data.at(i)) {
             Some(AttrValue::List(list)) => *list,
@@ -381,11 +458,11 @@ impl MetricBuilder for LabeledMetricsBuilder {
 
         self.cache.trim();
         self.counts.clear();
-        for gpu in gpus.iter() {
+        for (gpu, count) in gpus.groups().iter() {
             let id = self.cache.id(gpu);
             match self.counts.iter_mut().find(|(t, _)| *t == id) {
-                Some(entry) => entry.1 += 1,
-                None => self.counts.push((id, 1)),
+                Some(entry) => entry.1 += count as usize,
+                None => self.counts.push((id, count as usize)),
             }
         }
         let types = &self.cache.types;
@@ -403,50 +480,42 @@ impl MetricBuilder for LabeledMetricsBuilder {
                 .unwrap_or(0);
             &types[id as usize].name
         };
+        let job = JobLabels {
+            labels,
+            data,
+            success: truthy_at(data, self.success),
+            primary,
+            gpu_count,
+        };
+        self.short.clear();
+        job.write_short(&mut self.short, &mut self.value);
 
-        let text = &mut self.label_text;
-        text.clear();
-        text.push('{');
-        for (i, (prefix, source)) in labels.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            text.push_str(prefix);
-            match source {
-                LabelSource::Attribute(index) => {
-                    self.value.clear();
-                    data.at(*index).write_text(&mut self.value);
-                    escape_label_value_into(text, &self.value);
-                }
-                LabelSource::Status => text.push_str(if truthy_at(data, self.success) {
-                    "pass"
-                } else {
-                    "fail"
-                }),
-                LabelSource::PrimaryGpu => escape_label_value_into(text, primary),
-                LabelSource::GpuCount => {
-                    let _ = write!(text, "{gpu_count}");
-                }
-            }
-            text.push('"');
-        }
-        text.push('}');
-
-        metrics.add(self.write_key(JOB_TOTAL), 1)?;
+        let value = &mut self.value;
+        let mut add = |which: usize, family: &str, delta: i64| {
+            self.jobs.add(metrics, &self.short, which, delta, |key| {
+                key.push_str(family);
+                job.write_text(key, value);
+            })
+        };
+        add(0, JOB_TOTAL, 1)?;
         if time_lapsed > 0 {
-            metrics.add(self.write_key(JOB_DURATION_SUM), time_lapsed)?;
-            let key = self.write_key(JOB_GPU_TIME_SUM);
+            add(1, JOB_DURATION_SUM, time_lapsed)?;
             let gpu_time = i64::try_from(gpu_count)
                 .ok()
                 .and_then(|n| n.checked_mul(time_lapsed))
-                .ok_or_else(|| BuildError::Overflow {
-                    key: key.to_owned(),
+                .ok_or_else(|| {
+                    let mut key = JOB_GPU_TIME_SUM.to_owned();
+                    job.write_text(&mut key, &mut String::new());
+                    BuildError::Overflow { key }
                 })?;
-            metrics.add(key, gpu_time)?;
+            add(2, JOB_GPU_TIME_SUM, gpu_time)?;
         }
         for &(id, count) in &self.counts {
             let gpu_type = &self.cache.types[id as usize];
-            metrics.add(&gpu_type.total_key, count as i64)?;
+            self.totals
+                .add(metrics, &gpu_type.name, 0, count as i64, |key| {
+                    key.push_str(&gpu_type.total_key)
+                })?;
         }
         Ok(())
     }

@@ -105,13 +105,14 @@ impl MetricBuilder for LegacyMetricsBuilder {
         metrics.add(key, 1)?;
 
         if let AttrValue::List(gpus) = data.at(slots.gpus) {
-            for gpu in gpus.iter() {
+            // Equal names add up in one step: the same result as one add per entry.
+            for (gpu, count) in gpus.groups().iter() {
                 key.clear();
                 key.push_str("gpu_");
                 sanitize_into(key, gpu, false);
                 key.push_str("_action_");
                 key.push_str(action);
-                metrics.add(key, 1)?;
+                metrics.add(key, i64::from(count))?;
             }
         }
         Ok(())
