@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod demo;
 mod emit;
+mod process;
 mod read;
 mod signal;
 
@@ -27,6 +28,8 @@ enum Command {
     Read(read::ReadArgs),
     /// Two agents moving real bytes between registered memory, with a live telemetry table.
     Demo(demo::DemoArgs),
+    /// Turn usage records (JSON lines) into metrics, as sorted JSON or Prometheus text.
+    Process(process::ProcessArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Emit(args) => emit::run(args),
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
         Command::Demo(args) => demo::run(args),
+        Command::Process(args) => process::run(args),
     };
     match result {
         Ok(code) => code,

@@ -213,7 +213,11 @@ fn priority_rank(gpu_type: &str) -> Option<usize> {
 fn most_common_first<T>(items: impl Iterator<Item = (T, usize)>) -> Option<T> {
     let mut best: Option<(T, usize)> = None;
     for (item, count) in items {
-        if best.as_ref().is_none_or(|(_, c)| count > *c) {
+        let better = match &best {
+            Some((_, c)) => count > *c,
+            None => true,
+        };
+        if better {
             best = Some((item, count));
         }
     }
