@@ -35,6 +35,8 @@ pub(crate) struct Request {
     /// The format and content type chosen from `Accept`.
     pub(crate) format: Format,
     pub(crate) content_type: &'static str,
+    /// Whether `Accept-Encoding` allows gzip.
+    pub(crate) gzip: bool,
 }
 
 /// What a buffer of received bytes holds.
@@ -160,6 +162,7 @@ fn parse_head(lines: &[&[u8]]) -> Result<Request, Status> {
     let metrics = &path[..end] == METRICS_PATH.as_bytes();
 
     let mut accept = String::new();
+    let mut accept_encoding = String::new();
     let mut close = false;
     let mut keep_alive_token = false;
     let mut has_body = false;
@@ -183,6 +186,11 @@ fn parse_head(lines: &[&[u8]]) -> Result<Request, Status> {
                 accept.push(',');
             }
             accept.push_str(value);
+        } else if name.eq_ignore_ascii_case(b"accept-encoding") {
+            if !accept_encoding.is_empty() {
+                accept_encoding.push(',');
+            }
+            accept_encoding.push_str(value);
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in value.split(',') {
                 let token = token.trim();
@@ -209,7 +217,39 @@ fn parse_head(lines: &[&[u8]]) -> Result<Request, Status> {
             },
         format,
         content_type,
+        gzip: accepts_gzip(&accept_encoding),
     })
+}
+
+/// Splits `item;k=v;q=0.5` into the lower-cased token and its `q` (default 1).
+fn token_and_q(item: &str) -> (String, f32) {
+    let mut params = item.split(';');
+    let token = params.next().unwrap_or("").trim().to_ascii_lowercase();
+    let mut q = 1.0f32;
+    for p in params {
+        if let Some((k, v)) = p.split_once('=') {
+            if k.trim().eq_ignore_ascii_case("q") {
+                q = v.trim().parse::<f32>().unwrap_or(0.0).clamp(0.0, 1.0);
+            }
+        }
+    }
+    (token, q)
+}
+
+/// Whether an `Accept-Encoding` value allows gzip (`gzip`, `x-gzip` or `*`
+/// with a non-zero `q`; an explicit `gzip;q=0` wins over `*`).
+pub(crate) fn accepts_gzip(value: &str) -> bool {
+    let mut gzip: Option<f32> = None;
+    let mut any: Option<f32> = None;
+    for item in value.split(',') {
+        let (token, q) = token_and_q(item);
+        match token.as_str() {
+            "gzip" | "x-gzip" => gzip = Some(gzip.map_or(q, |g| g.max(q))),
+            "*" => any = Some(any.map_or(q, |a| a.max(q))),
+            _ => {}
+        }
+    }
+    gzip.or(any).is_some_and(|q| q > 0.0)
 }
 
 /// Chooses the format for an `Accept` value (empty: none given). OpenMetrics
@@ -222,21 +262,13 @@ pub(crate) fn negotiate(accept: &str) -> (Format, &'static str) {
     let mut text_q = 0.0f32;
     let mut wildcard_q = 0.0f32;
     for range in accept.split(',') {
-        let mut params = range.split(';');
-        let media = params.next().unwrap_or("").trim().to_ascii_lowercase();
-        let mut q = 1.0f32;
-        let mut version = None;
-        for p in params {
-            let Some((k, v)) = p.split_once('=') else {
-                continue;
-            };
-            let v = v.trim().trim_matches('"');
-            match k.trim().to_ascii_lowercase().as_str() {
-                "q" => q = v.parse::<f32>().unwrap_or(0.0).clamp(0.0, 1.0),
-                "version" => version = Some(v.to_owned()),
-                _ => {}
-            }
-        }
+        let (media, q) = token_and_q(range);
+        let version = range.split(';').skip(1).find_map(|p| {
+            let (k, v) = p.split_once('=')?;
+            k.trim()
+                .eq_ignore_ascii_case("version")
+                .then(|| v.trim().trim_matches('"').to_owned())
+        });
         match media.as_str() {
             "application/openmetrics-text" => match version.as_deref() {
                 None | Some("1.0.0") => {
@@ -268,11 +300,13 @@ pub(crate) fn negotiate(accept: &str) -> (Format, &'static str) {
     }
 }
 
-/// A response head with `Content-Length: body_len`.
+/// A response head with `Content-Length: body_len` (and `Content-Encoding:
+/// gzip` when `gzip`).
 pub(crate) fn response_head(
     status: Status,
     content_type: &str,
     body_len: usize,
+    gzip: bool,
     keep_alive: bool,
 ) -> Vec<u8> {
     let mut head = Vec::with_capacity(160);
@@ -282,6 +316,12 @@ pub(crate) fn response_head(
     head.extend_from_slice(content_type.as_bytes());
     head.extend_from_slice(b"\r\nContent-Length: ");
     head.extend_from_slice(itoa::Buffer::new().format(body_len).as_bytes());
+    if status == Status::Ok {
+        head.extend_from_slice(b"\r\nVary: Accept, Accept-Encoding");
+    }
+    if gzip {
+        head.extend_from_slice(b"\r\nContent-Encoding: gzip");
+    }
     if status == Status::MethodNotAllowed {
         head.extend_from_slice(b"\r\nAllow: GET, HEAD");
     }
@@ -426,11 +466,38 @@ mod tests {
     }
 
     #[test]
+    fn gzip_when_allowed() {
+        assert!(accepts_gzip("gzip"));
+        assert!(accepts_gzip("deflate, GZip;q=0.5"));
+        assert!(accepts_gzip("x-gzip"));
+        assert!(accepts_gzip("*"));
+        assert!(!accepts_gzip(""));
+        assert!(!accepts_gzip("identity"));
+        assert!(!accepts_gzip("gzip;q=0"));
+        assert!(!accepts_gzip("gzip;q=0, *"));
+        let (r, _) = complete(
+            "GET /metrics HTTP/1.1\r\nAccept-Encoding: br\r\nAccept-Encoding: gzip\r\n\r\n",
+        );
+        assert!(r.gzip);
+        assert!(!complete("GET /metrics HTTP/1.1\r\n\r\n").0.gzip);
+    }
+
+    #[test]
+    fn ok_heads_say_how_the_body_varies() {
+        let head =
+            String::from_utf8(response_head(Status::Ok, "text/plain", 5, true, true)).unwrap();
+        assert!(head.contains("\r\nVary: Accept, Accept-Encoding\r\n"));
+        assert!(head.contains("\r\nContent-Encoding: gzip\r\n"));
+        assert!(head.ends_with("\r\nConnection: keep-alive\r\n\r\n"));
+    }
+
+    #[test]
     fn heads_carry_length_and_connection() {
         let head = String::from_utf8(response_head(
             Status::MethodNotAllowed,
             "text/plain",
             12,
+            false,
             false,
         ))
         .unwrap();

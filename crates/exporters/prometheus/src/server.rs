@@ -91,7 +91,7 @@ pub(crate) fn spawn(
         stop: Arc::clone(&stop),
         core: Core {
             directory,
-            cache: [None, None],
+            cache: [None, None, None, None],
             tick: 0,
         },
         accept_paused_until: None,
@@ -123,12 +123,16 @@ struct CachedBody {
 /// The state requests are answered from.
 struct Core {
     directory: Arc<Directory>,
-    cache: [Option<CachedBody>; 2],
+    /// Per format: the plain body, then its gzip.
+    cache: [Option<CachedBody>; 4],
     tick: u64,
 }
 
 impl Core {
-    fn body(&mut self, format: Format) -> Arc<[u8]> {
+    /// The plain body in `format` and the key it was rendered at: rendered
+    /// again only when an agent published or joined or left since, and at
+    /// most once per loop iteration.
+    fn plain(&mut self, format: Format) -> ((u64, u64), Arc<[u8]>) {
         let list = self.directory.current();
         let key = (
             list.version,
@@ -136,10 +140,10 @@ impl Core {
                 .iter()
                 .fold(0u64, |sum, a| sum.wrapping_add(a.version())),
         );
-        let slot = &mut self.cache[format.index()];
+        let slot = &mut self.cache[format.index() * 2];
         if let Some(cached) = slot {
             if cached.key == key || cached.tick == self.tick {
-                return Arc::clone(&cached.body);
+                return (cached.key, Arc::clone(&cached.body));
             }
         }
         let body: Arc<[u8]> = render(&list.agents, format).into();
@@ -148,10 +152,31 @@ impl Core {
             tick: self.tick,
             body: Arc::clone(&body),
         });
+        (key, body)
+    }
+
+    /// The body in `format`, gzipped if `gzip`.
+    fn body(&mut self, format: Format, gzip: bool) -> Arc<[u8]> {
+        let (key, plain) = self.plain(format);
+        if !gzip {
+            return plain;
+        }
+        let slot = &mut self.cache[format.index() * 2 + 1];
+        if let Some(cached) = slot {
+            if cached.key == key {
+                return Arc::clone(&cached.body);
+            }
+        }
+        let body: Arc<[u8]> = compress(&plain).into();
+        *slot = Some(CachedBody {
+            key,
+            tick: self.tick,
+            body: Arc::clone(&body),
+        });
         body
     }
 
-    /// The response to `parsed`; `None` body for `HEAD`.
+    /// The response to a parsed request, or to a request refused with a status.
     fn respond(&mut self, status_or_request: Result<&http::Request, Status>) -> Outgoing {
         let (status, request) = match status_or_request {
             Ok(r) if !r.metrics => (Status::NotFound, Some(r)),
@@ -161,17 +186,29 @@ impl Core {
         };
         let keep_alive = request.is_some_and(|r| r.keep_alive);
         let head_only = request.is_some_and(|r| r.method == Method::Head);
-        let (content_type, body): (&str, Arc<[u8]>) = match (status, request) {
-            (Status::Ok, Some(r)) => (r.content_type, self.body(r.format)),
-            _ => ("text/plain; charset=utf-8", Arc::from(status.body())),
+        let (content_type, gzip, body): (&str, bool, Arc<[u8]>) = match (status, request) {
+            (Status::Ok, Some(r)) => (r.content_type, r.gzip, self.body(r.format, r.gzip)),
+            _ => ("text/plain; charset=utf-8", false, Arc::from(status.body())),
         };
         Outgoing {
-            head: http::response_head(status, content_type, body.len(), keep_alive),
+            head: http::response_head(status, content_type, body.len(), gzip, keep_alive),
             body: if head_only { Arc::from(&b""[..]) } else { body },
             written: 0,
             keep_alive,
         }
     }
+}
+
+/// `body` as a gzip member, at the fastest level (scrape bodies are very
+/// repetitive: about a tenth of the size either way).
+fn compress(body: &[u8]) -> Vec<u8> {
+    use flate2::write::GzEncoder;
+    use flate2::Compression;
+    let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 8 + 64), Compression::fast());
+    encoder
+        .write_all(body)
+        .and_then(|()| encoder.finish())
+        .expect("compressing into memory cannot fail")
 }
 
 /// A response being written.

@@ -61,6 +61,51 @@ fn serves_text_by_default_and_openmetrics_when_asked() {
 }
 
 #[test]
+fn gzip_when_the_scraper_accepts_it() {
+    let mut e = exporter("gzip");
+    let names: Vec<_> = (0..50)
+        .map(|i| ev(Category::CUSTOM, &format!("custom_event_{i}"), i))
+        .collect();
+    e.record(&names);
+    let request = |extra: &str| {
+        exchange(
+            e.local_addr(),
+            &format!(
+                "GET /metrics HTTP/1.1\r\nAccept-Encoding: {extra}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+    };
+    let zipped = request("gzip, deflate");
+    assert_eq!(zipped.status, 200);
+    assert_eq!(zipped.header("content-encoding"), Some("gzip"));
+    assert_eq!(zipped.header("vary"), Some("Accept, Accept-Encoding"));
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&zipped.body[..])
+        .read_to_end(&mut plain)
+        .expect("a valid gzip body");
+    assert_eq!(plain, e.render(Format::Text));
+    assert!(
+        zipped.body.len() * 4 < plain.len(),
+        "{} bytes zipped from {}",
+        zipped.body.len(),
+        plain.len()
+    );
+    let refused = request("identity, gzip;q=0");
+    assert_eq!(refused.header("content-encoding"), None);
+    assert_eq!(refused.body, plain);
+    // HEAD tells the length of what GET would send.
+    let head = exchange(
+        e.local_addr(),
+        "HEAD /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(head.header("content-encoding"), Some("gzip"));
+    assert_eq!(
+        head.header("content-length").unwrap(),
+        zipped.body.len().to_string()
+    );
+}
+
+#[test]
 fn head_answers_the_headers_of_get() {
     let e = exporter("head");
     let get = scrape(e.local_addr(), None);
