@@ -8,7 +8,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{connect, ev, exchange, exporter, exporter_with_limits, read_response, scrape};
+use common::{
+    connect, ev, exchange, exporter, exporter_with_limits, read_pipelined, read_response, scrape,
+};
 use nixl_telemetry_abi::Category;
 use telemetry_exporter_prometheus::{
     Format, ServerLimits, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE,
@@ -158,16 +160,18 @@ fn keep_alive_and_pipelined_requests() {
         b"GET /metrics HTTP/1.1\r\n\r\nHEAD /metrics HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\n\r\n",
     )
     .unwrap();
-    let first = read_response(&mut s, false);
+    let mut pending = Vec::new();
+    let first = read_pipelined(&mut s, &mut pending, false);
     assert_eq!(first.status, 200);
     assert_eq!(first.header("connection"), Some("keep-alive"));
-    let second = read_response(&mut s, true);
+    let second = read_pipelined(&mut s, &mut pending, true);
     assert_eq!(second.status, 200);
     assert_eq!(
         second.header("content-length").unwrap(),
         first.body.len().to_string()
     );
-    assert_eq!(read_response(&mut s, false).status, 404);
+    assert_eq!(read_pipelined(&mut s, &mut pending, false).status, 404);
+    assert!(pending.is_empty());
     // Later, on the same connection.
     std::thread::sleep(Duration::from_millis(50));
     s.write_all(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")

@@ -39,9 +39,23 @@ pub fn connect(addr: SocketAddr) -> TcpStream {
     s
 }
 
-/// Reads one response from `stream`; `head_only` for answers to `HEAD`.
+/// Reads one response from `stream`; `head_only` for answers to `HEAD`. No
+/// bytes may follow it (use [`read_pipelined`] when more responses are due).
 pub fn read_response(stream: &mut TcpStream, head_only: bool) -> Response {
-    let mut buf = Vec::new();
+    let mut pending = Vec::new();
+    let r = read_pipelined(stream, &mut pending, head_only);
+    assert!(
+        pending.is_empty(),
+        "{} bytes beyond the response",
+        pending.len()
+    );
+    r
+}
+
+/// Reads one response from `stream`, starting with the bytes in `pending`
+/// and leaving there what follows the response.
+pub fn read_pipelined(stream: &mut TcpStream, pending: &mut Vec<u8>, head_only: bool) -> Response {
+    let mut buf = std::mem::take(pending);
     let mut chunk = [0u8; 16384];
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -69,18 +83,17 @@ pub fn read_response(stream: &mut TcpStream, head_only: bool) -> Response {
         .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         .map(|(_, v)| v.parse().unwrap())
         .expect("every response has Content-Length");
-    let mut body = buf[head_end..].to_vec();
-    let want = if head_only { 0 } else { len };
-    while body.len() < want {
+    let want = head_end + if head_only { 0 } else { len };
+    while buf.len() < want {
         let n = stream.read(&mut chunk).expect("read a response body");
         assert!(n > 0, "connection closed in the body");
-        body.extend_from_slice(&chunk[..n]);
+        buf.extend_from_slice(&chunk[..n]);
     }
-    assert_eq!(body.len(), want, "no bytes beyond the response");
+    *pending = buf.split_off(want);
     Response {
         status,
         headers,
-        body,
+        body: buf[head_end..].to_vec(),
     }
 }
 
