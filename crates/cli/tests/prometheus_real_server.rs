@@ -263,6 +263,17 @@ fn promtool_check(body: &str) {
     );
 }
 
+/// `nixl-telemetry` with no `NIXL_*` variable inherited.
+fn emit_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("NIXL_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
 #[test]
 fn a_real_prometheus_scrapes_what_the_events_imply() {
     let prometheus_bin = tool("prometheus");
@@ -315,12 +326,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     // The agent, held open for the whole test (killed on drop).
     let exporter_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let emit_log = tmp.path().join("emit.log");
-    let mut emit = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NIXL_") {
-            emit.env_remove(k);
-        }
-    }
+    let mut emit = emit_command();
     let mut emit = Reaped {
         name: "nixl-telemetry emit",
         child: emit
@@ -359,6 +365,35 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
         },
     );
     promtool_check(&metrics);
+
+    // Another process cannot take the address: its exporter creation fails,
+    // naming it, and the first one goes on serving.
+    let second = emit_command()
+        .args(["emit", "--agent", "intruder", "--events"])
+        .arg(&events)
+        .env("NIXL_TELEMETRY_ENABLE", "1")
+        .env("NIXL_TELEMETRY_EXPORTER", "prometheus")
+        .env("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR", &plugin_dir)
+        .env(
+            "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH",
+            exporter_addr.to_string(),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .expect("a second nixl-telemetry emit runs");
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!(
+            "cannot listen for Prometheus scrapes on {exporter_addr}"
+        )),
+        "{said}"
+    );
+    emit.assert_running();
+    assert!(matches!(
+        http_get(exporter_addr, "/metrics", None),
+        Ok((200, _))
+    ));
 
     // The server, scraping every 200 ms.
     let prometheus_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
