@@ -45,8 +45,10 @@ pub const EXIT_INTERNAL: u8 = 3;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 const SUMMARY_INTERVAL: Duration = Duration::from_secs(1);
-/// Events read, written and committed at a time.
-const BATCH_EVENTS: usize = 65536;
+/// Events taken from a ring at a time. A consuming read commits `read_pos`
+/// when it takes the batch (that is how `RingReader` works), so when stdout
+/// fails at most one batch is lost.
+const BATCH_EVENTS: usize = 8192;
 /// Bytes of output collected before they are written.
 const WRITE_CHUNK: usize = 256 * 1024;
 /// Malformed slots warned about per ring; later ones are only counted.
