@@ -13,6 +13,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+/// Repeats of a multi-thread measurement count only when the threads' timed
+/// loops overlapped for at least this fraction of the longest one: on a shared
+/// 2-core machine a thread is often descheduled, and two loops that ran one
+/// after the other measure no contention at all.
+pub const MIN_OVERLAP: f64 = 0.9;
+
 /// Median and minimum of many repeats, in nanoseconds per operation.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
@@ -24,6 +30,8 @@ pub struct Sample {
     pub repeats: usize,
     /// Operations each thread ran per repeat.
     pub ops_per_repeat: u64,
+    /// Repeats measured in all (`repeats` of them overlapped enough to count).
+    pub measured: usize,
 }
 
 /// The median of `values` (sorted in place); NaN when empty.
@@ -49,6 +57,7 @@ pub fn summarise(mut values: Vec<f64>, ops_per_repeat: u64) -> Sample {
         min,
         repeats,
         ops_per_repeat,
+        measured: repeats,
     }
 }
 
@@ -74,7 +83,7 @@ where
     let rounds = plan.warmup + plan.repeats;
     let barrier = Barrier::new(threads);
     let arrived = AtomicUsize::new(0);
-    let times: Vec<Mutex<Vec<Duration>>> = (0..threads)
+    let times: Vec<Mutex<Vec<(Instant, Instant)>>> = (0..threads)
         .map(|_| Mutex::new(Vec::with_capacity(rounds)))
         .collect();
     std::thread::scope(|scope| {
@@ -93,7 +102,7 @@ where
                     }
                     let start = Instant::now();
                     body(t, ops);
-                    mine.push(start.elapsed());
+                    mine.push((start, Instant::now()));
                     barrier.wait();
                     if t == 0 {
                         between();
@@ -103,15 +112,45 @@ where
             });
         }
     });
-    let per_thread: Vec<Vec<Duration>> =
+    let per_thread: Vec<Vec<(Instant, Instant)>> =
         times.into_iter().map(|m| m.into_inner().unwrap()).collect();
-    let values: Vec<f64> = (plan.warmup..rounds)
-        .map(|round| {
-            let slowest = per_thread.iter().map(|v| v[round]).max().unwrap();
-            slowest.as_nanos() as f64 / ops as f64
-        })
-        .collect();
-    summarise(values, ops)
+    let mut all = Vec::new();
+    let mut overlapped = Vec::new();
+    for round in plan.warmup..rounds {
+        let spans: Vec<(Instant, Instant)> = per_thread.iter().map(|v| v[round]).collect();
+        let slowest: Duration = spans.iter().map(|(a, b)| *b - *a).max().unwrap();
+        let value = slowest.as_nanos() as f64 / ops as f64;
+        all.push(value);
+        if overlap(&spans) >= MIN_OVERLAP {
+            overlapped.push(value);
+        }
+    }
+    let measured = all.len();
+    // Too few overlapping repeats (a very busy machine): keep them all; the
+    // caller sees it from `repeats == measured` with threads > 1.
+    let values = if overlapped.len() * 4 >= measured {
+        overlapped
+    } else {
+        all
+    };
+    Sample {
+        measured,
+        ..summarise(values, ops)
+    }
+}
+
+/// The fraction of the longest span during which every span was running.
+pub fn overlap(spans: &[(Instant, Instant)]) -> f64 {
+    let latest_start = spans.iter().map(|s| s.0).max().unwrap();
+    let earliest_end = spans.iter().map(|s| s.1).min().unwrap();
+    let longest = spans.iter().map(|(a, b)| *b - *a).max().unwrap();
+    if longest.is_zero() {
+        return 1.0;
+    }
+    earliest_end
+        .saturating_duration_since(latest_start)
+        .as_secs_f64()
+        / longest.as_secs_f64()
 }
 
 #[cfg(test)]

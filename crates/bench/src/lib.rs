@@ -8,9 +8,11 @@
 //! `cargo run --release -p nixl-telemetry-bench -- [--quick] [--json]`.
 
 pub mod callgrind;
+pub mod exporters;
 pub mod harness;
 pub mod ops;
 pub mod pipeline;
+pub mod realloop;
 pub mod report;
 
 use anyhow::Result;
@@ -25,6 +27,10 @@ pub struct SuitePlan {
     pub ops: harness::Plan,
     /// Throughput benchmarks.
     pub pipe: pipeline::PipePlan,
+    /// Timed flushes per exporter.
+    pub flush_rounds: usize,
+    /// The real transfer loop.
+    pub real_loop: realloop::LoopPlan,
     /// Name of the mode, for the report.
     pub mode: &'static str,
 }
@@ -42,6 +48,11 @@ impl SuitePlan {
                 repeats: 3,
                 pipeline_time: std::time::Duration::from_millis(300),
             },
+            flush_rounds: 41,
+            real_loop: realloop::LoopPlan {
+                rounds: 41,
+                chunk: std::time::Duration::from_millis(2),
+            },
             mode: "quick",
         }
     }
@@ -58,6 +69,11 @@ impl SuitePlan {
                 repeats: 7,
                 pipeline_time: std::time::Duration::from_secs(2),
             },
+            flush_rounds: 401,
+            real_loop: realloop::LoopPlan {
+                rounds: 401,
+                chunk: std::time::Duration::from_millis(2),
+            },
             mode: "full",
         }
     }
@@ -72,11 +88,21 @@ pub enum Part {
     Ring,
     /// Whole pipeline.
     Pipeline,
+    /// Flush path into each exporter.
+    Exporters,
+    /// The demo's transfer loop.
+    Loop,
 }
 
 impl Part {
     /// Every part, in run order.
-    pub const ALL: [Part; 3] = [Part::Ops, Part::Ring, Part::Pipeline];
+    pub const ALL: [Part; 5] = [
+        Part::Ops,
+        Part::Ring,
+        Part::Pipeline,
+        Part::Exporters,
+        Part::Loop,
+    ];
 
     /// Parses a part's name.
     pub fn parse(name: &str) -> Option<Part> {
@@ -84,6 +110,8 @@ impl Part {
             "ops" => Part::Ops,
             "ring" => Part::Ring,
             "pipeline" => Part::Pipeline,
+            "exporters" => Part::Exporters,
+            "loop" => Part::Loop,
             _ => return None,
         })
     }
@@ -115,6 +143,10 @@ pub fn run_suite(plan: SuitePlan, parts: &[Part]) -> Result<Report> {
             Part::Ops => ops::run(plan.ops, &mut report.rows)?,
             Part::Ring => pipeline::ring_alone(plan.pipe, &mut report.rows)?,
             Part::Pipeline => pipeline::whole_pipeline(plan.pipe, &mut report.rows)?,
+            Part::Exporters => {
+                exporters::run(plan.flush_rounds, &mut report.rows, &mut report.notes)?
+            }
+            Part::Loop => realloop::run(plan.real_loop, &mut report.rows, &mut report.notes)?,
         }
     }
     Ok(report)

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use nixl_telemetry_bench::{callgrind, run_suite, Part, SuitePlan};
 
 const USAGE: &str =
-    "usage: nixl-telemetry-bench [--quick] [--json] [--only ops,ring,pipeline] [--out FILE]
+    "usage: nixl-telemetry-bench [--quick] [--json] [--only ops,ring,pipeline,exporters,loop] [--out FILE]
        nixl-telemetry-bench --callgrind N";
 
 fn main() -> Result<()> {

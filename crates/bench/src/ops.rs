@@ -135,6 +135,29 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
     ));
 
+    #[cfg(target_arch = "x86_64")]
+    {
+        let s = run_concurrent(
+            threads,
+            OPS,
+            plan,
+            |_, ops| {
+                for _ in 0..ops {
+                    // SAFETY: RDTSC exists on every x86-64 CPU and has no memory effects.
+                    black_box(unsafe { core::arch::x86_64::_rdtsc() });
+                }
+            },
+            nothing,
+        );
+        rows.push(row(
+            "raw_rdtsc",
+            "analysis: RDTSC instruction alone",
+            threads,
+            s,
+            "what the cheap clock is made of",
+        ));
+    }
+
     let s = run_concurrent(
         threads,
         OPS,
@@ -320,11 +343,41 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
         "per call",
     ));
 
-    let stats = telemetry.stats();
-    anyhow::ensure!(
-        stats.dropped.staging_full == 0 && stats.dropped.late == 0,
-        "a timed loop took the staging drop path: {stats:?}"
+    // Two agents recorded from one thread, alternately (the demo's target
+    // event after each initiator transfer does this).
+    let other = telemetry_with_ring(dir.path(), &format!("bench-other-{threads}t"))?;
+    let other_handle = other.handle(Category::PERFORMANCE, NAME);
+    let s = run_concurrent(
+        threads,
+        OPS,
+        plan,
+        |_, ops| {
+            for i in 0..ops / 2 {
+                black_box(&handle).record(black_box(i));
+                black_box(&other_handle).record(black_box(i));
+            }
+        },
+        || {
+            telemetry.flush();
+            other.flush();
+        },
     );
+    rows.push(row(
+        "record_two_instances",
+        "ours: record alternating between 2 agents",
+        threads,
+        s,
+        "per record; each switch of agent",
+    ));
+
+    for t in [&telemetry, &other] {
+        let stats = t.stats();
+        anyhow::ensure!(
+            stats.dropped.staging_full == 0 && stats.dropped.late == 0,
+            "a timed loop took the staging drop path: {stats:?}"
+        );
+    }
+    drop(other);
     drop(telemetry);
 
     if threads == 1 {

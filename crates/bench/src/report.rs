@@ -66,6 +66,17 @@ impl Row {
     pub fn from_ns(id: &str, label: &str, threads: usize, s: Sample, note: &str) -> Row {
         let mut extra = Map::new();
         extra.insert("ops_per_repeat".into(), json!(s.ops_per_repeat));
+        extra.insert("repeats_measured".into(), json!(s.measured));
+        let note = if threads > 1 {
+            let kept = format!("{}/{} overlapped", s.repeats, s.measured);
+            if note.is_empty() {
+                kept
+            } else {
+                format!("{note}; {kept}")
+            }
+        } else {
+            note.to_owned()
+        };
         Row {
             id: id.to_owned(),
             label: label.to_owned(),
@@ -74,7 +85,7 @@ impl Row {
             median: s.median,
             best: s.min,
             repeats: s.repeats,
-            note: note.to_owned(),
+            note,
             extra,
         }
     }
