@@ -1,6 +1,9 @@
 //! Normalisation: a raw record becomes [`TelemetryData`], one value per registry
 //! attribute, with defaults applied and strings sanitised.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
+
 use crate::error::ExtractError;
 use crate::record::{JsonNumber, JsonValue, Record};
 use crate::registry::AttributeRegistry;
@@ -103,7 +106,7 @@ pub struct NameGroups<'r> {
 
 impl<'r> NameGroups<'r> {
     /// Distinct elements kept without allocating.
-    pub const INLINE: usize = 12;
+    pub const INLINE: usize = 4;
 
     /// Groups names (see [`ListValue::groups`]).
     pub fn from_names(names: impl IntoIterator<Item = &'r str>) -> NameGroups<'r> {
@@ -253,6 +256,9 @@ impl AttrValue<'_> {
 pub struct TelemetryData<'r> {
     registry: &'r AttributeRegistry,
     values: Vec<AttrValue<'r>>,
+    /// The groups of one list attribute, computed on first use (several builders group
+    /// the same GPU list).
+    groups: OnceCell<(usize, NameGroups<'r>)>,
 }
 
 impl<'r> TelemetryData<'r> {
@@ -274,6 +280,21 @@ impl<'r> TelemetryData<'r> {
     /// The value at a registry position (builders resolve positions once, when bound).
     pub fn at(&self, index: usize) -> &AttrValue<'r> {
         &self.values[index]
+    }
+
+    /// The distinct elements and counts of the list attribute at `index` (see
+    /// [`ListValue::groups`]), computed once per record for the first list asked for;
+    /// `None` if that attribute is not a list.
+    pub fn groups_at(&self, index: usize) -> Option<Cow<'_, NameGroups<'r>>> {
+        let AttrValue::List(list) = self.at(index) else {
+            return None;
+        };
+        let (cached, groups) = self.groups.get_or_init(|| (index, list.groups()));
+        Some(if *cached == index {
+            Cow::Borrowed(groups)
+        } else {
+            Cow::Owned(list.groups())
+        })
     }
 
     /// The value of the attribute with this name.
@@ -383,7 +404,11 @@ pub(crate) fn extract_into<'r>(
         };
         values.push(value);
     }
-    Ok(TelemetryData { registry, values })
+    Ok(TelemetryData {
+        registry,
+        values,
+        groups: OnceCell::new(),
+    })
 }
 
 /// An empty vector of values with another lifetime, reusing the allocation; owned

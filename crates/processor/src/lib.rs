@@ -91,7 +91,7 @@ pub use extract::{
 };
 pub use hash::{KeyHashState, KeyHasher};
 pub use input::{parse_input_line, InputLine, LineError};
-pub use metrics::{Metrics, MetricsUpdate, Slot, SlotCache, LAST_UPDATED};
+pub use metrics::{Metrics, MetricsUpdate, Slot, SlotCache, SlotEntry, LAST_UPDATED};
 pub use processor::{Context, MetricProcessor};
 pub use prometheus::{render_prometheus, split_series};
 pub use record::{JsonNumber, JsonValue, Record};

@@ -456,7 +456,9 @@ impl<'m> MetricsUpdate<'m> {
 /// short keys have been remembered.
 #[derive(Debug)]
 pub struct SlotCache<const N: usize> {
-    map: HashMap<Box<str>, [Option<Slot>; N], KeyHashState>,
+    /// Short key → position in `slots`.
+    map: HashMap<Box<str>, u32, KeyHashState>,
+    slots: Vec<[Option<Slot>; N]>,
     probe: Option<Slot>,
     capacity: usize,
     key: String,
@@ -467,15 +469,42 @@ impl<const N: usize> SlotCache<N> {
     pub fn new(capacity: usize) -> SlotCache<N> {
         SlotCache {
             map: HashMap::default(),
+            slots: Vec::new(),
             probe: None,
             capacity,
             key: String::new(),
         }
     }
 
-    /// Adds `delta` to metric `which` (0..N) of the short key `short`. When its slot is
-    /// not known yet, `write_key` writes the full metric key into the given (empty)
-    /// buffer.
+    /// The slots remembered under `short` (looked up once for several metrics).
+    pub fn entry(&mut self, metrics: &MetricsUpdate<'_>, short: &str) -> SlotEntry<'_, N> {
+        if self.probe.is_some_and(|p| !metrics.is_current(p)) {
+            self.map.clear();
+            self.slots.clear();
+            self.probe = None;
+        }
+        let index = match self.map.get(short) {
+            Some(&index) => index as usize,
+            None => {
+                if self.map.len() >= self.capacity {
+                    self.map.clear();
+                    self.slots.clear();
+                }
+                self.map.insert(short.into(), self.slots.len() as u32);
+                self.slots.push([None; N]);
+                self.slots.len() - 1
+            }
+        };
+        let slots = &mut self.slots[index];
+        SlotEntry {
+            slots,
+            probe: &mut self.probe,
+            key: &mut self.key,
+        }
+    }
+
+    /// Adds `delta` to metric `which` (0..N) of the short key `short` (see
+    /// [`SlotEntry::add`]).
     pub fn add(
         &mut self,
         metrics: &mut MetricsUpdate<'_>,
@@ -484,27 +513,37 @@ impl<const N: usize> SlotCache<N> {
         delta: i64,
         write_key: impl FnOnce(&mut String),
     ) -> Result<i64, BuildError> {
-        if self.probe.is_some_and(|p| !metrics.is_current(p)) {
-            self.map.clear();
-            self.probe = None;
-        }
-        let slots = match self.map.get_mut(short) {
-            Some(slots) => slots,
-            None => {
-                if self.map.len() >= self.capacity {
-                    self.map.clear();
-                }
-                self.map.entry(short.into()).or_insert([None; N])
-            }
-        };
-        let slot = match slots[which] {
+        self.entry(metrics, short)
+            .add(metrics, which, delta, write_key)
+    }
+}
+
+/// The slots a [`SlotCache`] remembers under one short key.
+#[derive(Debug)]
+pub struct SlotEntry<'c, const N: usize> {
+    slots: &'c mut [Option<Slot>; N],
+    probe: &'c mut Option<Slot>,
+    key: &'c mut String,
+}
+
+impl<const N: usize> SlotEntry<'_, N> {
+    /// Adds `delta` to metric `which` (0..N). When its slot is not known yet,
+    /// `write_key` writes the full metric key into the given (empty) buffer.
+    pub fn add(
+        &mut self,
+        metrics: &mut MetricsUpdate<'_>,
+        which: usize,
+        delta: i64,
+        write_key: impl FnOnce(&mut String),
+    ) -> Result<i64, BuildError> {
+        let slot = match self.slots[which] {
             Some(slot) => slot,
             None => {
                 self.key.clear();
-                write_key(&mut self.key);
-                let slot = metrics.slot(&self.key)?;
-                slots[which] = Some(slot);
-                self.probe = Some(slot);
+                write_key(self.key);
+                let slot = metrics.slot(self.key)?;
+                self.slots[which] = Some(slot);
+                *self.probe = Some(slot);
                 slot
             }
         };

@@ -63,6 +63,13 @@ pub fn push_uint(out: &mut String, n: u64) {
     out.push(char::from(b'0' + (n % 10) as u8));
 }
 
+/// Appends sanitised text (only `[a-z0-9_]`) and a separator it cannot contain, so
+/// that concatenations stay unambiguous.
+pub(crate) fn push_sanitized_piece(out: &mut String, text: &str) {
+    out.push_str(text);
+    out.push('\u{1f}');
+}
+
 /// Appends `<length>:<text>`, so that concatenations of such pieces stay unambiguous.
 pub(crate) fn push_counted(out: &mut String, text: &str) {
     push_uint(out, text.len() as u64);

@@ -1,10 +1,14 @@
 //! The comprehensive name: every configured attribute in one metric name.
 
+use std::borrow::Cow;
+
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, NameGroups, TelemetryData};
 use crate::metrics::{MetricsUpdate, SlotCache};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{push_counted, push_uint, write_gpu_identifier, GpuIdScratch};
+use crate::sanitize::{
+    push_counted, push_sanitized_piece, push_uint, write_gpu_identifier, GpuIdScratch,
+};
 use crate::types::AttributeType;
 
 use super::{bind_attribute, truthy_at, BuildContext, MetricBuilder, MetricKind};
@@ -116,17 +120,18 @@ impl MetricBuilder for ComprehensiveMetricsBuilder {
             .as_deref()
             .ok_or_else(|| BuildError::Custom("comprehensive builder used before bind".into()))?;
         let success = truthy_at(data, self.success);
-        let gpus = match self.gpus.map(|i| data.at(i)) {
-            Some(AttrValue::List(gpus)) => gpus.groups(),
-            _ => NameGroups::from_names(["unknown"]),
+        let gpus = match self.gpus.and_then(|i| data.groups_at(i)) {
+            Some(groups) => groups,
+            None => Cow::Owned(NameGroups::from_names(["unknown"])),
         };
-        // The short form: every input of the name, each value as `<length>:<text>`.
+        // The short form: every input of the name, sanitised text ended by a separator
+        // it cannot contain, other text as `<length>:<text>`.
         let short = &mut self.short;
         short.clear();
         for part in parts {
             match part {
                 Part::Attribute { index, .. } => match data.at(*index) {
-                    AttrValue::String(v) => push_counted(short, v),
+                    AttrValue::String(v) => push_sanitized_piece(short, v),
                     other => {
                         self.value.clear();
                         other.write_text(&mut self.value);

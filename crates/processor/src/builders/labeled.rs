@@ -1,13 +1,14 @@
 //! Prometheus-style labeled metrics.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{BindError, BuildError};
-use crate::extract::{AttrValue, ListValue, TelemetryData};
+use crate::extract::{AttrValue, ListValue, NameGroups, TelemetryData};
 use crate::hash::KeyHashState;
 use crate::metrics::{MetricsUpdate, SlotCache};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{escape_label_value_into, push_counted, push_uint};
+use crate::sanitize::{escape_label_value_into, push_counted, push_sanitized_piece, push_uint};
 use crate::types::AttributeType;
 use crate::unicode::{is_alpha, is_digit, push_upper};
 
@@ -317,7 +318,8 @@ pub struct LabeledMetricsBuilder {
     totals: SlotCache<1>,
     /// Per-type counts of the current job, in first-appearance order.
     counts: Vec<(u32, usize)>,
-    /// The label values of the current job, each as `<length>:<text>`: a short form
+    /// The label values of the current job (sanitised text ended by a separator it
+    /// cannot contain, other text as `<length>:<text>`): a short form
     /// that determines the label text.
     short: String,
     value: String,
@@ -382,7 +384,7 @@ impl JobLabels<'_, '_> {
         for (_, source) in self.labels {
             match source {
                 LabelSource::Attribute(index) => match self.data.at(*index) {
-                    AttrValue::String(v) => push_counted(out, v),
+                    AttrValue::String(v) => push_sanitized_piece(out, v),
                     other => {
                         value.clear();
                         other.write_text(value);
@@ -462,7 +464,11 @@ impl MetricBuilder for LabeledMetricsBuilder {
 
         self.cache.trim();
         self.counts.clear();
-        for (gpu, count) in gpus.groups().iter() {
+        let groups = match self.gpus.and_then(|i| data.groups_at(i)) {
+            Some(groups) => groups,
+            None => Cow::Owned(NameGroups::from_names([])),
+        };
+        for (gpu, count) in groups.iter() {
             let id = self.cache.id(gpu);
             match self.counts.iter_mut().find(|(t, _)| *t == id) {
                 Some(entry) => entry.1 += count as usize,
@@ -495,8 +501,9 @@ impl MetricBuilder for LabeledMetricsBuilder {
         job.write_short(&mut self.short, &mut self.value);
 
         let value = &mut self.value;
+        let mut jobs = self.jobs.entry(metrics, &self.short);
         let mut add = |which: usize, family: &str, delta: i64| {
-            self.jobs.add(metrics, &self.short, which, delta, |key| {
+            jobs.add(metrics, which, delta, |key| {
                 key.push_str(family);
                 job.write_text(key, value);
             })

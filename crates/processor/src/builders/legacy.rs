@@ -104,9 +104,9 @@ impl MetricBuilder for LegacyMetricsBuilder {
         key.push_str(action);
         metrics.add(key, 1)?;
 
-        if let AttrValue::List(gpus) = data.at(slots.gpus) {
+        if let Some(groups) = data.groups_at(slots.gpus) {
             // Equal names add up in one step: the same result as one add per entry.
-            for (gpu, count) in gpus.groups().iter() {
+            for (gpu, count) in groups.iter() {
                 key.clear();
                 key.push_str("gpu_");
                 sanitize_into(key, gpu, false);
