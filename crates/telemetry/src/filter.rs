@@ -31,20 +31,106 @@ impl MetricFilter {
     }
 }
 
-/// Matches `text` against a glob with `*` and `?` (by character), iteratively
-/// with single-star backtracking: linear in practice, never exponential.
+/// One element of a parsed glob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Literal(char),
+    AnyChar,
+    AnyRun,
+    /// `[...]`: inclusive ranges (a single character is a range of one).
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+}
+
+/// Parses a glob with `fnmatch` rules: `*`, `?`, `[seq]`, `[!seq]`, ranges
+/// `a-z`, a `]` first in a set is literal, an unclosed `[` is literal.
+fn parse_glob(pattern: &str) -> Vec<Token> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '*' => {
+                if tokens.last() != Some(&Token::AnyRun) {
+                    tokens.push(Token::AnyRun);
+                }
+                i += 1;
+            }
+            '?' => {
+                tokens.push(Token::AnyChar);
+                i += 1;
+            }
+            '[' => {
+                let mut j = i + 1;
+                let negated = chars.get(j) == Some(&'!');
+                if negated {
+                    j += 1;
+                }
+                let set_start = j;
+                // A ']' right after '[' or '[!' belongs to the set.
+                if chars.get(j) == Some(&']') {
+                    j += 1;
+                }
+                while j < chars.len() && chars[j] != ']' {
+                    j += 1;
+                }
+                if j >= chars.len() {
+                    tokens.push(Token::Literal('['));
+                    i += 1;
+                    continue;
+                }
+                let set = &chars[set_start..j];
+                let mut ranges = Vec::new();
+                let mut k = 0;
+                while k < set.len() {
+                    if k + 2 < set.len() && set[k + 1] == '-' {
+                        ranges.push((set[k], set[k + 2]));
+                        k += 3;
+                    } else {
+                        ranges.push((set[k], set[k]));
+                        k += 1;
+                    }
+                }
+                tokens.push(Token::Class { negated, ranges });
+                i = j + 1;
+            }
+            c => {
+                tokens.push(Token::Literal(c));
+                i += 1;
+            }
+        }
+    }
+    tokens
+}
+
+fn token_matches(token: &Token, c: char) -> bool {
+    match token {
+        Token::Literal(l) => *l == c,
+        Token::AnyChar => true,
+        Token::AnyRun => false,
+        Token::Class { negated, ranges } => {
+            ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
+        }
+    }
+}
+
+/// Matches `text` against a glob with `fnmatch` rules (`*`, `?`, `[seq]`,
+/// `[!seq]`, case-sensitive), by character, iteratively with single-star
+/// backtracking: linear in practice, never exponential.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
+    let p = parse_glob(pattern);
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        if pi < p.len() && p[pi] == Token::AnyRun {
             star = Some((pi, ti));
             pi += 1;
+        } else if pi < p.len() && token_matches(&p[pi], t[ti]) {
+            pi += 1;
+            ti += 1;
         } else if let Some((sp, st)) = star {
             pi = sp + 1;
             ti = st + 1;
@@ -53,7 +139,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p[pi..].iter().all(|t| *t == Token::AnyRun)
 }
 
 #[cfg(test)]
@@ -75,6 +161,18 @@ mod tests {
             ("exact", "exact", true),
             ("exact", "exactly", false),
             ("é?", "éa", true),
+            ("agent_[tr]x_bytes", "agent_rx_bytes", true),
+            ("agent_[tr]x_bytes", "agent_ax_bytes", false),
+            ("agent_[!t]x_bytes", "agent_rx_bytes", true),
+            ("agent_[!t]x_bytes", "agent_tx_bytes", false),
+            ("v[0-9]", "v7", true),
+            ("v[0-9]", "vx", false),
+            ("[]]x", "]x", true),
+            ("[!]]x", "ax", true),
+            ("a[b", "a[b", true),
+            ("a[b", "ab", false),
+            ("[a-]", "-", true),
+            ("**a", "xa", true),
         ];
         for (p, t, want) in cases {
             assert_eq!(glob_match(p, t), want, "{p} vs {t}");

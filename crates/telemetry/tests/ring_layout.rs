@@ -147,3 +147,29 @@ fn peek_never_writes() {
     let mut again = RingReader::open(&path, ReadMode::Peek).unwrap();
     assert_eq!(again.read_batch(&mut out, usize::MAX).unwrap(), 2);
 }
+
+#[test]
+fn uncommitted_reads_are_read_again_and_peek_follows_an_overtaking_consumer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = RingWriter::create(dir.path(), "c", 8).unwrap();
+    let ev = |v: u64| Event::new(v, Category::CUSTOM, "e", v);
+    w.push_batch(&[ev(1), ev(2), ev(3), ev(4)]);
+    let path = dir.path().join("c");
+    let mut consumer = RingReader::open(&path, ReadMode::Consume).unwrap();
+    let mut peeker = RingReader::open(&path, ReadMode::Peek).unwrap();
+    let mut out = Vec::new();
+    // Peek without commit: the same events come again.
+    assert_eq!(consumer.peek_batch(&mut out, 10).unwrap(), 4);
+    out.clear();
+    assert_eq!(consumer.peek_batch(&mut out, 10).unwrap(), 4);
+    consumer.commit(3);
+    assert_eq!(consumer.header().read_pos, 3);
+    // The peeking reader is now behind read_pos: it moves forward, counting.
+    out.clear();
+    assert_eq!(peeker.read_batch(&mut out, 10).unwrap(), 1);
+    assert_eq!(out[0].value, 4);
+    assert_eq!(peeker.overtaken(), 3);
+    // Committing more than was handed out commits what was handed out.
+    consumer.commit(100);
+    assert_eq!(consumer.header().read_pos, 4);
+}

@@ -347,12 +347,16 @@ fn drain(
         batch.clear();
         let want = remaining.min(BATCH_EVENTS as u64) as usize;
         let n = reader
-            .read_batch(batch, want)
+            .peek_batch(batch, want)
             .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
         if n == 0 {
             break;
         }
         let bad = emitter.emit(ring, batch, out)?;
+        // Consume only what was written out: a failed write leaves it unread.
+        if let Some(reader) = ring.reader.as_mut() {
+            reader.commit(n);
+        }
         if bad > 0 {
             report_malformed(ring, &emitter.bad_slots, start, log);
         }

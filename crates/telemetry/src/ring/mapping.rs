@@ -32,11 +32,6 @@ impl Mapping {
         })
     }
 
-    /// Length of the mapping in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.raw.len()
-    }
-
     fn checked(&self, offset: usize, size: usize, align: usize) -> *mut u8 {
         let end = offset.checked_add(size).expect("mapping range overflows");
         assert!(
@@ -97,20 +92,5 @@ impl Mapping {
         // SAFETY: dst is valid for `size` bytes and 8-aligned (checked); Event is
         // plain data with no padding; no overlap with a private slice.
         unsafe { std::ptr::copy_nonoverlapping(events.as_ptr().cast::<u8>(), dst, size) };
-    }
-
-    /// Appends `count` events read from consecutive slots at byte `offset` to `out`.
-    pub(crate) fn read_events(&self, offset: usize, count: usize, out: &mut Vec<Event>) {
-        let size = count
-            .checked_mul(Event::SIZE)
-            .expect("event count overflows");
-        let src = self.checked(offset, size, 8);
-        out.reserve(count);
-        // SAFETY: src is valid for `size` bytes (checked); any bit pattern is a
-        // valid Event (integers and a byte array); `out` has room for `count` more.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src, out.as_mut_ptr().add(out.len()).cast::<u8>(), size);
-            out.set_len(out.len() + count);
-        }
     }
 }

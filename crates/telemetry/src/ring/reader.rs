@@ -137,15 +137,51 @@ impl TrailerInfo {
 }
 
 /// Reads events from a ring file, consuming or peeking.
+///
+/// Only the 40-byte header is mapped (its positions are shared atomics); slots
+/// and trailer are read with `pread`, so a file truncated under the reader is
+/// reported as [`RingError::Truncated`] instead of faulting.
 pub struct RingReader {
     path: PathBuf,
     file: File,
-    map: Mapping,
+    header: Mapping,
     mode: ReadMode,
     capacity: u64,
     mask: u64,
-    has_trailer: bool,
+    /// Bytes of header and slots.
+    v1_size: u64,
+    trailer: Option<TrailerFormat>,
+    /// Peek mode: this reader's own position.
     peek_pos: u64,
+    /// Events handed out by [`RingReader::peek_batch`] and not yet committed,
+    /// and the position they start at.
+    uncommitted: u64,
+    uncommitted_from: u64,
+    /// Peek mode: events a consuming reader took before this one saw them.
+    overtaken: u64,
+    scratch: Vec<u8>,
+}
+
+/// Where a recognised trailer sits.
+#[derive(Debug, Clone, Copy)]
+struct TrailerFormat {
+    offset: u64,
+}
+
+fn read_trailer_format(file: &File, v1: u64, file_size: u64) -> Option<TrailerFormat> {
+    if file_size < v1 + layout::TRAILER_SIZE as u64 {
+        return None;
+    }
+    let mut head = [0u8; 16];
+    file.read_exact_at(&mut head, v1).ok()?;
+    let version = u32::from_le_bytes(head[8..12].try_into().ok()?);
+    let size = u32::from_le_bytes(head[12..16].try_into().ok()?) as u64;
+    // Version 1 or a later version that only grew the trailer.
+    let known = head[..8] == layout::TRAILER_MAGIC
+        && version >= layout::TRAILER_VERSION
+        && size >= layout::TRAILER_SIZE as u64
+        && v1 + size <= file_size;
+    known.then_some(TrailerFormat { offset: v1 })
 }
 
 impl RingReader {
@@ -176,35 +212,27 @@ impl RingReader {
         file.read_exact_at(&mut bytes, 0)
             .map_err(|e| RingError::io(path, "read the header", e))?;
         let header = RingHeader::decode(&bytes);
-        let v1 = header.validate(path, size)?;
-        let mut magic = [0u8; 8];
-        let has_trailer = size >= v1 + layout::TRAILER_SIZE as u64
-            && file.read_exact_at(&mut magic, v1).is_ok()
-            && magic == layout::TRAILER_MAGIC;
-        let len = if has_trailer {
-            v1 + layout::TRAILER_SIZE as u64
-        } else {
-            v1
-        };
-        let len = usize::try_from(len).map_err(|_| RingError::BadCapacity {
-            path: path.to_owned(),
-            capacity: header.capacity,
-            reason: "it does not fit in memory",
-        })?;
+        let v1_size = header.validate(path, size)?;
+        let trailer = read_trailer_format(&file, v1_size, size);
         let map = match mode {
-            ReadMode::Consume => Mapping::read_write(&file, len),
-            ReadMode::Peek => Mapping::read_only(&file, len),
+            ReadMode::Consume => Mapping::read_write(&file, layout::HEADER_SIZE),
+            ReadMode::Peek => Mapping::read_only(&file, layout::HEADER_SIZE),
         }
         .map_err(|e| RingError::io(path, "map", e))?;
         Ok(RingReader {
             path: path.to_owned(),
             file,
-            map,
+            header: map,
             mode,
             capacity: header.capacity,
             mask: header.mask,
-            has_trailer,
+            v1_size,
+            trailer,
             peek_pos: header.read_pos,
+            uncommitted: 0,
+            uncommitted_from: 0,
+            overtaken: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -223,15 +251,15 @@ impl RingReader {
         self.mode
     }
 
-    /// Fails with [`RingError::Truncated`] if the file shrank below the mapping,
-    /// so no access can fault on a page past its end.
+    /// Fails with [`RingError::Truncated`] if the file shrank below its header
+    /// and slots. (A lost trailer only makes [`RingReader::trailer`] `None`.)
     pub fn check_size(&self) -> Result<(), RingError> {
         let size = self
             .file
             .metadata()
             .map_err(|e| RingError::io(&self.path, "stat", e))?
             .len();
-        let needed = self.map.len() as u64;
+        let needed = self.v1_size;
         if size < needed {
             return Err(RingError::Truncated {
                 path: self.path.clone(),
@@ -243,7 +271,7 @@ impl RingReader {
     }
 
     fn position(&self, offset: usize, field: &'static str) -> Result<u64, RingError> {
-        let value = self.map.u64_at(offset).load(Ordering::Acquire);
+        let value = self.header.u64_at(offset).load(Ordering::Acquire);
         if value >= self.capacity {
             return Err(RingError::PositionOutOfRange {
                 path: self.path.clone(),
@@ -258,59 +286,130 @@ impl RingReader {
     /// The header as it is now.
     pub fn header(&self) -> RingHeader {
         let mut bytes = [0u8; layout::HEADER_SIZE];
-        self.map.read_bytes(0, &mut bytes);
+        self.header.read_bytes(0, &mut bytes);
         RingHeader::decode(&bytes)
     }
 
-    /// Events waiting to be read by this reader.
-    pub fn pending(&self) -> Result<u64, RingError> {
-        self.check_size()?;
-        let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
-        let read = self.read_position()?;
-        Ok(write.wrapping_sub(read) & self.mask)
-    }
-
-    fn read_position(&self) -> Result<u64, RingError> {
+    /// Where this reader reads next: the file's `read_pos` when consuming; when
+    /// peeking, its own position, moved forward to `read_pos` if a consuming
+    /// reader has overtaken it (those slots may already hold newer events).
+    fn read_position(&mut self, write: u64) -> Result<u64, RingError> {
+        let read = self.position(layout::READ_POS_OFFSET, "read_pos")?;
         match self.mode {
-            ReadMode::Consume => self.position(layout::READ_POS_OFFSET, "read_pos"),
-            ReadMode::Peek => Ok(self.peek_pos),
+            ReadMode::Consume => Ok(read),
+            ReadMode::Peek => {
+                let ours = write.wrapping_sub(self.peek_pos) & self.mask;
+                let unread = write.wrapping_sub(read) & self.mask;
+                if ours > unread {
+                    self.overtaken += ours - unread;
+                    self.peek_pos = read;
+                }
+                Ok(self.peek_pos)
+            }
         }
     }
 
-    /// Appends up to `max` waiting events to `out`, oldest first, and (when
-    /// consuming) advances `read_pos` once with release ordering. Checks the file
-    /// size and both positions first. Returns how many were read.
-    pub fn read_batch(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, RingError> {
+    /// Peek mode: events a consuming reader took before this reader saw them.
+    pub fn overtaken(&self) -> u64 {
+        self.overtaken
+    }
+
+    /// Events waiting to be read by this reader.
+    pub fn pending(&mut self) -> Result<u64, RingError> {
         self.check_size()?;
         let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
-        let read = self.read_position()?;
+        let read = self.read_position(write)?;
+        Ok(write.wrapping_sub(read) & self.mask)
+    }
+
+    /// Appends up to `max` waiting events to `out`, oldest first, without
+    /// advancing the read position; [`RingReader::commit`] advances it. A
+    /// consumer that prints events commits only what it printed, so a failed
+    /// write loses nothing. Checks the file size and both positions first.
+    pub fn peek_batch(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, RingError> {
+        self.uncommitted = 0;
+        self.check_size()?;
+        let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
+        let read = self.read_position(write)?;
         let n = ((write.wrapping_sub(read) & self.mask) as usize).min(max);
         if n == 0 {
             return Ok(0);
         }
         let first = n.min((self.capacity - read) as usize);
-        self.map
-            .read_events(layout::slot_offset(read) as usize, first, out);
-        self.map.read_events(layout::HEADER_SIZE, n - first, out);
-        let next = (read + n as u64) & self.mask;
+        self.read_slots(read, first, out)?;
+        self.read_slots(0, n - first, out)?;
+        self.uncommitted = n as u64;
+        self.uncommitted_from = read;
+        Ok(n)
+    }
+
+    /// Advances the read position past the first `n` events of the last
+    /// [`RingReader::peek_batch`] (at most all of them); when consuming, stores
+    /// `read_pos` once with release ordering.
+    pub fn commit(&mut self, n: usize) {
+        let n = (n as u64).min(self.uncommitted);
+        if n == 0 {
+            return;
+        }
+        let next = (self.uncommitted_from + n) & self.mask;
+        self.uncommitted -= n;
+        self.uncommitted_from = next;
         match self.mode {
             ReadMode::Consume => self
-                .map
+                .header
                 .u64_at(layout::READ_POS_OFFSET)
                 .store(next, Ordering::Release),
             ReadMode::Peek => self.peek_pos = next,
         }
+    }
+
+    /// Appends up to `max` waiting events to `out` and advances past them:
+    /// [`RingReader::peek_batch`] then [`RingReader::commit`]. Returns how many.
+    pub fn read_batch(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, RingError> {
+        let n = self.peek_batch(out, max)?;
+        self.commit(n);
         Ok(n)
     }
 
-    /// The trailer, when the file has one (files written by this project do).
-    pub fn trailer(&self) -> Option<TrailerInfo> {
-        if !self.has_trailer {
-            return None;
+    fn read_slots(
+        &mut self,
+        first_slot: u64,
+        count: usize,
+        out: &mut Vec<Event>,
+    ) -> Result<(), RingError> {
+        if count == 0 {
+            return Ok(());
         }
-        let t = layout::trailer_offset(self.capacity)? as usize;
-        let u64_at = |off: usize| self.map.u64_at(t + off).load(Ordering::Acquire);
-        let u32_at = |off: usize| self.map.u32_at(t + off).load(Ordering::Acquire);
+        let bytes = count * Event::SIZE;
+        self.scratch.resize(bytes, 0);
+        let offset = layout::slot_offset(first_slot);
+        self.file
+            .read_exact_at(&mut self.scratch, offset)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => RingError::Truncated {
+                    path: self.path.clone(),
+                    size: self.file.metadata().map(|m| m.len()).unwrap_or(0),
+                    needed: offset + bytes as u64,
+                },
+                _ => RingError::io(&self.path, "read slots", e),
+            })?;
+        out.reserve(count);
+        out.extend(
+            self.scratch
+                .chunks_exact(Event::SIZE)
+                .map(|chunk| Event::from_bytes(chunk.try_into().expect("56-byte chunk"))),
+        );
+        Ok(())
+    }
+
+    /// The trailer, when the file has one (files written by this project do).
+    /// `None` also when it can no longer be read (the file was truncated).
+    pub fn trailer(&self) -> Option<TrailerInfo> {
+        let format = self.trailer?;
+        let mut b = [0u8; layout::TRAILER_SIZE];
+        self.file.read_exact_at(&mut b, format.offset).ok()?;
+        let u64_at = |off: usize| u64::from_le_bytes(b[off..off + 8].try_into().unwrap());
+        let u32_at = |off: usize| u32::from_le_bytes(b[off..off + 4].try_into().unwrap());
         Some(TrailerInfo {
             version: u32_at(trailer::VERSION),
             producer_pid: u32_at(trailer::PRODUCER_PID),
