@@ -120,6 +120,9 @@ fn a_reader_reports_a_file_truncated_under_it() {
     assert!(err.to_string().contains("truncated"));
 }
 
+/// Damages a good ring file's bytes.
+type Corruption = Box<dyn Fn(&mut Vec<u8>)>;
+
 #[test]
 fn hostile_headers_are_rejected_before_mapping() {
     let dir = tempfile::tempdir().unwrap();
@@ -128,7 +131,7 @@ fn hostile_headers_are_rejected_before_mapping() {
         w.push_batch(&[Event::new(1, Category::CUSTOM, "x", 1)]);
         std::fs::read(dir.path().join("g")).unwrap()
     };
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>, &str)> = vec![
+    let cases: Vec<(&str, Corruption, &str)> = vec![
         ("short", Box::new(|b| b.truncate(39)), "too short"),
         (
             "version",
