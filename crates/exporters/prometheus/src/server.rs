@@ -95,6 +95,7 @@ pub(crate) fn spawn(
             tick: 0,
         },
         accept_paused_until: None,
+        again: Vec::new(),
     };
     let thread = std::thread::Builder::new()
         .name(format!("nixl-prom-{}", local.port()))
@@ -241,7 +242,11 @@ struct Conn {
 
 /// What to do with a connection after driving it.
 enum Next {
+    /// Wait for its next readiness event.
     Keep,
+    /// It answered a request and may have another one ready: drive it again in
+    /// the next loop iteration, after every other ready connection had its turn.
+    Again,
     Close,
 }
 
@@ -255,13 +260,22 @@ struct Server {
     stop: Arc<AtomicBool>,
     core: Core,
     accept_paused_until: Option<Instant>,
+    /// Connections that answered a request and may have more ready (one
+    /// response per connection per iteration, so a client that always has its
+    /// next request ready cannot keep the others waiting).
+    again: Vec<usize>,
 }
 
 impl Server {
     fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
+        let mut turn = Vec::new();
         loop {
-            let timeout = self.next_timeout();
+            let timeout = if self.again.is_empty() {
+                self.next_timeout()
+            } else {
+                Some(Duration::ZERO)
+            };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -272,15 +286,22 @@ impl Server {
                 return Ok(());
             }
             self.core.tick += 1;
+            std::mem::swap(&mut turn, &mut self.again);
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(),
                     WAKER => {}
                     Token(t) => {
                         let index = t - FIRST_CONNECTION;
+                        turn.retain(|&i| i != index);
                         self.drive(index);
                     }
                 }
+            }
+            // Those that had more to do last time. (An index whose connection
+            // closed meanwhile is harmless: driving it finds nothing to read.)
+            for index in turn.drain(..) {
+                self.drive(index);
             }
             if self
                 .accept_paused_until
@@ -408,8 +429,10 @@ impl Server {
         let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
             return;
         };
-        if let Next::Close = conn.drive(&mut self.core, &self.limits) {
-            self.close(index);
+        match conn.drive(&mut self.core, &self.limits) {
+            Next::Keep => {}
+            Next::Again => self.again.push(index),
+            Next::Close => self.close(index),
         }
     }
 }
@@ -449,6 +472,7 @@ impl Conn {
                         if out.keep_alive {
                             self.phase = Phase::Request;
                             self.deadline = now + limits.request_timeout;
+                            return Next::Again;
                         } else {
                             let _ = self.stream.shutdown(Shutdown::Write);
                             self.phase = Phase::Linger;

@@ -280,6 +280,54 @@ fn a_client_that_never_reads_cannot_hold_up_others() {
 }
 
 #[test]
+fn a_greedy_pipelining_client_cannot_starve_others() {
+    let e = exporter("greedy");
+    let addr = e.local_addr();
+    const PIPELINED: usize = 20_000;
+    let greedy = connect(addr);
+    let mut greedy_reader = greedy.try_clone().unwrap();
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        // One client pipelines 20 000 small requests (answered 404) and reads
+        // the answers as fast as it can.
+        scope.spawn(|| {
+            let mut w = &greedy;
+            w.write_all(&b"GET /x HTTP/1.1\r\n\r\n".repeat(PIPELINED))
+                .unwrap();
+        });
+        let reader = scope.spawn(|| {
+            // Status lines are counted across reads: keep the 7 bytes before
+            // each read in front of it.
+            let mut buf = vec![0u8; 7 + (1 << 16)];
+            let mut seen = 0;
+            let mut carried = 0;
+            while seen < PIPELINED {
+                let n = greedy_reader
+                    .read(&mut buf[carried..])
+                    .expect("the greedy client reads");
+                assert!(n > 0, "closed after {seen} answers");
+                let end = carried + n;
+                seen += buf[..end].windows(8).filter(|w| w == b"HTTP/1.1").count();
+                answered.store(seen, std::sync::atomic::Ordering::Relaxed);
+                carried = end.min(7);
+                buf.copy_within(end - carried..end, 0);
+            }
+        });
+        while answered.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            std::thread::yield_now();
+        }
+        // Another client is answered long before the greedy one is done.
+        assert_eq!(scrape(addr, None).status, 200);
+        let by_then = answered.load(std::sync::atomic::Ordering::Relaxed);
+        reader.join().unwrap();
+        assert!(
+            by_then < PIPELINED / 2,
+            "the scrape waited for {by_then} of {PIPELINED} pipelined answers"
+        );
+    });
+}
+
+#[test]
 fn the_oldest_idle_connection_makes_room() {
     let limits = ServerLimits {
         max_connections: 4,
