@@ -2,9 +2,9 @@
 
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, TelemetryData};
-use crate::metrics::MetricsUpdate;
+use crate::metrics::{MetricsUpdate, SlotCache};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::sanitize_into;
+use crate::sanitize::{push_sanitized_piece, sanitize_into};
 use crate::types::AttributeType;
 
 use super::{bind_attribute, truthy_at, BuildContext, MetricBuilder, MetricKind};
@@ -28,10 +28,24 @@ struct Slots {
 ///
 /// Needs the string attributes `action`, `version`, `network`, the boolean `success`
 /// and the list `gpus`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LegacyMetricsBuilder {
     slots: Option<Slots>,
+    /// Slots of the three job counters by their inputs.
+    jobs: SlotCache<3>,
+    short: String,
     key: String,
+}
+
+impl Default for LegacyMetricsBuilder {
+    fn default() -> Self {
+        LegacyMetricsBuilder {
+            slots: None,
+            jobs: SlotCache::new(1 << 16),
+            short: String::new(),
+            key: String::new(),
+        }
+    }
 }
 
 impl LegacyMetricsBuilder {
@@ -78,32 +92,38 @@ impl MetricBuilder for LegacyMetricsBuilder {
             .slots
             .ok_or_else(|| BuildError::Custom("legacy builder used before bind".into()))?;
         let action = text(data, slots.action);
+        let version = text(data, slots.version);
+        let network = text(data, slots.network);
+        let pass = truthy_at(data, Some(slots.success));
+
+        // The three job counters share one slot-cache entry: action, version, network
+        // (sanitised, so a separator they cannot contain keeps them apart) and status.
+        let short = &mut self.short;
+        short.clear();
+        for piece in [action, version, network] {
+            push_sanitized_piece(short, piece);
+        }
+        short.push(if pass { 'p' } else { 'f' });
+        let mut entry = self.jobs.entry(metrics, short);
+        entry.add(metrics, 0, 1, |key| {
+            key.push_str("total_action_");
+            key.push_str(action);
+            key.push_str(if pass { "_pass" } else { "_fail" });
+        })?;
+        entry.add(metrics, 1, 1, |key| {
+            key.push_str("version_");
+            key.push_str(version);
+            key.push_str("_action_");
+            key.push_str(action);
+        })?;
+        entry.add(metrics, 2, 1, |key| {
+            key.push_str("network_");
+            key.push_str(network);
+            key.push_str("_action_");
+            key.push_str(action);
+        })?;
+
         let key = &mut self.key;
-
-        key.clear();
-        key.push_str("total_action_");
-        key.push_str(action);
-        key.push_str(if truthy_at(data, Some(slots.success)) {
-            "_pass"
-        } else {
-            "_fail"
-        });
-        metrics.add(key, 1)?;
-
-        key.clear();
-        key.push_str("version_");
-        key.push_str(text(data, slots.version));
-        key.push_str("_action_");
-        key.push_str(action);
-        metrics.add(key, 1)?;
-
-        key.clear();
-        key.push_str("network_");
-        key.push_str(text(data, slots.network));
-        key.push_str("_action_");
-        key.push_str(action);
-        metrics.add(key, 1)?;
-
         if let Some(groups) = data.groups_at(slots.gpus) {
             // Equal names add up in one step: the same result as one add per entry.
             for (gpu, count) in groups.iter() {

@@ -2,7 +2,7 @@
 
 use crate::error::{BindError, BuildError};
 use crate::extract::TelemetryData;
-use crate::metrics::MetricsUpdate;
+use crate::metrics::{MetricsUpdate, Slot};
 use crate::registry::AttributeRegistry;
 use crate::types::AttributeType;
 
@@ -20,6 +20,8 @@ const TIME_LAPSED_TODAY: &str = "time_lapsed_today";
 #[derive(Debug, Default)]
 pub struct TimeMetricsBuilder {
     time_lapsed: Option<usize>,
+    /// Where `time_lapsed_today` is in the metrics, once known.
+    slot: Option<Slot>,
 }
 
 impl TimeMetricsBuilder {
@@ -52,10 +54,14 @@ impl MetricBuilder for TimeMetricsBuilder {
         context: &BuildContext,
     ) -> Result<(), BuildError> {
         let time_lapsed = integer_at(data, self.time_lapsed);
+        let slot = match self.slot {
+            Some(slot) if metrics.is_current(slot) => slot,
+            _ => *self.slot.insert(metrics.slot(TIME_LAPSED_TODAY)?),
+        };
         if context.now.date() != context.old_now.date() {
-            metrics.set(TIME_LAPSED_TODAY, time_lapsed)
+            metrics.set_at(slot, time_lapsed)
         } else {
-            metrics.add(TIME_LAPSED_TODAY, time_lapsed).map(drop)
+            metrics.add_at(slot, time_lapsed).map(drop)
         }
     }
 
