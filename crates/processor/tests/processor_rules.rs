@@ -287,3 +287,34 @@ fn json_scalars_in_string_and_boolean_attributes() {
         ]
     );
 }
+
+#[test]
+fn the_rendering_table_of_docs_processor_md() {
+    let registry = AttributeRegistry::default();
+    let rows = [
+        ("true", "true"),
+        ("false", "false"),
+        ("42", "42"),
+        ("-5", "_5"),
+        ("0", "0"),
+        ("1.0", "1_0"),
+        ("2.5", "2_5"),
+        ("-0.0", "_0_0"),
+        ("0.0001", "0_0001"),
+        ("1e15", "1000000000000000_0"),
+        ("1e-05", "1e_05"),
+        ("1.5e-7", "1_5e_07"),
+        ("1e16", "1e_16"),
+        ("1.5e300", "1_5e_300"),
+        ("null", "unknown"),
+        // Known limits of the JSON reader, as documented.
+        ("100000000000000000000", "1e_20"),
+        ("-0", "_0_0"),
+    ];
+    for (json, want) in rows {
+        let text = format!("{{\"network\": {json}}}");
+        let record = nixl_telemetry_processor::Record::parse(&text).unwrap();
+        let data = nixl_telemetry_processor::extract_telemetry_data(&registry, &record).unwrap();
+        assert_eq!(data.str("network"), Some(want), "{json}");
+    }
+}
