@@ -18,9 +18,10 @@
 //!   scrapers on the last CPU and the recorder and flush thread on CPU 0, so
 //!   interference through shared state is measured apart from CPU sharing.
 //!   Scrapers send Prometheus's `Accept` and `Accept-Encoding: gzip` headers;
-//!   `--identity` drops the gzip. `--rt` (root, with `--pin`) runs the
-//!   recorder, its flush thread and the export loop `SCHED_RR`, so other
-//!   processes on a shared machine cannot take their CPU during the phases.
+//!   `--identity` drops the gzip. `--rt` (root; use with `--pin`) runs every
+//!   thread measured (server, scrapers, recorder, flush thread, export loop)
+//!   `SCHED_RR`, so other processes on a shared machine cannot take their
+//!   CPUs during the phases.
 //!   Every loop is bounded by time (`--seconds`, default 5 per phase) and by
 //!   count.
 
@@ -495,9 +496,25 @@ fn scrape(o: &Options) {
             None => "no pinning".to_owned(),
         }
     );
-    // The endpoint's server thread inherits the affinity of the thread that
-    // creates the first exporter.
+    // The endpoint's server thread inherits the affinity (and, with --rt, the
+    // scheduling policy) of the thread that creates the first exporter.
     pin(scraper_cpu);
+    if o.rt {
+        // Every thread measured here runs SCHED_RR (inherited by the threads
+        // created from this one): other processes on a shared machine cannot
+        // take their CPUs, so what remains is the threads' effect on each other.
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: pid 0 is the calling thread; param is valid.
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &param) };
+        println!(
+            "SCHED_RR for the server, scrapers, recorder and flush thread: {}",
+            if rc == 0 {
+                "set"
+            } else {
+                "refused (not root?)"
+            }
+        );
+    }
     let first = common::exporter("agent-00");
     let addr = first.local_addr();
     let mut agents = vec![first];
@@ -508,22 +525,6 @@ fn scrape(o: &Options) {
         );
     }
     pin(work_cpu);
-    if o.rt {
-        // The recorder, the flush thread (which inherits it) and the
-        // export_batch loop run SCHED_RR: other processes on the machine
-        // cannot take their CPU, so what remains is the scrapers' effect.
-        let param = libc::sched_param { sched_priority: 1 };
-        // SAFETY: pid 0 is the calling thread; param is valid.
-        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &param) };
-        println!(
-            "recorder thread: SCHED_RR {}",
-            if rc == 0 {
-                "set"
-            } else {
-                "refused (not root?): running SCHED_OTHER"
-            }
-        );
-    }
     let batch = every_series_batch();
     for a in &mut agents {
         a.record(&batch);
@@ -532,11 +533,20 @@ fn scrape(o: &Options) {
     let text = String::from_utf8_lossy(&body);
     let samples = text.lines().filter(|l| !l.starts_with('#')).count();
     let om = agents[0].render(Format::OpenMetrics);
-    let zipped = {
+    let gzip = || {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         e.write_all(&om).unwrap();
         e.finish().unwrap()
     };
+    let zipped = gzip();
+    let started = Instant::now();
+    for _ in 0..100 {
+        std::hint::black_box(gzip());
+    }
+    println!(
+        "gzip of the OpenMetrics body: {:.0} µs",
+        started.elapsed().as_secs_f64() * 1e6 / 100.0
+    );
     println!(
         "body: {} bytes, {samples} samples (text format); OpenMetrics {} bytes, {} gzipped",
         body.len(),
