@@ -7,7 +7,7 @@ use thiserror::Error;
 
 use crate::settings::SettingsError;
 
-/// Why [`PrometheusExporter::create`](crate::PrometheusExporter::create) failed.
+/// Why [`PrometheusExporter::with_settings`](crate::PrometheusExporter::with_settings) (and so the plug-in's `create_exporter`) failed.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PrometheusError {

@@ -429,7 +429,16 @@ impl Server {
         let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
             return;
         };
-        match conn.drive(&mut self.core, &self.limits) {
+        // A bug answering one connection must not take the endpoint down with
+        // it: that connection is closed and the loop goes on.
+        let (core, limits) = (&mut self.core, &self.limits);
+        let next =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.drive(core, limits)))
+                .unwrap_or_else(|_| {
+                    tracing::error!("answering a scrape panicked; closing that connection");
+                    Next::Close
+                });
+        match next {
             Next::Keep => {}
             Next::Again => self.again.push(index),
             Next::Close => self.close(index),
