@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, ListValue, NameGroups, TelemetryData};
 use crate::hash::KeyHashState;
-use crate::metrics::{MetricsUpdate, SlotCache};
+use crate::metrics::{MetricsUpdate, Slot, SlotCache};
 use crate::registry::AttributeRegistry;
 use crate::sanitize::{escape_label_value_into, push_counted, push_sanitized_piece, push_uint};
 use crate::types::AttributeType;
@@ -241,6 +241,8 @@ struct GpuType {
     rank: Option<usize>,
     /// `tao_job_gpu_total{tao_gpu_type="<name>"}`.
     total_key: String,
+    /// Where `total_key` is in the metrics, once written (checked before each use).
+    total_slot: Option<Slot>,
 }
 
 /// GPU name → type, remembered so each distinct name is analysed once.
@@ -274,6 +276,7 @@ impl GpuTypeCache {
                     rank: priority_rank(&name),
                     name,
                     total_key,
+                    total_slot: None,
                 });
                 id
             }
@@ -314,8 +317,6 @@ pub struct LabeledMetricsBuilder {
     cache: GpuTypeCache,
     /// Slots of the three job families, by the label values' short form.
     jobs: SlotCache<3>,
-    /// Slots of `tao_job_gpu_total{…}`, by GPU type.
-    totals: SlotCache<1>,
     /// Per-type counts of the current job, in first-appearance order.
     counts: Vec<(u32, usize)>,
     /// The label values of the current job (sanitised text ended by a separator it
@@ -334,7 +335,6 @@ impl Default for LabeledMetricsBuilder {
             time_lapsed: None,
             cache: GpuTypeCache::default(),
             jobs: SlotCache::new(Self::MAX_LABEL_SETS),
-            totals: SlotCache::new(GpuTypeCache::MAX_NAMES),
             counts: Vec::new(),
             short: String::new(),
             value: String::new(),
@@ -522,11 +522,14 @@ impl MetricBuilder for LabeledMetricsBuilder {
             add(2, JOB_GPU_TIME_SUM, gpu_time)?;
         }
         for &(id, count) in &self.counts {
-            let gpu_type = &self.cache.types[id as usize];
-            self.totals
-                .add(metrics, &gpu_type.name, 0, count as i64, |key| {
-                    key.push_str(&gpu_type.total_key)
-                })?;
+            let gpu_type = &mut self.cache.types[id as usize];
+            let slot = match gpu_type.total_slot {
+                Some(slot) if metrics.is_current(slot) => slot,
+                _ => *gpu_type
+                    .total_slot
+                    .insert(metrics.slot(&gpu_type.total_key)?),
+            };
+            metrics.add_at(slot, count as i64)?;
         }
         Ok(())
     }
