@@ -253,6 +253,32 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
     ));
 }
 
+/// Two threads adding to one shared line: the cost of cross-core contention
+/// right now. On this shared VM the host sometimes runs both vCPUs on sibling
+/// hyperthreads of one core, where a shared line costs little and locks barely
+/// contend; this row tells which case a run measured.
+fn contention_probe(plan: Plan, rows: &mut Vec<Row>) {
+    let shared = Line(AtomicU64::new(0));
+    let s = run_concurrent(
+        2,
+        OPS,
+        plan,
+        |_, ops| {
+            for _ in 0..ops {
+                black_box(&shared.0).fetch_add(black_box(1), Ordering::Relaxed);
+            }
+        },
+        || {},
+    );
+    rows.push(row(
+        "shared_atomic_add",
+        "analysis: relaxed atomic add, one shared line",
+        2,
+        s,
+        "contention probe",
+    ));
+}
+
 /// The 32-byte name field for `name`.
 fn nixl_telemetry_name(name: &str) -> [u8; 32] {
     Event::new(0, Category::PERFORMANCE, name, 0).event_name
@@ -646,20 +672,19 @@ fn prometheus_client(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
 
 /// Runs every per-operation benchmark on 1 and 2 threads.
 pub fn run(plan: Plan, rows: &mut Vec<Row>) -> Result<()> {
-    // Each group on 1 then 2 threads, so the ratios compare neighbours in time.
+    // Floors on 1 then 2 threads; then every contender on 1 thread, then every
+    // contender on 2 threads after a contention probe: the ratios of issue 7
+    // compare neighbours in time.
     for threads in [1, 2] {
         floors(plan, threads, rows);
     }
     for threads in [1, 2] {
+        if threads == 2 {
+            contention_probe(plan, rows);
+        }
         ours(plan, threads, rows)?;
-    }
-    for threads in [1, 2] {
         mutex_staging(plan, threads, rows)?;
-    }
-    for threads in [1, 2] {
         metrics_crate(plan, threads, rows)?;
-    }
-    for threads in [1, 2] {
         prometheus_client(plan, threads, rows);
     }
     Ok(())

@@ -148,7 +148,7 @@ impl Report {
 
     /// The ratios of medians, by name. The first five are the ones issue 7 names.
     pub fn ratios(&self) -> BTreeMap<&'static str, f64> {
-        let pairs: [(&'static str, &str, &str); 12] = [
+        let pairs: [(&'static str, &str, &str); 13] = [
             ("record_vs_floor_1t", "record_1t", "floor_1t"),
             (
                 "record_vs_mutex_staging_2t",
@@ -193,6 +193,11 @@ impl Report {
                 "mutex_staging_1t",
             ),
             ("generic_vs_record_1t", "generic_record_1t", "record_1t"),
+            (
+                "shared_vs_private_atomic_2t",
+                "shared_atomic_add_2t",
+                "floor_atomic_add_2t",
+            ),
         ];
         pairs
             .into_iter()
