@@ -16,26 +16,24 @@ fn is_lower_clean(b: u8) -> bool {
 /// digit becomes one `_`, and letters are lower-cased (or upper-cased when `uppercase`).
 pub fn sanitize_into(out: &mut String, text: &str, uppercase: bool) {
     if text.is_ascii() {
-        // Through the byte vector: a mapped slice iterator extends it without
-        // per-byte capacity checks.
-        let map = |b: u8| {
-            if !b.is_ascii_alphanumeric() {
-                b'_'
-            } else if uppercase {
-                b.to_ascii_uppercase()
-            } else {
-                b.to_ascii_lowercase()
+        out.reserve(text.len());
+        if uppercase {
+            for b in text.bytes() {
+                out.push(char::from(if b.is_ascii_alphanumeric() {
+                    b.to_ascii_uppercase()
+                } else {
+                    b'_'
+                }));
             }
-        };
-        let mut bytes = std::mem::take(out).into_bytes();
-        bytes.extend(text.bytes().map(map));
-        *out = String::from_utf8(bytes).unwrap_or_else(|e| {
-            // Unreachable: ASCII appended to valid UTF-8. Keep the valid prefix.
-            let valid = e.utf8_error().valid_up_to();
-            let mut bytes = e.into_bytes();
-            bytes.truncate(valid);
-            String::from_utf8(bytes).unwrap_or_default()
-        });
+        } else {
+            for b in text.bytes() {
+                out.push(char::from(if b.is_ascii_alphanumeric() {
+                    b.to_ascii_lowercase()
+                } else {
+                    b'_'
+                }));
+            }
+        }
         return;
     }
     out.reserve(text.len());
