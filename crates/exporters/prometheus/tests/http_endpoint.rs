@@ -223,6 +223,42 @@ fn garbage_is_refused_and_the_listener_survives() {
 }
 
 #[test]
+fn random_bytes_from_many_clients_leave_the_listener_serving() {
+    let e = exporter_with_limits("noise", short_limits());
+    let addr = e.local_addr();
+    // A small deterministic generator (xorshift), so a failure can be replayed.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..200 {
+        let len = (next() % 3000) as usize;
+        let mut junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if round % 3 == 0 {
+            // Sometimes a plausible start, then junk.
+            junk.splice(0..0, b"GET /metrics HTTP/1.1\r\n".iter().copied());
+        }
+        if round % 5 == 0 {
+            junk.extend_from_slice(b"\r\n\r\n");
+        }
+        let mut s = connect(addr);
+        let _ = s.write_all(&junk);
+        if round % 2 == 0 {
+            // Half of them go away at once, the others wait for whatever comes.
+            drop(s);
+        } else {
+            let _ = closed_by_server(&mut s, Duration::from_millis(20));
+        }
+    }
+    let r = scrape(addr, None);
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("agent_name=\"noise\""));
+}
+
+#[test]
 fn stalled_clients_time_out_and_cannot_starve_scrapes() {
     let e = exporter_with_limits("stalled", short_limits());
     let addr = e.local_addr();

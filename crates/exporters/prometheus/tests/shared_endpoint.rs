@@ -159,3 +159,16 @@ fn port_zero_gives_each_agent_its_own_endpoint() {
     );
     drop(c);
 }
+
+#[test]
+fn ipv6_loopback_serves_when_the_machine_has_it() {
+    if TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipped: no IPv6 loopback on this machine");
+        return;
+    }
+    let mut e = create("six", "[::1]:0".parse().unwrap()).unwrap();
+    assert!(e.local_addr().is_ipv6());
+    e.record(&[ev(Category::TRANSFER, "agent_rx_bytes", 6)]);
+    let body = scrape(e.local_addr(), None).text();
+    assert!(body.contains("agent_name=\"six\"} 6\n"), "{body}");
+}
