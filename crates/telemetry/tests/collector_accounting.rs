@@ -282,7 +282,12 @@ fn names_are_cut_at_31_bytes_and_multibyte_boundaries() {
 #[test]
 fn a_full_ring_nobody_reads_does_not_get_a_report_every_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let t = Telemetry::builder("quiet").buffer_size(4).unwrap().ring_directory(dir.path()).build().unwrap();
+    let t = Telemetry::builder("quiet")
+        .buffer_size(4)
+        .unwrap()
+        .ring_directory(dir.path())
+        .build()
+        .unwrap();
     for v in 0..10 {
         t.record(Category::CUSTOM, "e", v);
         t.flush();
@@ -292,7 +297,10 @@ fn a_full_ring_nobody_reads_does_not_get_a_report_every_pass() {
         t.flush();
     }
     let after = balanced(&t);
-    assert_eq!(after.generated, before.generated, "no new losses, no new reports");
+    assert_eq!(
+        after.generated, before.generated,
+        "no new losses, no new reports"
+    );
     assert_eq!(after.dropped, before.dropped);
 }
 
@@ -312,8 +320,11 @@ impl Exporter for Fragile {
 
 #[test]
 fn a_panicking_exporter_is_disabled_and_the_host_goes_on() {
-    let config = Telemetry::builder("p").run_interval(Duration::from_secs(3600)).unwrap();
-    let t = Telemetry::with_exporter("p", config.as_config().clone(), Box::new(Fragile(0))).unwrap();
+    let config = Telemetry::builder("p")
+        .run_interval(Duration::from_secs(3600))
+        .unwrap();
+    let t =
+        Telemetry::with_exporter("p", config.as_config().clone(), Box::new(Fragile(0))).unwrap();
     t.record(Category::CUSTOM, "a", 1);
     t.flush();
     t.record(Category::CUSTOM, "b", 2);
