@@ -7,7 +7,9 @@ use std::cell::OnceCell;
 use crate::error::ExtractError;
 use crate::record::{JsonNumber, JsonValue, Record};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{render_scalar, sanitize_into, sanitize_str, write_number};
+use crate::sanitize::{
+    is_sanitized_lower, render_scalar, sanitize_into, sanitize_str, write_number,
+};
 use crate::types::{AttributeDef, AttributeType, DefaultValue};
 
 /// The value of a boolean attribute: any JSON scalar, kept as given.
@@ -164,10 +166,7 @@ impl<'r> Text<'r> {
 
     /// Like [`Text::sanitized`], taking the string to write into from `pool`.
     pub(crate) fn sanitized_with(raw: &'r str, pool: &mut Vec<String>) -> Text<'r> {
-        if raw
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        {
+        if is_sanitized_lower(raw) {
             return Text(TextRepr::Borrowed(raw));
         }
         let mut text = pool.pop().unwrap_or_default();

@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 
 use crate::record::{JsonNumber, JsonValue};
 
-/// Whether a byte survives sanitising unchanged in the lower-case variant.
+/// Whether sanitising (lower-case variant) leaves `text` unchanged.
 #[inline]
-fn is_lower_clean(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'
+pub(crate) fn is_sanitized_lower(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// Appends `text` sanitised to `out`: every code point that is not an ASCII letter or
@@ -83,7 +84,7 @@ pub fn sanitize_str(text: &str, uppercase: bool) -> Cow<'_, str> {
         text.bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
     } else {
-        text.bytes().all(is_lower_clean)
+        is_sanitized_lower(text)
     };
     if clean {
         Cow::Borrowed(text)
@@ -208,9 +209,11 @@ pub struct GpuIdScratch {
     entries: Vec<(u32, u32, u32)>,
 }
 
-/// Appends the GPU identifier of a list to `out`: the number of GPUs, then for each
-/// distinct upper-case sanitised name in code-point order `_<NAME>_<count>`
-/// (`3_NVIDIA_A100_2_NVIDIA_V100_1`; an empty list gives `0_`).
+/// Appends the GPU identifier of a list to `out`, the list given as `(name, count)`
+/// pairs (as [`crate::ListValue::groups`] yields them; a plain list is pairs with
+/// count 1): the number of GPUs, then for each distinct upper-case sanitised name in
+/// code-point order `_<NAME>_<count>` (`3_NVIDIA_A100_2_NVIDIA_V100_1`; an empty list
+/// gives `0_`).
 pub fn write_gpu_identifier<'s, I>(gpus: I, out: &mut String, scratch: &mut GpuIdScratch)
 where
     I: IntoIterator<Item = (&'s str, u32)>,

@@ -195,14 +195,7 @@ pub fn extract_primary_gpu<S: AsRef<str>>(gpus: &[S]) -> String {
             None => types.push((t, 1)),
         }
     }
-    let ranked = types
-        .iter()
-        .filter_map(|(t, _)| priority_rank(t).map(|r| (r, t)))
-        .min_by_key(|(r, _)| *r);
-    if let Some((_, t)) = ranked {
-        return t.clone();
-    }
-    most_common_first(types.iter().map(|(t, c)| (t, *c)))
+    choose_primary(types.iter().map(|(t, c)| (t, *c, priority_rank(t))))
         .map_or_else(|| "unknown".to_owned(), |t| t.clone())
 }
 
@@ -210,10 +203,19 @@ fn priority_rank(gpu_type: &str) -> Option<usize> {
     GPU_PRIORITY.iter().position(|p| *p == gpu_type)
 }
 
-/// The item with the highest count; ties go to the earliest.
-fn most_common_first<T>(items: impl Iterator<Item = (T, usize)>) -> Option<T> {
+/// The primary of a job's GPU types, given as `(type, count, priority rank)` in order
+/// of first appearance: the best-ranked type if any is ranked, otherwise the most
+/// frequent, ties going to the earliest. `None` for no types.
+fn choose_primary<T>(types: impl Iterator<Item = (T, usize, Option<usize>)> + Clone) -> Option<T> {
+    let ranked = types
+        .clone()
+        .filter_map(|(t, _, rank)| rank.map(|r| (r, t)))
+        .min_by_key(|(r, _)| *r);
+    if let Some((_, t)) = ranked {
+        return Some(t);
+    }
     let mut best: Option<(T, usize)> = None;
-    for (item, count) in items {
+    for (item, count, _) in types {
         let better = match &best {
             Some((_, c)) => count > *c,
             None => true,
@@ -479,15 +481,12 @@ impl MetricBuilder for LabeledMetricsBuilder {
         let primary: &str = if gpu_count == 0 {
             "unknown"
         } else {
-            let ranked = self
-                .counts
-                .iter()
-                .filter_map(|(id, _)| types[*id as usize].rank.map(|r| (r, *id)))
-                .min_by_key(|(r, _)| *r)
-                .map(|(_, id)| id);
-            let id = ranked
-                .or_else(|| most_common_first(self.counts.iter().copied()))
-                .unwrap_or(0);
+            let id = choose_primary(
+                self.counts
+                    .iter()
+                    .map(|&(id, count)| (id, count, types[id as usize].rank)),
+            )
+            .unwrap_or(0);
             &types[id as usize].name
         };
         let job = JobLabels {
