@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo bench -p nixl-telemetry-exporter-prometheus --bench prometheus \
-//!     [-- [absorb] [scrape] [--seconds S] [--clients N] [--threads T] [--pin] [--rt] [--identity]]
+//!     [-- [absorb] [scrape] [--seconds S] [--rounds R] [--clients N] [--threads T] [--pin] [--rt] [--identity]]
 //! ```
 //!
 //! * `absorb`: events per second `export_batch` takes on the flush thread,
@@ -53,6 +53,7 @@ struct Options {
     pin: bool,
     identity: bool,
     rt: bool,
+    rounds: usize,
 }
 
 fn options() -> Options {
@@ -74,6 +75,7 @@ fn options() -> Options {
         pin: args.iter().any(|a| a == "--pin"),
         identity: args.iter().any(|a| a == "--identity"),
         rt: args.iter().any(|a| a == "--rt"),
+        rounds: value("--rounds").map_or(5, |r| (r as usize).max(1)),
     }
 }
 
@@ -392,6 +394,20 @@ fn phase(
     };
     let clients = load.clients;
     std::thread::scope(|scope| {
+        if load.spinner {
+            let stop = &stop;
+            scope.spawn(move || {
+                pin(load.scraper_cpu);
+                let mut x = 1u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..10_000 {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                }
+            });
+        }
         for t in 0..load.threads.min(clients) {
             // Connections split as evenly as possible over the threads.
             let share = clients / load.threads + usize::from(t < clients % load.threads);
@@ -403,7 +419,8 @@ fn phase(
             });
         }
         // Let the scrapers get going before measuring.
-        std::thread::sleep(Duration::from_millis(if clients > 0 { 300 } else { 0 }));
+        let warm_up = clients > 0 || load.spinner;
+        std::thread::sleep(Duration::from_millis(if warm_up { 300 } else { 0 }));
         let started = Instant::now();
         let cpu_started = thread_cpu_time();
         let deadline = started + Duration::from_secs_f64(seconds);
@@ -422,16 +439,69 @@ fn phase(
     (rate, latencies)
 }
 
-fn report_rate(what: &str, unit: &str, clients: usize, alone: Rate, loaded: Rate) {
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs `work` under each of `[alone, with scrapers, control]` in turn,
+/// `--rounds` times (interleaved, so drift of the machine hits all three alike),
+/// each for `--seconds / --rounds`; prints the medians and the median of the
+/// per-round ratios; returns the scrape latencies of the loaded phases.
+fn compare(
+    what: &str,
+    unit: &str,
+    loads: [Load; 3],
+    addr: SocketAddr,
+    o: &Options,
+    mut work: impl FnMut() -> u64 + Send,
+) -> Vec<u32> {
+    let each = o.seconds / o.rounds as f64;
+    let mut rates: [Vec<Rate>; 3] = Default::default();
+    let mut latencies = Vec::new();
+    for _ in 0..o.rounds {
+        for (i, load) in loads.iter().enumerate() {
+            let (rate, l) = phase(addr, *load, each, &mut work);
+            rates[i].push(rate);
+            latencies.extend(l);
+        }
+    }
+    latencies.sort_unstable();
+    let wall = |i: usize| median(rates[i].iter().map(|r| r.wall).collect());
+    let ratio = |i: usize, cpu: bool| {
+        median(
+            rates[0]
+                .iter()
+                .zip(&rates[i])
+                .map(|(a, b)| if cpu { b.cpu / a.cpu } else { b.wall / a.wall } - 1.0)
+                .collect(),
+        ) * 100.0
+    };
+    let spread = |i: usize| {
+        let r: Vec<f64> = rates[0]
+            .iter()
+            .zip(&rates[i])
+            .map(|(a, b)| (b.wall / a.wall - 1.0) * 100.0)
+            .collect();
+        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!("{lo:+.1}%..{hi:+.1}%")
+    };
     println!(
-        "{what}: alone {:.1} M {unit}/s, with {clients} scrapers {:.1} M/s ({:+.1}%); per CPU-second of its thread: {:.1} M vs {:.1} M ({:+.1}%)",
-        alone.wall / 1e6,
-        loaded.wall / 1e6,
-        (loaded.wall / alone.wall - 1.0) * 100.0,
-        alone.cpu / 1e6,
-        loaded.cpu / 1e6,
-        (loaded.cpu / alone.cpu - 1.0) * 100.0,
+        "{what}: medians of {} interleaved rounds: alone {:.1} M {unit}/s; with {} scrapers {:.1} M/s ({:+.1}% [rounds {}], per CPU-second {:+.1}%); control, a busy loop on the other CPU instead: {:.1} M/s ({:+.1}% [rounds {}], per CPU-second {:+.1}%)",
+        o.rounds,
+        wall(0) / 1e6,
+        loads[1].clients,
+        wall(1) / 1e6,
+        ratio(1, false),
+        spread(1),
+        ratio(1, true),
+        wall(2) / 1e6,
+        ratio(2, false),
+        spread(2),
+        ratio(2, true),
     );
+    latencies
 }
 
 fn report_latency(label: &str, l: &[u32], seconds: f64) {
@@ -458,6 +528,9 @@ struct Load {
     /// Whether the scrapers ask for gzip, as Prometheus does (they do not
     /// inflate the bodies: a Prometheus server does that on its own machine).
     gzip: bool,
+    /// Instead of scrapers: one thread spinning on `scraper_cpu` (a control
+    /// that shows what merely keeping the other CPU busy costs).
+    spinner: bool,
 }
 
 /// Pins the calling thread to `cpu` (no-op for `None`).
@@ -484,6 +557,7 @@ fn scrape(o: &Options) {
         threads: o.threads.max(1),
         scraper_cpu,
         gzip: !o.identity,
+        spinner: false,
     };
     let seconds = o.seconds;
     let clients = o.clients;
@@ -578,9 +652,19 @@ fn scrape(o: &Options) {
         }
         1000
     };
-    let (alone, _) = phase(addr, none, seconds, record);
-    let (loaded, latencies) = phase(addr, load, seconds, record);
-    report_rate("record()", "transfers", clients, alone, loaded);
+    let spinning = Load {
+        clients: 0,
+        spinner: true,
+        ..load
+    };
+    let latencies = compare(
+        "record()",
+        "transfers",
+        [none, load, spinning],
+        addr,
+        o,
+        record,
+    );
     report_latency("  scrape latency while recording", &latencies, seconds);
     drop(telemetry);
 
@@ -594,9 +678,14 @@ fn scrape(o: &Options) {
         }
         16 * mixed.len() as u64
     };
-    let (alone, _) = phase(addr, none, seconds, flush);
-    let (loaded, latencies) = phase(addr, load, seconds, flush);
-    report_rate("export_batch", "events", clients, alone, loaded);
+    let latencies = compare(
+        "export_batch",
+        "events",
+        [none, load, spinning],
+        addr,
+        o,
+        flush,
+    );
     report_latency("  scrape latency while exporting", &latencies, seconds);
 
     // (c) Scrapers alone, nothing changing (bodies served from the cache).
