@@ -141,7 +141,10 @@ pub fn run_suite(plan: SuitePlan, parts: &[Part]) -> Result<Report> {
     for part in Part::ALL.iter().filter(|p| parts.contains(p)) {
         match part {
             Part::Ops => ops::run(plan.ops, &mut report.rows)?,
-            Part::Ring => pipeline::ring_alone(plan.pipe, &mut report.rows)?,
+            Part::Ring => {
+                pipeline::ring_alone(plan.pipe, &mut report.rows)?;
+                pipeline::ring_stages(plan.pipe, &mut report.rows)?;
+            }
             Part::Pipeline => pipeline::whole_pipeline(plan.pipe, &mut report.rows)?,
             Part::Exporters => {
                 exporters::run(plan.flush_rounds, &mut report.rows, &mut report.notes)?

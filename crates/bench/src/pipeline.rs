@@ -112,13 +112,16 @@ enum Consumer {
     Raw,
 }
 
-/// Waits a little (~1-2 µs) before polling the ring's header again: both
-/// positions share one cache line, and a side that polls it in a tight loop
-/// steals that line from the other side on every poll.
+/// Waits a little before polling the ring's header again: both positions
+/// share one cache line, and a side that polls it in a tight loop steals that
+/// line from the other side on every poll. It also yields the CPU: when other
+/// processes hold one of the two cores, writer and reader share the other, and
+/// a spinning side would burn its whole time slice while the other cannot run.
 fn backoff() {
     for _ in 0..32 {
         std::hint::spin_loop();
     }
+    std::thread::yield_now();
 }
 
 /// One writer thread pushes `total` events in batches of `batch` (retrying what
@@ -219,6 +222,60 @@ pub fn ring_alone(plan: PipePlan, rows: &mut Vec<Row>) -> Result<()> {
     Ok(())
 }
 
+/// Each side of the ring alone, on one thread (no scheduling in the way): the
+/// writer fills an empty ring of 65,536 slots with batches of 4,096 (timed),
+/// then `RingReader` consumes it in one `read_batch` (timed). Per-stage CPU
+/// cost, which on a loaded 2-core machine says more than wall-clock rates.
+pub fn ring_stages(plan: PipePlan, rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir().context("temporary ring directory")?;
+    let capacity = 1usize << 16;
+    let mut writer = RingWriter::create(dir.path(), "stages", capacity)?;
+    let mut reader = RingReader::open(writer.path(), ReadMode::Consume)?;
+    let source = events(4096);
+    let mut out = Vec::with_capacity(capacity);
+    let (mut writes, mut reads) = (Vec::new(), Vec::new());
+    let rounds = plan.repeats * 5;
+    for round in 0..=rounds {
+        let start = Instant::now();
+        let mut written = 0;
+        while written < capacity - 1 {
+            let len = 4096.min(capacity - 1 - written);
+            written += writer.push_batch(&source[..len]);
+        }
+        let wrote = start.elapsed();
+        let start = Instant::now();
+        let n = reader.read_batch(&mut out, capacity)?;
+        let read = start.elapsed();
+        ensure!(n == written, "read {n} of {written} events");
+        black_box(out.last());
+        out.clear();
+        if round > 0 {
+            writes.push(written as f64 / wrote.as_secs_f64());
+            reads.push(n as f64 / read.as_secs_f64());
+        }
+    }
+    rows.push(rate_row(
+        "ring_write_only",
+        "ring writer alone: push_batch into empty ring",
+        1,
+        &writes,
+        "65,535 events in batches of 4,096, one thread",
+    ));
+    rows.push(rate_row(
+        "ring_read_only",
+        "RingReader alone: consume a full ring",
+        1,
+        &reads,
+        "one read_batch of 65,535 events, one thread",
+    ));
+    Ok(())
+}
+
+/// How long the pipeline's consuming reader sleeps when the ring is empty.
+const READER_POLL: Duration = Duration::from_micros(50);
+/// A paced recorder sleeps once it is this far ahead of its schedule.
+const PACE_SLACK: Duration = Duration::from_micros(200);
+
 /// What one whole-pipeline run measured.
 struct PipelineRun {
     delivered_per_s: f64,
@@ -227,6 +284,8 @@ struct PipelineRun {
     generated: u64,
     delivered: u64,
     dropped: u64,
+    dropped_staging: u64,
+    dropped_ring: u64,
     read: u64,
 }
 
@@ -265,7 +324,9 @@ fn pipeline_once(
                     if done {
                         return Ok(());
                     }
-                    std::thread::yield_now();
+                    // A reader polls; it does not spin (on 2 cores a spinning
+                    // reader takes the flush thread's CPU).
+                    std::thread::sleep(READER_POLL);
                 }
             }
         });
@@ -281,9 +342,12 @@ fn pipeline_once(
                             i += 1;
                         }
                         if let Some(pace) = pace {
+                            // Ahead of the offered rate: sleep (not spin), so the
+                            // flush and reader threads get the CPU meanwhile.
                             let due = Duration::from_secs_f64(i as f64 / pace);
-                            while start.elapsed() < due && recording.load(Ordering::Relaxed) {
-                                std::thread::yield_now();
+                            let now = start.elapsed();
+                            if due > now + PACE_SLACK {
+                                std::thread::sleep(due - now);
                             }
                         }
                     }
@@ -322,6 +386,8 @@ fn pipeline_once(
         generated: stats.generated,
         delivered: stats.delivered,
         dropped,
+        dropped_staging: stats.dropped.staging_full + stats.dropped.late,
+        dropped_ring: stats.dropped.exporter_full,
         read,
     })
 }
@@ -375,6 +441,8 @@ pub fn whole_pipeline(plan: PipePlan, rows: &mut Vec<Row>) -> Result<()> {
                 "generated": total(|r| r.generated),
                 "delivered": total(|r| r.delivered),
                 "dropped": dropped,
+                "dropped_staging_full": total(|r| r.dropped_staging),
+                "dropped_ring_full": total(|r| r.dropped_ring),
                 "read_by_reader": total(|r| r.read),
                 "recorded_plus_generated_equals_delivered_plus_dropped": true,
             }),
