@@ -13,27 +13,45 @@ pub(crate) fn is_sanitized_lower(text: &str) -> bool {
         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
+/// Byte maps of sanitising ASCII text: letters and digits kept (lower- or upper-cased),
+/// everything else `_`.
+const fn ascii_map(uppercase: bool) -> [u8; 128] {
+    let mut map = [b'_'; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_digit() {
+            map[b] = c;
+        } else if c.is_ascii_alphabetic() {
+            map[b] = if uppercase {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            };
+        }
+        b += 1;
+    }
+    map
+}
+
+const LOWER_MAP: [u8; 128] = ascii_map(false);
+const UPPER_MAP: [u8; 128] = ascii_map(true);
+
 /// Appends `text` sanitised to `out`: every code point that is not an ASCII letter or
 /// digit becomes one `_`, and letters are lower-cased (or upper-cased when `uppercase`).
 pub fn sanitize_into(out: &mut String, text: &str, uppercase: bool) {
     if text.is_ascii() {
-        out.reserve(text.len());
-        if uppercase {
-            for b in text.bytes() {
-                out.push(char::from(if b.is_ascii_alphanumeric() {
-                    b.to_ascii_uppercase()
-                } else {
-                    b'_'
-                }));
+        // Byte by byte through a table into a stack buffer, appended in one piece
+        // (pushing `char`s one at a time costs a capacity check and a UTF-8 encode each).
+        let map = if uppercase { &UPPER_MAP } else { &LOWER_MAP };
+        let mut buf = [0u8; 64];
+        for chunk in text.as_bytes().chunks(buf.len()) {
+            let dst = &mut buf[..chunk.len()];
+            for (d, &b) in dst.iter_mut().zip(chunk) {
+                *d = map[usize::from(b & 0x7f)];
             }
-        } else {
-            for b in text.bytes() {
-                out.push(char::from(if b.is_ascii_alphanumeric() {
-                    b.to_ascii_lowercase()
-                } else {
-                    b'_'
-                }));
-            }
+            // Only ASCII letters, digits and `_`: always valid UTF-8.
+            out.push_str(std::str::from_utf8(dst).unwrap_or_default());
         }
         return;
     }
