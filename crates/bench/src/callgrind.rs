@@ -48,6 +48,16 @@ pub fn callgrind_clock_loop(n: u64) {
     }
 }
 
+/// `n` records alternating between two telemetry instances (two agents
+/// recorded from one thread), `n / 2` through each.
+#[inline(never)]
+pub fn callgrind_two_agents_loop(a: &EventHandle, b: &EventHandle, n: u64) {
+    for i in 0..n / 2 {
+        black_box(a).record(black_box(i));
+        black_box(b).record(black_box(i));
+    }
+}
+
 /// `n` records through a disabled handle. (Its body differs from
 /// [`callgrind_record_loop`]'s on purpose: identical functions get merged.)
 #[inline(never)]
@@ -81,6 +91,16 @@ pub fn run(n: u64) -> Result<()> {
     callgrind_transfer_loop(&telemetry, n);
     telemetry.flush();
     callgrind_clock_loop(n);
+    let other = Telemetry::builder("callgrind-other")
+        .buffer_size(capacity)?
+        .run_interval(std::time::Duration::from_secs(3600))?
+        .exporter(ExporterChoice::Nop)
+        .build()?;
+    let other_handle = other.handle(Category::PERFORMANCE, "agent_xfer_time");
+    other_handle.record(0);
+    callgrind_two_agents_loop(&handle, &other_handle, n);
+    telemetry.flush();
+    other.flush();
     let off = Telemetry::disabled().handle(Category::PERFORMANCE, "agent_xfer_time");
     callgrind_disabled_loop(&off, n);
     let stats = telemetry.stats();

@@ -203,6 +203,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// register their queues.
 pub(crate) struct Staging {
     id: u64,
+    /// `id % CACHE_WAYS`: this instance's way in each thread's fast-path cache.
+    way: usize,
     capacity: usize,
     registered: Mutex<Vec<Consumer>>,
     /// Events recorded on a thread whose thread-local storage was already torn down.
@@ -212,8 +214,10 @@ pub(crate) struct Staging {
 impl Staging {
     /// A staging area whose queues hold `capacity` events each.
     pub(crate) fn new(capacity: usize) -> Staging {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Staging {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
+            way: id as usize % CACHE_WAYS,
             capacity,
             registered: Mutex::new(Vec::new()),
             late_drops: AtomicU64::new(0),
@@ -238,13 +242,15 @@ impl Staging {
         // destructor: its storage stays valid until the thread exits, which
         // cannot happen during this call.
         let cache = unsafe { &*cache };
-        if cache.last_id.get() == self.id {
-            // SAFETY: `last` points into a Box owned by this thread's TABLE, set
-            // together with `last_id`, and reset whenever that entry is removed
-            // or TABLE is torn down; only this thread touches them, and nothing
-            // reached from Producer::push_with re-enters them (`make` only
-            // builds an event), so this is the only reference.
-            unsafe { (*cache.last.get()).push_with(make) }
+        // The mask is a no-op (`way < CACHE_WAYS`) that spares a bounds check.
+        let way = self.way & (CACHE_WAYS - 1);
+        if cache.ids[way].get() == self.id {
+            // SAFETY: `producers[way]` points into a Box owned by this thread's
+            // TABLE, set together with `ids[way]`, and reset whenever an entry
+            // is removed or TABLE is torn down; only this thread touches them,
+            // and nothing reached from Producer::push_with re-enters them
+            // (`make` only builds an event), so this is the only reference.
+            unsafe { (*cache.producers[way].get()).push_with(make) }
         } else {
             self.push_slow(cache, make());
         }
@@ -273,8 +279,9 @@ impl Staging {
                 }
             };
             let producer: *mut Producer = &mut *entries[index].1;
-            cache.last_id.set(self.id);
-            cache.last.set(producer);
+            let way = self.way;
+            cache.ids[way].set(self.id);
+            cache.producers[way].set(producer);
             // SAFETY: as in `push_with`: the pointer is into a live Box of TABLE.
             unsafe { (*producer).push_with(|| event) }
         });
@@ -310,18 +317,27 @@ impl Staging {
     }
 }
 
-/// The calling thread's fast-path cache: the producer it recorded into last.
-/// It has no destructor, so reaching it costs no lazy-registration check on
-/// the hot path; TABLE, which owns the producers, resets it when torn down.
+/// Ways of the fast-path cache: a thread recording into up to this many
+/// telemetry instances with consecutive ids (agents created one after the
+/// other) never takes the slow path after the first record into each.
+const CACHE_WAYS: usize = 4;
+const _: () = assert!(CACHE_WAYS.is_power_of_two());
+
+/// The calling thread's fast-path cache: the producers it recorded into last,
+/// direct-mapped by instance id. It has no destructor, so reaching it costs no
+/// lazy-registration check on the hot path; TABLE, which owns the producers,
+/// resets it when torn down.
 struct LocalCache {
-    last_id: Cell<u64>,
-    last: Cell<*mut Producer>,
+    ids: [Cell<u64>; CACHE_WAYS],
+    producers: [Cell<*mut Producer>; CACHE_WAYS],
 }
 
 impl LocalCache {
     fn reset(&self) {
-        self.last_id.set(0);
-        self.last.set(std::ptr::null_mut());
+        for (id, producer) in self.ids.iter().zip(&self.producers) {
+            id.set(0);
+            producer.set(std::ptr::null_mut());
+        }
     }
 }
 
@@ -342,8 +358,8 @@ impl Drop for LocalTable {
 thread_local! {
     static CACHE: LocalCache = const {
         LocalCache {
-            last_id: Cell::new(0),
-            last: Cell::new(std::ptr::null_mut()),
+            ids: [const { Cell::new(0) }; CACHE_WAYS],
+            producers: [const { Cell::new(std::ptr::null_mut()) }; CACHE_WAYS],
         }
     };
     static TABLE: LocalTable = const {
