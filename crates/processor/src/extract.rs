@@ -2,9 +2,11 @@
 //! attribute, with defaults applied and strings sanitised.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::ExtractError;
+use crate::hash::{bytes_eq, hash_bytes, KeyHashState};
 use crate::record::{JsonNumber, JsonValue, Record};
 use crate::registry::AttributeRegistry;
 use crate::sanitize::{
@@ -258,6 +260,11 @@ pub struct TelemetryData<'r> {
     /// The groups of one list attribute, computed on first use (several builders group
     /// the same GPU list).
     groups: OnceCell<(usize, NameGroups<'r>)>,
+    /// The record's class (see [`RecordClasses`]) over the attribute positions of the
+    /// mask, when the processor computed one.
+    class: Option<(u64, u64)>,
+    /// The positions builders asked a class for (see [`TelemetryData::class`]).
+    wanted: Cell<u64>,
 }
 
 impl<'r> TelemetryData<'r> {
@@ -294,6 +301,35 @@ impl<'r> TelemetryData<'r> {
         } else {
             Cow::Owned(list.groups())
         })
+    }
+
+    /// The record's class over (at least) the attribute positions in `mask` (bit `i`:
+    /// registry position `i`): an identifier equal for two records exactly when their
+    /// values at those positions are equal, so a builder whose metric keys depend only
+    /// on those values can remember its slots per class. Identifiers are never reused,
+    /// in any processor. `None` when the processor did not compute a class covering the
+    /// mask (it learns from the masks asked for, so from the next record on it will)
+    /// or the data was not made by a processor.
+    pub(crate) fn class(&self, mask: u64) -> Option<u64> {
+        if mask == 0 {
+            return None;
+        }
+        self.wanted.set(self.wanted.get() | mask);
+        match self.class {
+            Some((covered, id)) if covered & mask == mask => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The positions builders asked a class for.
+    pub(crate) fn wanted_class_mask(&self) -> u64 {
+        self.wanted.get()
+    }
+
+    /// Computes the record's class over the positions of `mask`.
+    pub(crate) fn set_class(&mut self, classes: &mut RecordClasses, mask: u64) {
+        let id = classes.class_of(&self.values, mask);
+        self.class = Some((mask, id));
     }
 
     /// The value of the attribute with this name.
@@ -407,7 +443,171 @@ pub(crate) fn extract_into<'r>(
         registry,
         values,
         groups: OnceCell::new(),
+        class: None,
+        wanted: Cell::new(0),
     })
+}
+
+/// Where class identifiers come from: one counter for every table, so that an
+/// identifier is never reused (builders may remember it after a table forgets it).
+static NEXT_CLASS: AtomicU64 = AtomicU64::new(1);
+
+/// Record classes: the normalised values of a record at chosen attribute positions,
+/// written as bytes that determine them (its signature), each distinct signature with
+/// an identifier. One lookup per record gives builders a small number to remember
+/// their slots under, instead of each building and hashing its own key text.
+///
+/// An open-addressing table of entry numbers; entries keep the signature's hash and
+/// its bytes (in one buffer) for an exact comparison. Remembers at most about
+/// [`RecordClasses::MAX_CLASSES`] classes or [`RecordClasses::MAX_BYTES`] bytes of
+/// signatures, then starts over.
+#[derive(Debug)]
+pub(crate) struct RecordClasses {
+    seed: u64,
+    /// Entry number + 1 (0: free), at most half full; the length is a power of two.
+    table: Vec<u32>,
+    entries: Vec<ClassEntry>,
+    bytes: Vec<u8>,
+    signature: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ClassEntry {
+    hash: u64,
+    start: u32,
+    end: u32,
+    id: u64,
+}
+
+impl Default for RecordClasses {
+    fn default() -> Self {
+        RecordClasses {
+            seed: KeyHashState::default().seed(),
+            table: Vec::new(),
+            entries: Vec::new(),
+            bytes: Vec::new(),
+            signature: Vec::new(),
+        }
+    }
+}
+
+impl RecordClasses {
+    const MAX_CLASSES: usize = 1 << 16;
+    const MAX_BYTES: usize = 16 << 20;
+
+    /// The class of `values` over the positions in `mask`.
+    pub(crate) fn class_of(&mut self, values: &[AttrValue<'_>], mask: u64) -> u64 {
+        let mut signature = std::mem::take(&mut self.signature);
+        signature.clear();
+        // The mask first: signatures over different positions never compare equal.
+        signature.extend_from_slice(&mask.to_le_bytes());
+        for (i, value) in values.iter().enumerate().take(64) {
+            if mask & (1 << i) != 0 {
+                write_signature(&mut signature, value);
+            }
+        }
+        let id = self.id(&signature);
+        self.signature = signature;
+        id
+    }
+
+    fn id(&mut self, signature: &[u8]) -> u64 {
+        let hash = hash_bytes(self.seed, signature);
+        let mask = self.table.len().wrapping_sub(1);
+        let mut at = hash as usize & mask;
+        while let Some(&slot) = self.table.get(at) {
+            if slot == 0 {
+                break;
+            }
+            let entry = self.entries[slot as usize - 1];
+            if entry.hash == hash
+                && bytes_eq(
+                    &self.bytes[entry.start as usize..entry.end as usize],
+                    signature,
+                )
+            {
+                return entry.id;
+            }
+            at = (at + 1) & mask;
+        }
+        self.insert(signature, hash)
+    }
+
+    #[cold]
+    fn insert(&mut self, signature: &[u8], hash: u64) -> u64 {
+        if self.entries.len() >= Self::MAX_CLASSES || self.bytes.len() >= Self::MAX_BYTES {
+            self.table.clear();
+            self.entries.clear();
+            self.bytes.clear();
+        }
+        if (self.entries.len() + 1) * 2 > self.table.len() {
+            let len = (self.table.len() * 2).max(64);
+            self.table.clear();
+            self.table.resize(len, 0);
+            for (n, entry) in self.entries.iter().enumerate() {
+                place(&mut self.table, entry.hash, n as u32 + 1);
+            }
+        }
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(signature);
+        let id = NEXT_CLASS.fetch_add(1, Ordering::Relaxed);
+        self.entries.push(ClassEntry {
+            hash,
+            start,
+            end: self.bytes.len() as u32,
+            id,
+        });
+        let n = self.entries.len() as u32;
+        place(&mut self.table, hash, n);
+        id
+    }
+}
+
+/// Puts `value` at the first free place for `hash` (the table has one).
+fn place(table: &mut [u32], hash: u64, value: u32) {
+    let mask = table.len() - 1;
+    let mut at = hash as usize & mask;
+    while table[at] != 0 {
+        at = (at + 1) & mask;
+    }
+    table[at] = value;
+}
+
+/// Appends bytes that determine a value given its attribute's type: concatenations of
+/// these for the same positions stay unambiguous.
+fn write_signature(out: &mut Vec<u8>, value: &AttrValue<'_>) {
+    fn counted(out: &mut Vec<u8>, text: &str) {
+        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+    }
+    match value {
+        // Sanitised text: `[a-z0-9_]` only, so a separator it cannot contain ends it.
+        AttrValue::String(text) => {
+            out.extend_from_slice(text.as_bytes());
+            out.push(0x1f);
+        }
+        AttrValue::Boolean(Scalar::Bool(b)) => out.push(u8::from(*b)),
+        AttrValue::Boolean(Scalar::Number(n)) => {
+            let (tag, bits) = match n {
+                JsonNumber::PosInt(u) => (2, *u),
+                JsonNumber::NegInt(i) => (3, *i as u64),
+                JsonNumber::Float(f) => (4, f.to_bits()),
+            };
+            out.push(tag);
+            out.extend_from_slice(&bits.to_le_bytes());
+        }
+        AttrValue::Boolean(Scalar::String(s)) => {
+            out.push(5);
+            counted(out, s);
+        }
+        AttrValue::Integer(i) => out.extend_from_slice(&i.to_le_bytes()),
+        AttrValue::List(list) => {
+            out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+            for item in list.iter() {
+                counted(out, item);
+            }
+        }
+    }
 }
 
 /// An empty vector of values with another lifetime, reusing the allocation; owned

@@ -46,6 +46,28 @@ fn read_tail(b: &[u8]) -> (u64, u64) {
     }
 }
 
+/// Hashes bytes from `seed` as a [`KeyHasher`] writing them once would, finished (for
+/// tables that store hashes themselves).
+#[inline]
+pub(crate) fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
+    let mut hasher = KeyHasher { state: seed };
+    hasher.write(bytes);
+    hasher.finish()
+}
+
+/// Whether two byte strings are equal, comparing strings of up to 16 bytes as two
+/// words (no library call).
+#[inline]
+pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.is_empty() || a.len() > 16 {
+        return a == b;
+    }
+    read_tail(a) == read_tail(b)
+}
+
 /// Builds [`KeyHasher`]s with one random seed per map.
 #[derive(Debug, Clone)]
 pub struct KeyHashState {
@@ -56,6 +78,13 @@ impl Default for KeyHashState {
     fn default() -> Self {
         let seed = RandomState::new().hash_one(0x5eed_u64);
         KeyHashState { seed }
+    }
+}
+
+impl KeyHashState {
+    /// The random seed.
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed
     }
 }
 
@@ -119,5 +148,20 @@ mod tests {
         }
         assert_ne!(s.hash_one("ab"), s.hash_one("ba"));
         assert_ne!(s.hash_one(""), s.hash_one("\0"));
+    }
+
+    #[test]
+    fn bytes_eq_compares_every_byte() {
+        let text = b"abcdefghijklmnopqrstuvwxyz";
+        for n in 0..=text.len() {
+            let a = &text[..n];
+            assert!(bytes_eq(a, a));
+            for i in 0..n {
+                let mut b = a.to_vec();
+                b[i] ^= 1;
+                assert!(!bytes_eq(a, &b), "{n} {i}");
+            }
+            assert!(!bytes_eq(a, &text[..n.saturating_sub(1)]) || n == 0);
+        }
     }
 }

@@ -551,6 +551,110 @@ impl<const N: usize> SlotEntry<'_, N> {
     }
 }
 
+impl<const N: usize> SlotEntry<'_, N> {
+    /// The slot of metric `which`, if known.
+    pub(crate) fn slot(&self, which: usize) -> Option<Slot> {
+        self.slots[which]
+    }
+}
+
+/// What a builder remembers for one record class (see `TelemetryData::class`): up to
+/// `N` slots, one number, and a list of slots with amounts (kept in the memo's shared
+/// list).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClassSlots<const N: usize> {
+    pub(crate) slots: [Option<Slot>; N],
+    pub(crate) value: i64,
+    start: u32,
+    end: u32,
+}
+
+/// Slots remembered per record class, so that a builder seeing a class again adds to
+/// its metrics without building, hashing or looking up any key. Everything is
+/// forgotten when the metrics map changes (another map, or a roll-back that removed
+/// keys) and beyond `capacity` classes.
+#[derive(Debug)]
+pub(crate) struct ClassMemo<const N: usize> {
+    /// Class → position in `entries`.
+    map: HashMap<u64, u32, KeyHashState>,
+    entries: Vec<ClassSlots<N>>,
+    amounts: Vec<(Slot, i64)>,
+    /// The generation of the map every remembered slot belongs to.
+    generation: u64,
+    capacity: usize,
+}
+
+impl<const N: usize> ClassMemo<N> {
+    pub(crate) fn new(capacity: usize) -> ClassMemo<N> {
+        ClassMemo {
+            map: HashMap::default(),
+            entries: Vec::new(),
+            amounts: Vec::new(),
+            generation: 0,
+            capacity,
+        }
+    }
+
+    fn forget_if_stale(&mut self, metrics: &MetricsUpdate<'_>) {
+        if self.generation != metrics.metrics.generation {
+            self.map.clear();
+            self.entries.clear();
+            self.amounts.clear();
+            self.generation = metrics.metrics.generation;
+        }
+    }
+
+    /// What is remembered for `class` in these metrics, with its list of slots and
+    /// amounts.
+    pub(crate) fn get(
+        &mut self,
+        metrics: &MetricsUpdate<'_>,
+        class: u64,
+    ) -> Option<(&ClassSlots<N>, &[(Slot, i64)])> {
+        self.forget_if_stale(metrics);
+        let entry = &self.entries[*self.map.get(&class)? as usize];
+        Some((
+            entry,
+            &self.amounts[entry.start as usize..entry.end as usize],
+        ))
+    }
+
+    /// Remembers (or replaces) what `class` writes; every slot must belong to
+    /// `metrics` as they are now.
+    pub(crate) fn insert(
+        &mut self,
+        metrics: &MetricsUpdate<'_>,
+        class: u64,
+        slots: [Option<Slot>; N],
+        value: i64,
+        amounts: &[(Slot, i64)],
+    ) {
+        self.forget_if_stale(metrics);
+        if self.entries.len() >= self.capacity
+            || self.amounts.len() + amounts.len() > self.capacity.saturating_mul(16)
+        {
+            self.map.clear();
+            self.entries.clear();
+            self.amounts.clear();
+        }
+        let start = self.amounts.len() as u32;
+        self.amounts.extend_from_slice(amounts);
+        let entry = ClassSlots {
+            slots,
+            value,
+            start,
+            end: self.amounts.len() as u32,
+        };
+        match self.map.get(&class) {
+            Some(&at) => self.entries[at as usize] = entry,
+            None => {
+                self.map.insert(class, self.entries.len() as u32);
+                self.entries.push(entry);
+            }
+        }
+    }
+}
+
 /// The key of a slot (only for error messages: a scan of the index).
 fn key_of(index: &HashMap<Box<str>, u32, KeyHashState>, id: u32) -> String {
     index

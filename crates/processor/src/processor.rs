@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::builders::{builder_by_name, BuildContext, MetricBuilder, MetricKind, DEFAULT_BUILDERS};
 use crate::error::{BindError, ProcessError};
-use crate::extract::{extract_into, recycle, AttrValue};
+use crate::extract::{extract_into, recycle, AttrValue, RecordClasses};
 use crate::metrics::{Metrics, MetricsUpdate, Stamp, UndoLog};
 use crate::record::Record;
 use crate::registry::AttributeRegistry;
@@ -45,6 +45,10 @@ pub struct MetricProcessor {
     /// The normalised values' vector and sanitised strings, reused from record to record.
     spare: Vec<AttrValue<'static>>,
     pool: Vec<String>,
+    /// Record classes for the builders that remember slots per class, and the attribute
+    /// positions they have asked classes over.
+    classes: RecordClasses,
+    class_mask: u64,
 }
 
 impl fmt::Debug for MetricProcessor {
@@ -94,6 +98,8 @@ impl MetricProcessor {
             undo: UndoLog::default(),
             spare: Vec::new(),
             pool: Vec::new(),
+            classes: RecordClasses::default(),
+            class_mask: 0,
         };
         for builder in builders {
             processor.add_boxed_builder(builder)?;
@@ -150,13 +156,16 @@ impl MetricProcessor {
             },
         };
         let spare = recycle(std::mem::take(&mut self.spare), &mut self.pool);
-        let data = match extract_into(&self.registry, record, spare, &mut self.pool) {
+        let mut data = match extract_into(&self.registry, record, spare, &mut self.pool) {
             Ok(data) => data,
             Err((error, spare)) => {
                 self.spare = recycle(spare, &mut self.pool);
                 return Err(error.into());
             }
         };
+        if self.class_mask != 0 {
+            data.set_class(&mut self.classes, self.class_mask);
+        }
         let build_context = BuildContext { now, old_now };
         self.undo.clear();
         let mut update = MetricsUpdate::new(metrics, &mut self.undo);
@@ -167,6 +176,7 @@ impl MetricProcessor {
                 break;
             }
         }
+        self.class_mask |= data.wanted_class_mask();
         self.spare = recycle(data.into_values(), &mut self.pool);
         if let Some((builder, source)) = failure {
             self.undo.roll_back(metrics);

@@ -4,14 +4,14 @@ use std::borrow::Cow;
 
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, NameGroups, TelemetryData};
-use crate::metrics::{MetricsUpdate, SlotCache};
+use crate::metrics::{ClassMemo, MetricsUpdate, SlotCache};
 use crate::registry::AttributeRegistry;
 use crate::sanitize::{
     push_counted, push_sanitized_piece, push_uint, write_gpu_identifier, GpuIdScratch,
 };
 use crate::types::AttributeType;
 
-use super::{bind_attribute, truthy_at, BuildContext, MetricBuilder, MetricKind};
+use super::{bind_attribute, class_mask, truthy_at, BuildContext, MetricBuilder, MetricKind};
 
 /// Attributes with a metric order at or above this come after the status part.
 const STATUS_ORDER: i64 = 4;
@@ -42,6 +42,10 @@ pub struct ComprehensiveMetricsBuilder {
     gpus: Option<usize>,
     /// Slots by the short form of the name's inputs.
     slots: SlotCache<1>,
+    /// The name's slot per record class.
+    classes: ClassMemo<1>,
+    /// The attribute positions the name depends on (0: none usable).
+    mask: u64,
     short: String,
     value: String,
     scratch: GpuIdScratch,
@@ -55,6 +59,8 @@ impl Default for ComprehensiveMetricsBuilder {
             success: None,
             gpus: None,
             slots: SlotCache::new(1 << 16),
+            classes: ClassMemo::new(1 << 16),
+            mask: 0,
             short: String::new(),
             value: String::new(),
             scratch: GpuIdScratch::default(),
@@ -101,6 +107,16 @@ impl MetricBuilder for ComprehensiveMetricsBuilder {
         if !status_placed {
             parts.push(Part::Status);
         }
+        self.mask = class_mask(
+            parts
+                .iter()
+                .filter_map(|part| match part {
+                    Part::Attribute { index, .. } => Some(*index),
+                    Part::Status => None,
+                })
+                .chain(self.success)
+                .chain(self.gpus),
+        );
         self.first_prefix = match &parts[0] {
             Part::Attribute { prefix, .. } => prefix.clone(),
             Part::Status => "status_".to_owned(),
@@ -119,6 +135,12 @@ impl MetricBuilder for ComprehensiveMetricsBuilder {
             .parts
             .as_deref()
             .ok_or_else(|| BuildError::Custom("comprehensive builder used before bind".into()))?;
+        let class = data.class(self.mask);
+        if let Some((memo, _)) = class.and_then(|c| self.classes.get(metrics, c)) {
+            if let Some(slot) = memo.slots[0] {
+                return metrics.add_at(slot, 1).map(drop);
+            }
+        }
         let success = truthy_at(data, self.success);
         let gpus = match self.gpus.and_then(|i| data.groups_at(i)) {
             Some(groups) => groups,
@@ -147,26 +169,30 @@ impl MetricBuilder for ComprehensiveMetricsBuilder {
             short.push(';');
         }
         let scratch = &mut self.scratch;
-        self.slots
-            .add(metrics, short, 0, 1, |key| {
-                for part in parts {
-                    match part {
-                        Part::Attribute { index, prefix } => {
-                            key.push_str(prefix);
-                            data.at(*index).write_text(key);
-                        }
-                        Part::Status => key.push_str(if success {
-                            "status_pass"
-                        } else {
-                            "status_fail"
-                        }),
+        let mut entry = self.slots.entry(metrics, short);
+        entry.add(metrics, 0, 1, |key| {
+            for part in parts {
+                match part {
+                    Part::Attribute { index, prefix } => {
+                        key.push_str(prefix);
+                        data.at(*index).write_text(key);
                     }
-                    key.push('_');
+                    Part::Status => key.push_str(if success {
+                        "status_pass"
+                    } else {
+                        "status_fail"
+                    }),
                 }
-                key.push_str("gpu_");
-                write_gpu_identifier(gpus.iter(), key, scratch);
-            })
-            .map(drop)
+                key.push('_');
+            }
+            key.push_str("gpu_");
+            write_gpu_identifier(gpus.iter(), key, scratch);
+        })?;
+        if let Some(class) = class {
+            let slot = entry.slot(0);
+            self.classes.insert(metrics, class, [slot], 0, &[]);
+        }
+        Ok(())
     }
 
     fn metric_kind(&self, family: &str) -> Option<MetricKind> {

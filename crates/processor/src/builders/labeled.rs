@@ -6,13 +6,15 @@ use std::collections::{BTreeMap, HashMap};
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, ListValue, NameGroups, TelemetryData};
 use crate::hash::KeyHashState;
-use crate::metrics::{MetricsUpdate, Slot, SlotCache};
+use crate::metrics::{ClassMemo, MetricsUpdate, Slot, SlotCache};
 use crate::registry::AttributeRegistry;
 use crate::sanitize::{escape_label_value_into, push_counted, push_sanitized_piece, push_uint};
 use crate::types::AttributeType;
 use crate::unicode::{is_alpha, is_digit, push_upper};
 
-use super::{bind_attribute, integer_at, truthy_at, BuildContext, MetricBuilder, MetricKind};
+use super::{
+    bind_attribute, class_mask, integer_at, truthy_at, BuildContext, MetricBuilder, MetricKind,
+};
 
 /// Jobs by labels.
 pub const JOB_TOTAL: &str = "tao_job_total";
@@ -319,6 +321,12 @@ pub struct LabeledMetricsBuilder {
     cache: GpuTypeCache,
     /// Slots of the three job families, by the label values' short form.
     jobs: SlotCache<3>,
+    /// Per record class: the three job families' slots (duration and GPU time once
+    /// written), the GPU count, and each GPU type's total slot with its count.
+    classes: ClassMemo<3>,
+    /// The attribute positions the keys depend on (0: none usable).
+    mask: u64,
+    type_slots: Vec<(Slot, i64)>,
     /// Per-type counts of the current job, in first-appearance order.
     counts: Vec<(u32, usize)>,
     /// The label values of the current job (sanitised text ended by a separator it
@@ -337,6 +345,9 @@ impl Default for LabeledMetricsBuilder {
             time_lapsed: None,
             cache: GpuTypeCache::default(),
             jobs: SlotCache::new(Self::MAX_LABEL_SETS),
+            classes: ClassMemo::new(Self::MAX_LABEL_SETS),
+            mask: 0,
+            type_slots: Vec::new(),
             counts: Vec::new(),
             short: String::new(),
             value: String::new(),
@@ -435,6 +446,16 @@ impl MetricBuilder for LabeledMetricsBuilder {
             }
             labels.insert(format!("tao_{}", attr.name), LabelSource::Attribute(i));
         }
+        self.mask = class_mask(
+            labels
+                .values()
+                .filter_map(|source| match source {
+                    LabelSource::Attribute(i) => Some(*i),
+                    _ => None,
+                })
+                .chain(self.success)
+                .chain(self.gpus),
+        );
         labels.insert("tao_status".into(), LabelSource::Status);
         labels.insert("tao_primary_gpu".into(), LabelSource::PrimaryGpu);
         labels.insert("tao_gpu_count".into(), LabelSource::GpuCount);
@@ -457,12 +478,37 @@ impl MetricBuilder for LabeledMetricsBuilder {
             .labels
             .as_deref()
             .ok_or_else(|| BuildError::Custom("labeled builder used before bind".into()))?;
+        let time_lapsed = integer_at(data, self.time_lapsed);
+        // Seen this class before: the same keys, in the same order, as long as the
+        // families this record writes have their slots.
+        let class = data.class(self.mask);
+        if let Some((memo, types)) = class.and_then(|c| self.classes.get(metrics, c)) {
+            let [total, duration, gpu_time] = memo.slots;
+            let timed = match (time_lapsed > 0, duration, gpu_time) {
+                (false, _, _) => Some(None),
+                (true, Some(duration), Some(gpu_time)) => memo
+                    .value
+                    .checked_mul(time_lapsed)
+                    .map(|amount| Some((duration, gpu_time, amount))),
+                (true, _, _) => None,
+            };
+            if let (Some(total), Some(timed)) = (total, timed) {
+                metrics.add_at(total, 1)?;
+                if let Some((duration, gpu_time, amount)) = timed {
+                    metrics.add_at(duration, time_lapsed)?;
+                    metrics.add_at(gpu_time, amount)?;
+                }
+                for &(slot, count) in types {
+                    metrics.add_at(slot, count)?;
+                }
+                return Ok(());
+            }
+        }
         let gpus = match self.gpus.map(|i| data.at(i)) {
             Some(AttrValue::List(list)) => *list,
             _ => ListValue::Default(&[]),
         };
         let gpu_count = gpus.len();
-        let time_lapsed = integer_at(data, self.time_lapsed);
 
         self.cache.trim();
         self.counts.clear();
@@ -501,15 +547,18 @@ impl MetricBuilder for LabeledMetricsBuilder {
 
         let value = &mut self.value;
         let mut jobs = self.jobs.entry(metrics, &self.short);
-        let mut add = |which: usize, family: &str, delta: i64| {
+        let mut add = |jobs: &mut crate::metrics::SlotEntry<'_, 3>,
+                       which: usize,
+                       family: &str,
+                       delta: i64| {
             jobs.add(metrics, which, delta, |key| {
                 key.push_str(family);
                 job.write_text(key, value);
             })
         };
-        add(0, JOB_TOTAL, 1)?;
+        add(&mut jobs, 0, JOB_TOTAL, 1)?;
         if time_lapsed > 0 {
-            add(1, JOB_DURATION_SUM, time_lapsed)?;
+            add(&mut jobs, 1, JOB_DURATION_SUM, time_lapsed)?;
             let gpu_time = i64::try_from(gpu_count)
                 .ok()
                 .and_then(|n| n.checked_mul(time_lapsed))
@@ -518,8 +567,10 @@ impl MetricBuilder for LabeledMetricsBuilder {
                     job.write_text(&mut key, &mut String::new());
                     BuildError::Overflow { key }
                 })?;
-            add(2, JOB_GPU_TIME_SUM, gpu_time)?;
+            add(&mut jobs, 2, JOB_GPU_TIME_SUM, gpu_time)?;
         }
+        let job_slots = [jobs.slot(0), jobs.slot(1), jobs.slot(2)];
+        self.type_slots.clear();
         for &(id, count) in &self.counts {
             let gpu_type = &mut self.cache.types[id as usize];
             let slot = match gpu_type.total_slot {
@@ -529,6 +580,11 @@ impl MetricBuilder for LabeledMetricsBuilder {
                     .insert(metrics.slot(&gpu_type.total_key)?),
             };
             metrics.add_at(slot, count as i64)?;
+            self.type_slots.push((slot, count as i64));
+        }
+        if let (Some(class), Ok(gpu_count)) = (class, i64::try_from(gpu_count)) {
+            self.classes
+                .insert(metrics, class, job_slots, gpu_count, &self.type_slots);
         }
         Ok(())
     }

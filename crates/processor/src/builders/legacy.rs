@@ -2,12 +2,12 @@
 
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, TelemetryData};
-use crate::metrics::{MetricsUpdate, SlotCache};
+use crate::metrics::{ClassMemo, MetricsUpdate, Slot, SlotCache};
 use crate::registry::AttributeRegistry;
 use crate::sanitize::{push_sanitized_piece, sanitize_into};
 use crate::types::AttributeType;
 
-use super::{bind_attribute, truthy_at, BuildContext, MetricBuilder, MetricKind};
+use super::{bind_attribute, class_mask, truthy_at, BuildContext, MetricBuilder, MetricKind};
 
 #[derive(Debug, Clone, Copy)]
 struct Slots {
@@ -33,6 +33,12 @@ pub struct LegacyMetricsBuilder {
     slots: Option<Slots>,
     /// Slots of the three job counters by their inputs.
     jobs: SlotCache<3>,
+    /// Per record class: the three job counters' slots, and each GPU counter's slot
+    /// with the number of such GPUs.
+    classes: ClassMemo<3>,
+    /// The attribute positions the keys depend on (0: none usable).
+    mask: u64,
+    gpu_slots: Vec<(Slot, i64)>,
     short: String,
     key: String,
 }
@@ -42,6 +48,9 @@ impl Default for LegacyMetricsBuilder {
         LegacyMetricsBuilder {
             slots: None,
             jobs: SlotCache::new(1 << 16),
+            classes: ClassMemo::new(1 << 16),
+            mask: 0,
+            gpu_slots: Vec::new(),
             short: String::new(),
             key: String::new(),
         }
@@ -72,13 +81,21 @@ impl MetricBuilder for LegacyMetricsBuilder {
             bind_attribute(registry, "legacy", attribute, expected, true)
                 .map(|i| i.unwrap_or_default())
         };
-        self.slots = Some(Slots {
+        let slots = Slots {
             action: need("action", AttributeType::String)?,
             version: need("version", AttributeType::String)?,
             network: need("network", AttributeType::String)?,
             success: need("success", AttributeType::Boolean)?,
             gpus: need("gpus", AttributeType::List)?,
-        });
+        };
+        self.mask = class_mask([
+            slots.action,
+            slots.version,
+            slots.network,
+            slots.success,
+            slots.gpus,
+        ]);
+        self.slots = Some(slots);
         Ok(())
     }
 
@@ -91,6 +108,17 @@ impl MetricBuilder for LegacyMetricsBuilder {
         let slots = self
             .slots
             .ok_or_else(|| BuildError::Custom("legacy builder used before bind".into()))?;
+        // Seen this class before: the same keys, in the same order.
+        let class = data.class(self.mask);
+        if let Some((memo, gpus)) = class.and_then(|c| self.classes.get(metrics, c)) {
+            for slot in memo.slots.iter().flatten() {
+                metrics.add_at(*slot, 1)?;
+            }
+            for &(slot, count) in gpus {
+                metrics.add_at(slot, count)?;
+            }
+            return Ok(());
+        }
         let action = text(data, slots.action);
         let version = text(data, slots.version);
         let network = text(data, slots.network);
@@ -122,8 +150,10 @@ impl MetricBuilder for LegacyMetricsBuilder {
             key.push_str("_action_");
             key.push_str(action);
         })?;
+        let job_slots = [entry.slot(0), entry.slot(1), entry.slot(2)];
 
         let key = &mut self.key;
+        self.gpu_slots.clear();
         if let Some(groups) = data.groups_at(slots.gpus) {
             // Equal names add up in one step: the same result as one add per entry.
             for (gpu, count) in groups.iter() {
@@ -132,8 +162,14 @@ impl MetricBuilder for LegacyMetricsBuilder {
                 sanitize_into(key, gpu, false);
                 key.push_str("_action_");
                 key.push_str(action);
-                metrics.add(key, i64::from(count))?;
+                let slot = metrics.slot(key)?;
+                metrics.add_at(slot, i64::from(count))?;
+                self.gpu_slots.push((slot, i64::from(count)));
             }
+        }
+        if let Some(class) = class {
+            self.classes
+                .insert(metrics, class, job_slots, 0, &self.gpu_slots);
         }
         Ok(())
     }

@@ -145,6 +145,19 @@ pub fn bind_attribute(
     }
 }
 
+/// The mask of registry positions for [`TelemetryData`]'s record classes (bit `i`:
+/// position `i`), or 0 (no classes) if a position does not fit in the mask.
+pub(crate) fn class_mask(positions: impl IntoIterator<Item = usize>) -> u64 {
+    let mut mask = 0u64;
+    for position in positions {
+        if position >= 64 {
+            return 0;
+        }
+        mask |= 1 << position;
+    }
+    mask
+}
+
 /// The truth value of an optional boolean attribute (absent → false).
 pub(crate) fn truthy_at(data: &TelemetryData<'_>, index: Option<usize>) -> bool {
     match index.map(|i| data.at(i)) {
