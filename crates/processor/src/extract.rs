@@ -262,7 +262,7 @@ pub struct TelemetryData<'r> {
     groups: OnceCell<(usize, NameGroups<'r>)>,
     /// The record's class (see [`RecordClasses`]) over the attribute positions of the
     /// mask, when the processor computed one.
-    class: Option<(u64, u64)>,
+    class: Option<(u64, RecordClass)>,
     /// The positions builders asked a class for (see [`TelemetryData::class`]).
     wanted: Cell<u64>,
 }
@@ -310,7 +310,7 @@ impl<'r> TelemetryData<'r> {
     /// in any processor. `None` when the processor did not compute a class covering the
     /// mask (it learns from the masks asked for, so from the next record on it will)
     /// or the data was not made by a processor.
-    pub(crate) fn class(&self, mask: u64) -> Option<u64> {
+    pub(crate) fn class(&self, mask: u64) -> Option<RecordClass> {
         if mask == 0 {
             return None;
         }
@@ -328,8 +328,8 @@ impl<'r> TelemetryData<'r> {
 
     /// Computes the record's class over the positions of `mask`.
     pub(crate) fn set_class(&mut self, classes: &mut RecordClasses, mask: u64) {
-        let id = classes.class_of(&self.values, mask);
-        self.class = Some((mask, id));
+        let class = classes.class_of(&self.values, mask);
+        self.class = Some((mask, class));
     }
 
     /// The value of the attribute with this name.
@@ -448,6 +448,15 @@ pub(crate) fn extract_into<'r>(
     })
 }
 
+/// A record's class: its identifier (never reused, in any processor) and its entry
+/// number in the processor's table (dense, reused once the table starts over), so
+/// that builders can keep what they remember per class in a vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordClass {
+    pub(crate) id: u64,
+    pub(crate) index: u32,
+}
+
 /// Where class identifiers come from: one counter for every table, so that an
 /// identifier is never reused (builders may remember it after a table forgets it).
 static NEXT_CLASS: AtomicU64 = AtomicU64::new(1);
@@ -496,7 +505,7 @@ impl RecordClasses {
     const MAX_BYTES: usize = 16 << 20;
 
     /// The class of `values` over the positions in `mask`.
-    pub(crate) fn class_of(&mut self, values: &[AttrValue<'_>], mask: u64) -> u64 {
+    pub(crate) fn class_of(&mut self, values: &[AttrValue<'_>], mask: u64) -> RecordClass {
         let mut signature = std::mem::take(&mut self.signature);
         signature.clear();
         // The mask first: signatures over different positions never compare equal.
@@ -511,7 +520,7 @@ impl RecordClasses {
         id
     }
 
-    fn id(&mut self, signature: &[u8]) -> u64 {
+    fn id(&mut self, signature: &[u8]) -> RecordClass {
         let hash = hash_bytes(self.seed, signature);
         let mask = self.table.len().wrapping_sub(1);
         let mut at = hash as usize & mask;
@@ -526,7 +535,10 @@ impl RecordClasses {
                     signature,
                 )
             {
-                return entry.id;
+                return RecordClass {
+                    id: entry.id,
+                    index: slot - 1,
+                };
             }
             at = (at + 1) & mask;
         }
@@ -534,7 +546,7 @@ impl RecordClasses {
     }
 
     #[cold]
-    fn insert(&mut self, signature: &[u8], hash: u64) -> u64 {
+    fn insert(&mut self, signature: &[u8], hash: u64) -> RecordClass {
         if self.entries.len() >= Self::MAX_CLASSES || self.bytes.len() >= Self::MAX_BYTES {
             self.table.clear();
             self.entries.clear();
@@ -559,7 +571,7 @@ impl RecordClasses {
         });
         let n = self.entries.len() as u32;
         place(&mut self.table, hash, n);
-        id
+        RecordClass { id, index: n - 1 }
     }
 }
 
@@ -696,4 +708,57 @@ fn read_value<'r>(
             _ => return Err(wrong_type(attr, raw)),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data<'r>(registry: &'r AttributeRegistry, record: &'r Record<'_>) -> TelemetryData<'r> {
+        extract_telemetry_data(registry, record).unwrap()
+    }
+
+    #[test]
+    fn classes_are_equal_exactly_for_equal_values_and_never_reused() {
+        let registry = AttributeRegistry::default();
+        let all = u64::MAX >> (64 - registry.len());
+        let texts = [
+            r#"{"action": "train", "gpu": ["a", "b"]}"#,
+            r#"{"action": "Train", "gpu": ["a", "b"], "time_lapsed": 3}"#,
+            r#"{"action": "train", "gpu": ["ab"]}"#,
+            r#"{"action": "train", "gpu": ["a", "b"], "success": 1}"#,
+            r#"{"action": "train", "gpu": ["a", "b"], "success": true}"#,
+            r#"{"action": "train", "gpu": ["a", "b"], "success": "x"}"#,
+        ];
+        let records: Vec<Record<'_>> = texts.iter().map(|t| Record::parse(t).unwrap()).collect();
+        let mut classes = RecordClasses::default();
+        let ids: Vec<RecordClass> = records
+            .iter()
+            .map(|r| classes.class_of(data(&registry, r).values(), all))
+            .collect();
+        // "Train" sanitises to "train"; time_lapsed is part of the mask here.
+        for (i, a) in ids.iter().enumerate() {
+            for (j, b) in ids.iter().enumerate() {
+                assert_eq!(a == b, i == j, "{i} {j}");
+            }
+        }
+        let without_time = all & !(1 << registry.index_of("time_lapsed").unwrap());
+        let first = classes.class_of(data(&registry, &records[0]).values(), without_time);
+        let second = classes.class_of(data(&registry, &records[1]).values(), without_time);
+        assert_eq!(first, second);
+        assert_ne!(first, ids[0], "another mask, another class");
+
+        // Past the table's bound it starts over: the same values get a new identifier.
+        for n in 0..RecordClasses::MAX_CLASSES {
+            let text = format!(r#"{{"action": "a{n}"}}"#);
+            let record = Record::parse(&text).unwrap();
+            classes.class_of(data(&registry, &record).values(), all);
+        }
+        let again = classes.class_of(data(&registry, &records[0]).values(), all);
+        assert_ne!(again.id, ids[0].id);
+        assert_eq!(
+            classes.class_of(data(&registry, &records[0]).values(), all),
+            again
+        );
+    }
 }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::error::{BuildError, StateError};
+use crate::extract::RecordClass;
 use crate::hash::KeyHashState;
 use crate::time::Timestamp;
 
@@ -558,27 +559,66 @@ impl<const N: usize> SlotEntry<'_, N> {
     }
 }
 
-/// What a builder remembers for one record class (see `TelemetryData::class`): up to
-/// `N` slots, one number, and a list of slots with amounts (kept in the memo's shared
-/// list).
+/// What a builder remembers for one record class: up to `N` slots, one number, and a
+/// list of slots with amounts (kept in the memo's shared list).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ClassSlots<const N: usize> {
-    pub(crate) slots: [Option<Slot>; N],
-    pub(crate) value: i64,
+struct ClassSlots<const N: usize> {
+    /// The class's identifier (0: nothing remembered here).
+    class: u64,
+    /// Metric ids (`u32::MAX`: none).
+    slots: [u32; N],
+    value: i64,
     start: u32,
     end: u32,
 }
 
-/// Slots remembered per record class, so that a builder seeing a class again adds to
-/// its metrics without building, hashing or looking up any key. Everything is
-/// forgotten when the metrics map changes (another map, or a roll-back that removed
-/// keys) and beyond `capacity` classes.
+/// What [`ClassMemo::get`] finds for a class.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Remembered<'a, const N: usize> {
+    entry: &'a ClassSlots<N>,
+    amounts: &'a [(u32, i64)],
+    generation: u64,
+}
+
+impl<const N: usize> Remembered<'_, N> {
+    /// Slot `which`, if remembered.
+    pub(crate) fn slot(&self, which: usize) -> Option<Slot> {
+        let id = self.entry.slots[which];
+        (id != u32::MAX).then_some(Slot {
+            id,
+            generation: self.generation,
+        })
+    }
+
+    /// The number remembered.
+    pub(crate) fn value(&self) -> i64 {
+        self.entry.value
+    }
+
+    /// The slots and amounts remembered, in order.
+    pub(crate) fn amounts(&self) -> impl Iterator<Item = (Slot, i64)> + '_ {
+        self.amounts.iter().map(|&(id, amount)| {
+            (
+                Slot {
+                    id,
+                    generation: self.generation,
+                },
+                amount,
+            )
+        })
+    }
+}
+
+/// Slots remembered per record class (see `TelemetryData::class`), in a vector indexed
+/// by the class's entry number, so that a builder seeing a class again adds to its
+/// metrics without building, hashing or looking up any key. Everything is forgotten
+/// when the metrics map changes (another map, or a roll-back that removed keys), and
+/// when the shared list grows past `16 × capacity`; classes numbered `capacity` or
+/// more are not remembered.
 #[derive(Debug)]
 pub(crate) struct ClassMemo<const N: usize> {
-    /// Class → position in `entries`.
-    map: HashMap<u64, u32, KeyHashState>,
     entries: Vec<ClassSlots<N>>,
-    amounts: Vec<(Slot, i64)>,
+    amounts: Vec<(u32, i64)>,
     /// The generation of the map every remembered slot belongs to.
     generation: u64,
     capacity: usize,
@@ -587,7 +627,6 @@ pub(crate) struct ClassMemo<const N: usize> {
 impl<const N: usize> ClassMemo<N> {
     pub(crate) fn new(capacity: usize) -> ClassMemo<N> {
         ClassMemo {
-            map: HashMap::default(),
             entries: Vec::new(),
             amounts: Vec::new(),
             generation: 0,
@@ -597,26 +636,26 @@ impl<const N: usize> ClassMemo<N> {
 
     fn forget_if_stale(&mut self, metrics: &MetricsUpdate<'_>) {
         if self.generation != metrics.metrics.generation {
-            self.map.clear();
             self.entries.clear();
             self.amounts.clear();
             self.generation = metrics.metrics.generation;
         }
     }
 
-    /// What is remembered for `class` in these metrics, with its list of slots and
-    /// amounts.
+    /// What is remembered for `class` in these metrics.
+    #[inline]
     pub(crate) fn get(
         &mut self,
         metrics: &MetricsUpdate<'_>,
-        class: u64,
-    ) -> Option<(&ClassSlots<N>, &[(Slot, i64)])> {
+        class: RecordClass,
+    ) -> Option<Remembered<'_, N>> {
         self.forget_if_stale(metrics);
-        let entry = &self.entries[*self.map.get(&class)? as usize];
-        Some((
+        let entry = self.entries.get(class.index as usize)?;
+        (entry.class == class.id).then(|| Remembered {
             entry,
-            &self.amounts[entry.start as usize..entry.end as usize],
-        ))
+            amounts: &self.amounts[entry.start as usize..entry.end as usize],
+            generation: self.generation,
+        })
     }
 
     /// Remembers (or replaces) what `class` writes; every slot must belong to
@@ -624,34 +663,40 @@ impl<const N: usize> ClassMemo<N> {
     pub(crate) fn insert(
         &mut self,
         metrics: &MetricsUpdate<'_>,
-        class: u64,
+        class: RecordClass,
         slots: [Option<Slot>; N],
         value: i64,
         amounts: &[(Slot, i64)],
     ) {
         self.forget_if_stale(metrics);
-        if self.entries.len() >= self.capacity
-            || self.amounts.len() + amounts.len() > self.capacity.saturating_mul(16)
-        {
-            self.map.clear();
+        let index = class.index as usize;
+        if index >= self.capacity {
+            return;
+        }
+        if self.amounts.len() + amounts.len() > self.capacity.saturating_mul(16) {
             self.entries.clear();
             self.amounts.clear();
         }
+        if self.entries.len() <= index {
+            let empty = ClassSlots {
+                class: 0,
+                slots: [u32::MAX; N],
+                value: 0,
+                start: 0,
+                end: 0,
+            };
+            self.entries.resize(index + 1, empty);
+        }
         let start = self.amounts.len() as u32;
-        self.amounts.extend_from_slice(amounts);
-        let entry = ClassSlots {
-            slots,
+        self.amounts
+            .extend(amounts.iter().map(|(slot, amount)| (slot.id, *amount)));
+        self.entries[index] = ClassSlots {
+            class: class.id,
+            slots: slots.map(|slot| slot.map_or(u32::MAX, |s| s.id)),
             value,
             start,
             end: self.amounts.len() as u32,
         };
-        match self.map.get(&class) {
-            Some(&at) => self.entries[at as usize] = entry,
-            None => {
-                self.map.insert(class, self.entries.len() as u32);
-                self.entries.push(entry);
-            }
-        }
     }
 }
 

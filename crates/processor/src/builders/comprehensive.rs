@@ -136,8 +136,8 @@ impl MetricBuilder for ComprehensiveMetricsBuilder {
             .as_deref()
             .ok_or_else(|| BuildError::Custom("comprehensive builder used before bind".into()))?;
         let class = data.class(self.mask);
-        if let Some((memo, _)) = class.and_then(|c| self.classes.get(metrics, c)) {
-            if let Some(slot) = memo.slots[0] {
+        if let Some(memo) = class.and_then(|c| self.classes.get(metrics, c)) {
+            if let Some(slot) = memo.slot(0) {
                 return metrics.add_at(slot, 1).map(drop);
             }
         }

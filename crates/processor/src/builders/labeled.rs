@@ -482,12 +482,12 @@ impl MetricBuilder for LabeledMetricsBuilder {
         // Seen this class before: the same keys, in the same order, as long as the
         // families this record writes have their slots.
         let class = data.class(self.mask);
-        if let Some((memo, types)) = class.and_then(|c| self.classes.get(metrics, c)) {
-            let [total, duration, gpu_time] = memo.slots;
+        if let Some(memo) = class.and_then(|c| self.classes.get(metrics, c)) {
+            let [total, duration, gpu_time] = [memo.slot(0), memo.slot(1), memo.slot(2)];
             let timed = match (time_lapsed > 0, duration, gpu_time) {
                 (false, _, _) => Some(None),
                 (true, Some(duration), Some(gpu_time)) => memo
-                    .value
+                    .value()
                     .checked_mul(time_lapsed)
                     .map(|amount| Some((duration, gpu_time, amount))),
                 (true, _, _) => None,
@@ -498,7 +498,7 @@ impl MetricBuilder for LabeledMetricsBuilder {
                     metrics.add_at(duration, time_lapsed)?;
                     metrics.add_at(gpu_time, amount)?;
                 }
-                for &(slot, count) in types {
+                for (slot, count) in memo.amounts() {
                     metrics.add_at(slot, count)?;
                 }
                 return Ok(());

@@ -110,11 +110,13 @@ impl MetricBuilder for LegacyMetricsBuilder {
             .ok_or_else(|| BuildError::Custom("legacy builder used before bind".into()))?;
         // Seen this class before: the same keys, in the same order.
         let class = data.class(self.mask);
-        if let Some((memo, gpus)) = class.and_then(|c| self.classes.get(metrics, c)) {
-            for slot in memo.slots.iter().flatten() {
-                metrics.add_at(*slot, 1)?;
+        if let Some(memo) = class.and_then(|c| self.classes.get(metrics, c)) {
+            for which in 0..3 {
+                if let Some(slot) = memo.slot(which) {
+                    metrics.add_at(slot, 1)?;
+                }
             }
-            for &(slot, count) in gpus {
+            for (slot, count) in memo.amounts() {
                 metrics.add_at(slot, count)?;
             }
             return Ok(());
