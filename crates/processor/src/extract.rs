@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use crate::error::ExtractError;
 use crate::hash::{bytes_eq, hash_bytes, KeyHashState};
@@ -149,32 +150,23 @@ impl<'r> NameGroups<'r> {
     }
 }
 
-/// Sanitised text: borrowed when the raw text was already clean, otherwise owned (the
-/// processor reuses these strings from record to record).
+/// Sanitised text: raw text sanitised when first read (and borrowed as it is when it
+/// was already clean), or owned text.
 #[derive(Clone)]
 pub struct Text<'r>(TextRepr<'r>);
 
 #[derive(Clone)]
 enum TextRepr<'r> {
-    Borrowed(&'r str),
+    /// Raw text and, once read, its sanitised form (`None`: the raw text is clean).
+    Raw(&'r str, OnceLock<Option<Box<str>>>),
     Owned(String),
 }
 
 impl<'r> Text<'r> {
-    /// Text sanitised in lower case (see [`crate::sanitize_str`]).
+    /// Text sanitised in lower case (see [`crate::sanitize_str`]). The work is done
+    /// when the text is first read, so values no builder reads cost nothing.
     pub fn sanitized(raw: &'r str) -> Text<'r> {
-        Text::sanitized_with(raw, &mut Vec::new())
-    }
-
-    /// Like [`Text::sanitized`], taking the string to write into from `pool`.
-    pub(crate) fn sanitized_with(raw: &'r str, pool: &mut Vec<String>) -> Text<'r> {
-        if is_sanitized_lower(raw) {
-            return Text(TextRepr::Borrowed(raw));
-        }
-        let mut text = pool.pop().unwrap_or_default();
-        text.clear();
-        sanitize_into(&mut text, raw, false);
-        Text(TextRepr::Owned(text))
+        Text(TextRepr::Raw(raw, OnceLock::new()))
     }
 
     /// Owned text, as is.
@@ -182,11 +174,12 @@ impl<'r> Text<'r> {
         Text(TextRepr::Owned(text))
     }
 
-    /// The owned string, if any, for reuse.
-    fn into_owned_buffer(self) -> Option<String> {
-        match self.0 {
-            TextRepr::Owned(s) => Some(s),
-            TextRepr::Borrowed(_) => None,
+    /// Text that sanitises to this text (sanitising is idempotent): the raw text when
+    /// it was given raw, without sanitising it.
+    pub(crate) fn unsanitized(&self) -> &str {
+        match &self.0 {
+            TextRepr::Raw(raw, _) => raw,
+            TextRepr::Owned(text) => text,
         }
     }
 }
@@ -195,8 +188,17 @@ impl std::ops::Deref for Text<'_> {
     type Target = str;
     fn deref(&self) -> &str {
         match &self.0 {
-            TextRepr::Borrowed(s) => s,
-            TextRepr::Owned(s) => s,
+            TextRepr::Raw(raw, sanitized) => sanitized
+                .get_or_init(|| {
+                    (!is_sanitized_lower(raw)).then(|| {
+                        let mut text = String::with_capacity(raw.len());
+                        sanitize_into(&mut text, raw, false);
+                        text.into_boxed_str()
+                    })
+                })
+                .as_deref()
+                .unwrap_or(raw),
+            TextRepr::Owned(text) => text,
         }
     }
 }
@@ -408,31 +410,23 @@ pub fn extract_telemetry_data<'r>(
     registry: &'r AttributeRegistry,
     record: &'r Record<'_>,
 ) -> Result<TelemetryData<'r>, ExtractError> {
-    extract_into(
-        registry,
-        record,
-        Vec::with_capacity(registry.len()),
-        &mut Vec::new(),
-    )
-    .map_err(|(error, _)| error)
+    extract_into(registry, record, Vec::with_capacity(registry.len())).map_err(|(error, _)| error)
 }
 
 /// [`extract_telemetry_data`] into a given (empty) vector, handed back on failure so
-/// that its allocation can be reused; sanitised strings are written into strings taken
-/// from `pool`.
+/// that its allocation can be reused.
 #[allow(clippy::type_complexity)]
 pub(crate) fn extract_into<'r>(
     registry: &'r AttributeRegistry,
     record: &'r Record<'_>,
     mut values: Vec<AttrValue<'r>>,
-    pool: &mut Vec<String>,
 ) -> Result<TelemetryData<'r>, (ExtractError, Vec<AttrValue<'r>>)> {
     values.clear();
     for attr in registry.attributes() {
         let raw = record.get(&attr.raw_key);
         let value = match raw {
             None | Some(JsonValue::Null) => default_value(attr),
-            Some(raw) => match read_value(attr, raw, pool) {
+            Some(raw) => match read_value(attr, raw) {
                 Ok(value) => value,
                 Err(error) => return Err((error, values)),
             },
@@ -593,11 +587,8 @@ fn write_signature(out: &mut Vec<u8>, value: &AttrValue<'_>) {
         out.extend_from_slice(text.as_bytes());
     }
     match value {
-        // Sanitised text: `[a-z0-9_]` only, so a separator it cannot contain ends it.
-        AttrValue::String(text) => {
-            out.extend_from_slice(text.as_bytes());
-            out.push(0x1f);
-        }
+        // Text that sanitises to the value (raw text is not sanitised here).
+        AttrValue::String(text) => counted(out, text.unsanitized()),
         AttrValue::Boolean(Scalar::Bool(b)) => out.push(u8::from(*b)),
         AttrValue::Boolean(Scalar::Number(n)) => {
             let (tag, bits) = match n {
@@ -622,17 +613,9 @@ fn write_signature(out: &mut Vec<u8>, value: &AttrValue<'_>) {
     }
 }
 
-/// An empty vector of values with another lifetime, reusing the allocation; owned
-/// strings go back to `pool`.
-pub(crate) fn recycle<'a>(
-    mut values: Vec<AttrValue<'_>>,
-    pool: &mut Vec<String>,
-) -> Vec<AttrValue<'a>> {
-    for value in values.drain(..) {
-        if let AttrValue::String(text) = value {
-            pool.extend(text.into_owned_buffer());
-        }
-    }
+/// An empty vector of values with another lifetime, reusing the allocation.
+pub(crate) fn recycle<'a>(mut values: Vec<AttrValue<'_>>) -> Vec<AttrValue<'a>> {
+    values.clear();
     // An in-place collect: same layout, so the allocation is kept.
     values.into_iter().map(|_| unreachable!("empty")).collect()
 }
@@ -658,11 +641,10 @@ fn wrong_type(attr: &AttributeDef, raw: &JsonValue<'_>) -> ExtractError {
 fn read_value<'r>(
     attr: &AttributeDef,
     raw: &'r JsonValue<'_>,
-    pool: &mut Vec<String>,
 ) -> Result<AttrValue<'r>, ExtractError> {
     Ok(match attr.attr_type {
         AttributeType::String => match raw {
-            JsonValue::String(s) => AttrValue::String(Text::sanitized_with(s, pool)),
+            JsonValue::String(s) => AttrValue::String(Text::sanitized(s)),
             JsonValue::Array(_) | JsonValue::Object(_) => return Err(wrong_type(attr, raw)),
             scalar => {
                 let mut text = String::new();
@@ -724,11 +706,13 @@ mod tests {
         let all = u64::MAX >> (64 - registry.len());
         let texts = [
             r#"{"action": "train", "gpu": ["a", "b"]}"#,
-            r#"{"action": "Train", "gpu": ["a", "b"], "time_lapsed": 3}"#,
+            r#"{"action": "train", "gpu": ["a", "b"], "time_lapsed": 3}"#,
             r#"{"action": "train", "gpu": ["ab"]}"#,
             r#"{"action": "train", "gpu": ["a", "b"], "success": 1}"#,
             r#"{"action": "train", "gpu": ["a", "b"], "success": true}"#,
             r#"{"action": "train", "gpu": ["a", "b"], "success": "x"}"#,
+            // Raw text: equal once sanitised, but another class (finer, still exact).
+            r#"{"action": "Train", "gpu": ["a", "b"]}"#,
         ];
         let records: Vec<Record<'_>> = texts.iter().map(|t| Record::parse(t).unwrap()).collect();
         let mut classes = RecordClasses::default();
@@ -736,7 +720,7 @@ mod tests {
             .iter()
             .map(|r| classes.class_of(data(&registry, r).values(), all))
             .collect();
-        // "Train" sanitises to "train"; time_lapsed is part of the mask here.
+        // time_lapsed is part of the mask here.
         for (i, a) in ids.iter().enumerate() {
             for (j, b) in ids.iter().enumerate() {
                 assert_eq!(a == b, i == j, "{i} {j}");

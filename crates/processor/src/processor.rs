@@ -42,9 +42,8 @@ pub struct MetricProcessor {
     registry: AttributeRegistry,
     builders: Vec<Box<dyn MetricBuilder>>,
     undo: UndoLog,
-    /// The normalised values' vector and sanitised strings, reused from record to record.
+    /// The normalised values' vector, reused from record to record.
     spare: Vec<AttrValue<'static>>,
-    pool: Vec<String>,
     /// Record classes for the builders that remember slots per class, and the attribute
     /// positions they have asked classes over.
     classes: RecordClasses,
@@ -97,7 +96,6 @@ impl MetricProcessor {
             builders: Vec::with_capacity(builders.len()),
             undo: UndoLog::default(),
             spare: Vec::new(),
-            pool: Vec::new(),
             classes: RecordClasses::default(),
             class_mask: 0,
         };
@@ -155,11 +153,11 @@ impl MetricProcessor {
                 _ => now,
             },
         };
-        let spare = recycle(std::mem::take(&mut self.spare), &mut self.pool);
-        let mut data = match extract_into(&self.registry, record, spare, &mut self.pool) {
+        let spare = recycle(std::mem::take(&mut self.spare));
+        let mut data = match extract_into(&self.registry, record, spare) {
             Ok(data) => data,
             Err((error, spare)) => {
-                self.spare = recycle(spare, &mut self.pool);
+                self.spare = recycle(spare);
                 return Err(error.into());
             }
         };
@@ -177,7 +175,7 @@ impl MetricProcessor {
             }
         }
         self.class_mask |= data.wanted_class_mask();
-        self.spare = recycle(data.into_values(), &mut self.pool);
+        self.spare = recycle(data.into_values());
         if let Some((builder, source)) = failure {
             self.undo.roll_back(metrics);
             return Err(ProcessError::Build { builder, source });
