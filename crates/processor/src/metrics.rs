@@ -396,11 +396,13 @@ impl<'m> MetricsUpdate<'m> {
     }
 
     /// Whether a remembered slot still belongs to this map.
+    #[inline]
     pub fn is_current(&self, slot: Slot) -> bool {
         slot.generation == self.metrics.generation
     }
 
     /// Adds `delta` to the metric at `slot` (see [`MetricsUpdate::add`]).
+    #[inline]
     pub fn add_at(&mut self, slot: Slot, delta: i64) -> Result<i64, BuildError> {
         if !self.is_current(slot) {
             return Err(BuildError::StaleSlot);
@@ -417,16 +419,25 @@ impl<'m> MetricsUpdate<'m> {
         Ok(())
     }
 
+    #[inline]
     fn add_id(&mut self, id: u32, delta: i64) -> Result<i64, BuildError> {
         let value = &mut self.metrics.values[id as usize];
-        let new = value
-            .checked_add(delta)
-            .ok_or_else(|| BuildError::Overflow {
-                key: key_of(&self.metrics.index, id),
-            })?;
-        self.undo.entries.push(Undo::Value(id, *value));
-        *value = new;
-        Ok(new)
+        match value.checked_add(delta) {
+            Some(new) => {
+                self.undo.entries.push(Undo::Value(id, *value));
+                *value = new;
+                Ok(new)
+            }
+            None => Err(self.overflow(id)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn overflow(&self, id: u32) -> BuildError {
+        BuildError::Overflow {
+            key: key_of(&self.metrics.index, id),
+        }
     }
 
     fn set_id(&mut self, id: u32, value: i64) {
