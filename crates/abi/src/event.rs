@@ -266,10 +266,20 @@ pub fn truncate_name(name: &str) -> &str {
 }
 
 /// Encodes a name into the 32-byte field: cut by [`truncate_name`], NUL-padded.
+/// Looks at no more than the first 32 bytes of `name`.
 pub fn encode_name(name: &str) -> [u8; EVENT_NAME_CAPACITY] {
-    let cut = truncate_name(name).as_bytes();
+    let bytes = name.as_bytes();
+    let limit = bytes.len().min(MAX_EVENT_NAME_LEN);
+    let mut end = match bytes[..limit].iter().position(|&b| b == 0) {
+        // A NUL is ASCII, hence always a character boundary.
+        Some(nul) => nul,
+        None => limit,
+    };
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
     let mut out = [0u8; EVENT_NAME_CAPACITY];
-    out[..cut.len()].copy_from_slice(cut);
+    out[..end].copy_from_slice(&bytes[..end]);
     out
 }
 
@@ -306,6 +316,30 @@ mod tests {
     #[test]
     fn a_nul_ends_the_name() {
         assert_eq!(truncate_name("abc\0def"), "abc");
+    }
+
+    #[test]
+    fn encode_name_agrees_with_truncate_name() {
+        let long = "x".repeat(40);
+        let cases = [
+            "",
+            "a",
+            "abc\0def",
+            "\0",
+            "agent_memory_deregistered_bytes",
+            "ucx_rdma_read_completion_latency",
+            long.as_str(),
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxé",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxé",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxx🚀",
+            "ＮＶＩＤＩＡ Ａ１００ ＮＶＩＤＩＡ",
+        ];
+        for name in cases {
+            let cut = truncate_name(name).as_bytes();
+            let mut want = [0u8; EVENT_NAME_CAPACITY];
+            want[..cut.len()].copy_from_slice(cut);
+            assert_eq!(encode_name(name), want, "{name:?}");
+        }
     }
 
     #[test]

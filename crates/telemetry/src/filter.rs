@@ -5,6 +5,8 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricFilter {
     patterns: Vec<String>,
+    /// The patterns parsed once, so matching allocates nothing.
+    parsed: Vec<Vec<Token>>,
 }
 
 impl MetricFilter {
@@ -17,7 +19,8 @@ impl MetricFilter {
             .filter(|p| !p.is_empty())
             .map(str::to_owned)
             .collect();
-        (!patterns.is_empty()).then_some(MetricFilter { patterns })
+        let parsed = patterns.iter().map(|p| parse_glob(p)).collect();
+        (!patterns.is_empty()).then_some(MetricFilter { patterns, parsed })
     }
 
     /// The patterns in the order given.
@@ -27,7 +30,7 @@ impl MetricFilter {
 
     /// Whether `name` matches any pattern.
     pub fn allows(&self, name: &str) -> bool {
-        self.patterns.iter().any(|p| glob_match(p, name))
+        self.parsed.iter().any(|p| match_tokens(p, name))
     }
 }
 
@@ -120,21 +123,27 @@ fn token_matches(token: &Token, c: char) -> bool {
 /// `[!seq]`, case-sensitive), by character, iteratively with single-star
 /// backtracking: linear in practice, never exponential.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p = parse_glob(pattern);
-    let t: Vec<char> = text.chars().collect();
+    match_tokens(&parse_glob(pattern), text)
+}
+
+/// Matches `text` against parsed tokens without allocating: positions in the
+/// text are byte offsets, advanced one character at a time.
+fn match_tokens(p: &[Token], text: &str) -> bool {
+    let next_char = |at: usize| text[at..].chars().next();
     let (mut pi, mut ti) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
+    while let Some(c) = next_char(ti) {
         if pi < p.len() && p[pi] == Token::AnyRun {
             star = Some((pi, ti));
             pi += 1;
-        } else if pi < p.len() && token_matches(&p[pi], t[ti]) {
+        } else if pi < p.len() && token_matches(&p[pi], c) {
             pi += 1;
-            ti += 1;
+            ti += c.len_utf8();
         } else if let Some((sp, st)) = star {
+            let skipped = next_char(st).map_or(1, char::len_utf8);
             pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
+            ti = st + skipped;
+            star = Some((sp, ti));
         } else {
             return false;
         }

@@ -119,6 +119,35 @@ impl Producer {
     }
 }
 
+impl Producer {
+    /// Writes the `N` events `make` builds into the next `N` slots and publishes
+    /// them with one release store; when fewer than `N` slots are free, drops
+    /// all `N` (an event group such as a transfer's is kept whole or not at all).
+    #[inline(always)]
+    fn push_group_with<const N: usize>(&mut self, make: impl FnOnce() -> [Event; N]) {
+        let n = N as u64;
+        if self.head.wrapping_sub(self.cached_tail) + n > self.capacity {
+            self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
+            if self.head.wrapping_sub(self.cached_tail) + n > self.capacity {
+                self.dropped += n;
+                self.shared.dropped.0.store(self.dropped, Ordering::Relaxed);
+                return;
+            }
+        }
+        for (i, event) in make().into_iter().enumerate() {
+            // SAFETY: as in push_with: head + i − tail < capacity for every i < N,
+            // so each slot is outside the consumer's window until the store below.
+            unsafe {
+                self.slots
+                    .add((self.head.wrapping_add(i as u64) & self.mask) as usize)
+                    .write(event)
+            };
+        }
+        self.head += n;
+        self.shared.head.0.store(self.head, Ordering::Release);
+    }
+}
+
 impl Drop for Producer {
     fn drop(&mut self) {
         self.shared.detached.store(true, Ordering::Release);
@@ -253,6 +282,24 @@ impl Staging {
             unsafe { (*cache.producers[way].get()).push_with(make) }
         } else {
             self.push_slow(cache, make());
+        }
+    }
+
+    /// Records the `N` events `make` builds, in order, as one group: all kept or
+    /// all dropped (and counted). One room check and one publication for all.
+    #[inline(always)]
+    pub(crate) fn push_group_with<const N: usize>(&self, make: impl FnOnce() -> [Event; N]) {
+        let cache = CACHE.with(|cache| cache as *const LocalCache);
+        // SAFETY: as in push_with.
+        let cache = unsafe { &*cache };
+        let way = self.way & (CACHE_WAYS - 1);
+        if cache.ids[way].get() == self.id {
+            // SAFETY: as in push_with.
+            unsafe { (*cache.producers[way].get()).push_group_with(make) }
+        } else {
+            for event in make() {
+                self.push_slow(cache, event);
+            }
         }
     }
 
@@ -402,6 +449,35 @@ mod tests {
         assert!(!c.is_detached());
         drop(p);
         assert!(c.is_detached());
+    }
+
+    #[test]
+    fn a_group_is_kept_whole_or_dropped_whole_and_wraps() {
+        let (mut p, mut c) = channel(4);
+        p.push(ev(1));
+        p.push(ev(2));
+        p.push_group_with(|| [ev(3), ev(4), ev(5)]);
+        assert_eq!(
+            c.counts(),
+            QueueCounts {
+                accepted: 2,
+                dropped: 3
+            }
+        );
+        let mut out = Vec::new();
+        c.drain_into(&mut out, usize::MAX);
+        // head = tail = 2: the group wraps around the end of the slots.
+        p.push_group_with(|| [ev(6), ev(7), ev(8)]);
+        assert_eq!(
+            c.counts(),
+            QueueCounts {
+                accepted: 5,
+                dropped: 3
+            }
+        );
+        c.drain_into(&mut out, usize::MAX);
+        let values: Vec<u64> = out.iter().map(|e| e.value).collect();
+        assert_eq!(values, vec![1, 2, 6, 7, 8]);
     }
 
     #[test]

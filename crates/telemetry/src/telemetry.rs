@@ -276,20 +276,70 @@ impl Telemetry {
         if self.shared.is_none() {
             return;
         }
-        let now = clock::now_us();
+        self.transfer_completed_at(clock::now_us(), duration_us, direction, bytes);
+    }
+
+    /// [`Telemetry::transfer_completed`] with a completion timestamp the caller
+    /// already took (µs since the epoch, e.g. from [`Telemetry::now_us`] when it
+    /// timed the transfer): no clock is read.
+    #[inline]
+    pub fn transfer_completed_at(
+        &self,
+        timestamp_us: u64,
+        duration_us: u64,
+        direction: Direction,
+        bytes: u64,
+    ) {
         let (bytes_handle, requests_handle) = match direction {
             Direction::Write => (&self.builtin.tx_bytes, &self.builtin.tx_requests),
             Direction::Read => (&self.builtin.rx_bytes, &self.builtin.rx_requests),
         };
-        self.builtin.xfer_time.record_at(now, duration_us);
-        bytes_handle.record_at(now, bytes);
-        requests_handle.record_at(now, 1);
+        let time = &self.builtin.xfer_time;
+        match (&time.shared, &bytes_handle.shared, &requests_handle.shared) {
+            // The common case: all three pass the allowlist; one push for the group.
+            (Some(shared), Some(_), Some(_)) => shared.collector.staging.push_group_with(|| {
+                [
+                    Event::with_encoded_name(timestamp_us, time.category, time.name, duration_us),
+                    Event::with_encoded_name(
+                        timestamp_us,
+                        bytes_handle.category,
+                        bytes_handle.name,
+                        bytes,
+                    ),
+                    Event::with_encoded_name(
+                        timestamp_us,
+                        requests_handle.category,
+                        requests_handle.name,
+                        1,
+                    ),
+                ]
+            }),
+            _ => {
+                time.record_at(timestamp_us, duration_us);
+                bytes_handle.record_at(timestamp_us, bytes);
+                requests_handle.record_at(timestamp_us, 1);
+            }
+        }
     }
 
     /// `agent_xfer_post_time`: posting a transfer took `us` microseconds.
     #[inline]
     pub fn post_time(&self, us: u64) {
         self.builtin.post_time.record(us);
+    }
+
+    /// [`Telemetry::post_time`] with a timestamp the caller already took.
+    #[inline]
+    pub fn post_time_at(&self, timestamp_us: u64, us: u64) {
+        self.builtin.post_time.record_at(timestamp_us, us);
+    }
+
+    /// The clock telemetry stamps events with: wall-clock µs since the Unix
+    /// epoch, cheap (see [`crate::clock`]). Callers that time operations with it
+    /// can hand the readings to the `*_at` methods and spare telemetry a clock read.
+    #[inline]
+    pub fn now_us() -> u64 {
+        clock::now_us()
     }
 
     /// An error: name = the status string (e.g. `NIXL_ERR_BACKEND`), value 1.

@@ -503,7 +503,10 @@ impl Worker<'_> {
             Direction::Read => (remote, local),
         };
         let initiator = &w.agents[self.initiator];
-        let posted = Instant::now();
+        // Timed with telemetry's own clock (µs since the epoch, a TSC read), so
+        // the readings double as the events' timestamps: recording reads no
+        // clock of its own.
+        let posted = Telemetry::now_us();
         let regions = w.validate(&src).and_then(|s| Ok((s, w.validate(&dst)?)));
         let (src_region, dst_region) = match regions {
             Ok(pair) => pair,
@@ -513,18 +516,22 @@ impl Worker<'_> {
                 return Outcome::Failed(status);
             }
         };
+        let post_done = Telemetry::now_us();
         initiator
             .telemetry
-            .post_time(posted.elapsed().as_micros() as u64);
+            .post_time_at(post_done, post_done.saturating_sub(posted));
         memory::copy(
             (src.agent, src_region, src.offset),
             (dst.agent, dst_region, dst.offset),
             len,
         );
-        let took = posted.elapsed().as_micros() as u64;
-        initiator
-            .telemetry
-            .transfer_completed(took, direction, len as u64);
+        let done = Telemetry::now_us();
+        initiator.telemetry.transfer_completed_at(
+            done,
+            done.saturating_sub(posted),
+            direction,
+            len as u64,
+        );
         for agent in [initiator, &w.agents[target]] {
             agent.counters.transfers.fetch_add(1, Ordering::Relaxed);
             agent
@@ -532,7 +539,7 @@ impl Worker<'_> {
                 .bytes
                 .fetch_add(len as u64, Ordering::Relaxed);
         }
-        w.agents[target].remote_bytes.record(len as u64);
+        w.agents[target].remote_bytes.record_at(done, len as u64);
         Outcome::Completed {
             bytes: len,
             direction,
