@@ -250,8 +250,8 @@ impl RingWriter {
         n
     }
 
-    /// Stores the running totals and a heartbeat in the trailer.
-    pub fn update_trailer(&self, counts: &TrailerCounts) {
+    /// Stores the writer's own running totals in the trailer.
+    fn store_totals(&self) {
         let t = self.trailer_at;
         self.map
             .u64_at(t + trailer::EVENTS_WRITTEN)
@@ -259,6 +259,12 @@ impl RingWriter {
         self.map
             .u64_at(t + trailer::DROPPED_RING_FULL)
             .store(self.dropped_ring_full, Ordering::Relaxed);
+    }
+
+    /// Stores the running totals and a heartbeat in the trailer.
+    pub fn update_trailer(&self, counts: &TrailerCounts) {
+        let t = self.trailer_at;
+        self.store_totals();
         self.map
             .u64_at(t + trailer::DROPPED_STAGING_FULL)
             .store(counts.dropped_staging_full, Ordering::Relaxed);
@@ -270,32 +276,9 @@ impl RingWriter {
 
 impl Drop for RingWriter {
     fn drop(&mut self) {
-        let t = self.trailer_at;
+        self.store_totals();
         self.map
-            .u64_at(t + trailer::EVENTS_WRITTEN)
-            .store(self.written, Ordering::Relaxed);
-        self.map
-            .u64_at(t + trailer::DROPPED_RING_FULL)
-            .store(self.dropped_ring_full, Ordering::Relaxed);
-        self.map
-            .u32_at(t + trailer::FLAGS)
+            .u32_at(self.trailer_at + trailer::FLAGS)
             .fetch_or(trailer::FLAG_CLOSED, Ordering::Release);
-    }
-}
-
-enum RingErrorOrIo {
-    Ring(RingError),
-    Io(std::io::Error),
-}
-
-impl From<RingError> for RingErrorOrIo {
-    fn from(e: RingError) -> Self {
-        RingErrorOrIo::Ring(e)
-    }
-}
-
-impl From<std::io::Error> for RingErrorOrIo {
-    fn from(e: std::io::Error) -> Self {
-        RingErrorOrIo::Io(e)
     }
 }
