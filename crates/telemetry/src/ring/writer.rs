@@ -282,3 +282,20 @@ impl Drop for RingWriter {
             .fetch_or(trailer::FLAG_CLOSED, Ordering::Release);
     }
 }
+
+enum RingErrorOrIo {
+    Ring(RingError),
+    Io(std::io::Error),
+}
+
+impl From<RingError> for RingErrorOrIo {
+    fn from(e: RingError) -> Self {
+        RingErrorOrIo::Ring(e)
+    }
+}
+
+impl From<std::io::Error> for RingErrorOrIo {
+    fn from(e: std::io::Error) -> Self {
+        RingErrorOrIo::Io(e)
+    }
+}
