@@ -11,7 +11,9 @@
 //! * `first pass`: records already parsed, default builders, a new processor and a new
 //!   metrics map for every pass, so that every record is new to every cache (what a
 //!   record with a combination of values not seen before costs, key creation
-//!   included).
+//!   included);
+//! * `cold caches`: the same with one metrics map kept across passes, so every key
+//!   exists and only the processor's caches are new.
 //!
 //! The corpus is applied again and again to the same metrics, so the number of
 //! distinct keys stays that of one pass; the bench prints it to show that memory
@@ -165,6 +167,22 @@ fn main() {
         println!(
             "first pass (default builders):    {rate}  ({} records, {keys} distinct keys)",
             (rate.passes + 1) * n as u64,
+        );
+    }
+
+    if wanted("cold caches (default builders)") {
+        let mut metrics = Metrics::new();
+        let rate = measure(budget, n, || {
+            let mut p = processor(None);
+            for (line, ctx) in parsed.iter().zip(&contexts) {
+                p.process(&mut metrics, black_box(&line.record), ctx)
+                    .expect("corpus record");
+            }
+        });
+        println!(
+            "cold caches (default builders):   {rate}  ({} records, {} distinct keys)",
+            (rate.passes + 1) * n as u64,
+            metrics.len()
         );
     }
 
