@@ -3,7 +3,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
 
@@ -11,6 +11,9 @@ use crate::clock;
 use crate::exporter::{ExportOutcome, Exporter};
 use crate::staging::{Consumer, QueueCounts, Staging};
 use crate::stats::{DropCounts, TelemetryStats};
+
+/// Below this, the flush thread yields instead of sleeping.
+const MIN_WAIT: Duration = Duration::from_micros(50);
 
 /// Name of the event that reports losses.
 pub const EVENTS_DROPPED_EVENT: &str = "agent_telemetry_events_dropped";
@@ -73,22 +76,37 @@ impl Collector {
         self.lock().exporter.is_some()
     }
 
-    /// The flush thread's loop: a pass every `interval`, or at once while a pass
-    /// finds queues at least half full; ends after a final pass once stopped.
+    /// The flush thread's loop. After each pass it waits `interval`, or less:
+    /// long enough, at the rate the busiest queue filled since the previous
+    /// pass, for that queue to reach half its capacity (so a fast recorder is
+    /// drained before its queue overflows, and an idle one costs one wake-up
+    /// per interval). Ends after a final pass once stopped.
     pub(crate) fn run(&self, interval: Duration) {
+        let mut last = Instant::now();
         loop {
-            let busy = self.flush();
+            let most = self.flush();
+            let now = Instant::now();
+            let since = now - last;
+            last = now;
             if self.stop.load(Ordering::Acquire) {
                 break;
             }
-            if !busy {
-                let guard = self
-                    .wake_lock
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                if !self.stop.load(Ordering::Acquire) {
-                    let _ = self.wake.wait_timeout(guard, interval);
-                }
+            let wait = if most == 0 {
+                interval
+            } else {
+                let half = (self.batch_size / 2) as u32;
+                (since * half / most as u32).min(interval)
+            };
+            if wait < MIN_WAIT {
+                std::thread::yield_now();
+                continue;
+            }
+            let guard = self
+                .wake_lock
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !self.stop.load(Ordering::Acquire) {
+                let _ = self.wake.wait_timeout(guard, wait);
             }
         }
         self.flush();
@@ -105,26 +123,26 @@ impl Collector {
     }
 
     /// One flush pass: every queue drained into the exporter in batches, losses
-    /// reported, the exporter flushed. Returns whether some queue was at least
-    /// half full (the caller then flushes again at once). Without an exporter,
-    /// does nothing: events wait for [`Collector::drain`].
-    pub(crate) fn flush(&self) -> bool {
+    /// reported, the exporter flushed. Returns the most events one queue held
+    /// when the pass reached it (what the flush thread paces itself by).
+    /// Without an exporter, does nothing: events wait for [`Collector::drain`].
+    pub(crate) fn flush(&self) -> usize {
         let mut st = self.lock();
         let st = &mut *st;
         let Some(mut boxed) = st.exporter.take() else {
-            return false;
+            return 0;
         };
         let exporter = boxed.as_mut();
         self.staging.take_registered(&mut st.consumers);
         let mut consumers = std::mem::take(&mut st.consumers);
-        let mut busy = false;
+        let mut most = 0usize;
         let mut i = 0;
         while i < consumers.len() {
             let consumer = &mut consumers[i];
             let detached = consumer.is_detached();
             // Drain what is there now, not what keeps arriving: a pass always ends.
             let mut budget = consumer.pending() as usize;
-            busy |= budget >= self.batch_size / 2;
+            most = most.max(budget);
             while budget > 0 {
                 let room = self.batch_size - st.batch.len();
                 let moved = consumer.drain_into(&mut st.batch, room.min(budget));
@@ -179,7 +197,7 @@ impl Collector {
         }
         st.exporter = Some(boxed);
         clock::recalibrate();
-        busy
+        most
     }
 
     fn export(exporter: &mut dyn Exporter, st: &mut FlushState) {
