@@ -37,3 +37,8 @@ pub use telemetry::{
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/collector.md")]
 struct CollectorGuide;
+
+/// The examples of the README, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
