@@ -5,58 +5,13 @@
 
 mod common;
 
-use std::ffi::{c_char, c_void, CStr, CString};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::ffi::CStr;
+use std::net::{TcpListener, TcpStream};
 
+use common::c_entry::{create, descriptor, destroy, export, free_addr};
 use common::{ev, scrape, value_of};
-use nixl_telemetry_abi::plugin::{ExporterParams, PluginDescriptor, EXPORT_OK};
-use nixl_telemetry_abi::{Category, Event};
-
-fn descriptor() -> &'static PluginDescriptor {
-    // SAFETY: the descriptor is a static built by export_plugin!.
-    unsafe { &*telemetry_exporter_prometheus::nixl_telemetry_plugin_init() }
-}
-
-/// Creates an exporter through the C entry point: the handle or the error text.
-fn create(agent: &str, output: Option<&str>) -> Result<*mut c_void, String> {
-    let agent = CString::new(agent).unwrap();
-    let output = output.map(|o| CString::new(o).unwrap());
-    let params = ExporterParams {
-        agent_name: agent.as_ptr(),
-        max_events_buffered: 4096,
-        output_path: output.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
-    };
-    let mut err = [0 as c_char; 512];
-    let create = descriptor().create_exporter.expect("create_exporter");
-    // SAFETY: params and err are valid for the call; strings outlive it.
-    let handle = unsafe { create(&params, err.as_mut_ptr(), err.len()) };
-    if handle.is_null() {
-        // SAFETY: the plug-in NUL-terminates the reason within err.
-        let text = unsafe { CStr::from_ptr(err.as_ptr()) };
-        Err(text.to_string_lossy().into_owned())
-    } else {
-        Ok(handle)
-    }
-}
-
-fn export(handle: *mut c_void, events: &[Event]) -> i32 {
-    let batch = descriptor().export_batch.expect("export_batch");
-    // SAFETY: handle is live; events is valid for its length.
-    unsafe { batch(handle, events.as_ptr(), events.len()) }
-}
-
-fn destroy(handle: *mut c_void) {
-    let destroy = descriptor().destroy_exporter.expect("destroy_exporter");
-    // SAFETY: handle came from create and is destroyed once.
-    unsafe { destroy(handle) }
-}
-
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
+use nixl_telemetry_abi::plugin::{PluginDescriptor, EXPORT_OK};
+use nixl_telemetry_abi::Category;
 
 #[test]
 fn the_descriptor_names_the_plugin() {

@@ -2,6 +2,8 @@
 //! client over loopback, and events.
 #![allow(dead_code)]
 
+pub mod c_entry;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
