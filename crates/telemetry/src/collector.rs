@@ -11,6 +11,7 @@ use crate::clock;
 use crate::exporter::{ExportOutcome, Exporter};
 use crate::staging::{Consumer, QueueCounts, Staging};
 use crate::stats::{DropCounts, TelemetryStats};
+use crate::transfer_record;
 
 /// Below this, the flush thread yields instead of sleeping.
 const MIN_WAIT: Duration = Duration::from_micros(50);
@@ -144,13 +145,17 @@ impl Collector {
             let mut budget = consumer.pending() as usize;
             most = most.max(budget);
             while budget > 0 {
-                let room = self.batch_size - st.batch.len();
-                let moved = consumer.drain_into(&mut st.batch, room.min(budget));
-                budget -= moved;
-                if st.batch.len() == self.batch_size {
+                let from = st.batch.len();
+                let room = self.batch_size.saturating_sub(from).max(1);
+                let drained = consumer.drain_into(&mut st.batch, room.min(budget));
+                // Packed slots become their events here; a batch may so grow
+                // past batch_size (by at most the packing factor).
+                transfer_record::expand(&mut st.batch, from, drained.extra);
+                budget -= drained.slots;
+                if st.batch.len() >= self.batch_size {
                     Self::export(exporter, st);
                 }
-                if moved == 0 {
+                if drained.slots == 0 {
                     break;
                 }
             }
@@ -256,7 +261,9 @@ impl Collector {
         let before = out.len();
         st.consumers.retain_mut(|c| {
             let detached = c.is_detached();
-            c.drain_into(out, usize::MAX);
+            let from = out.len();
+            let drained = c.drain_into(out, usize::MAX);
+            transfer_record::expand(out, from, drained.extra);
             let keep = !(detached && c.pending() == 0);
             if !keep {
                 let q = c.counts();
@@ -286,7 +293,7 @@ impl Collector {
         let mut st = self.lock();
         self.staging.take_registered(&mut st.consumers);
         let queues = Self::queue_totals(&st);
-        let pending = st.consumers.iter().map(Consumer::pending).sum();
+        let pending = st.consumers.iter().map(Consumer::pending_events).sum();
         TelemetryStats {
             recorded: queues.accepted + queues.dropped + self.staging.late_drops(),
             generated: st.generated,

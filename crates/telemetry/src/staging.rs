@@ -8,6 +8,13 @@
 //! no allocation, no system call, no read-modify-write instruction, and the only
 //! cache line shared with the flusher is read by it once per flush.
 //!
+//! A slot may stand for more than one event: a caller that can describe several
+//! events in one 56-byte slot (a completed transfer, see `transfer_record`)
+//! pushes it with [`Staging::push_packed_with`], and the queue stores the number
+//! of further events the slot stands for in the slot's `reserved` field (0 for a
+//! plain event, as every [`Event`] constructor writes it). The counters the
+//! collector reads count events, not slots, so its books stay exact.
+//!
 //! All `unsafe` of the collector's staging lives in this module.
 
 use std::cell::{Cell, UnsafeCell};
@@ -21,13 +28,21 @@ use nixl_telemetry_abi::Event;
 #[repr(align(128))]
 struct CachePadded<T>(T);
 
+/// What the producer publishes, on one line.
+struct Published {
+    /// Slots published so far (free-running).
+    head: AtomicU64,
+    /// Events beyond one per slot published so far (packed slots' extras).
+    extra: AtomicU64,
+}
+
 /// The state one producer and one consumer share.
 struct Shared {
-    /// Producer side: events published so far (free-running).
-    head: CachePadded<AtomicU64>,
+    /// Producer side: slots (and the extra events they stand for) published so far.
+    published: CachePadded<Published>,
     /// Producer side: events dropped because the queue was full.
     dropped: CachePadded<AtomicU64>,
-    /// Consumer side: events consumed so far (free-running).
+    /// Consumer side: slots consumed so far (free-running).
     tail: CachePadded<AtomicU64>,
     /// Set by the producer's thread when it exits; its last events stay drainable.
     detached: AtomicBool,
@@ -54,7 +69,10 @@ fn channel(capacity: usize) -> (Producer, Consumer) {
         .collect::<Vec<_>>()
         .into_boxed_slice();
     let shared = Arc::new(Shared {
-        head: CachePadded(AtomicU64::new(0)),
+        published: CachePadded(Published {
+            head: AtomicU64::new(0),
+            extra: AtomicU64::new(0),
+        }),
         dropped: CachePadded(AtomicU64::new(0)),
         tail: CachePadded(AtomicU64::new(0)),
         detached: AtomicBool::new(false),
@@ -66,12 +84,19 @@ fn channel(capacity: usize) -> (Producer, Consumer) {
         slots: shared.slots.as_ptr() as *mut Event,
         shared: Arc::clone(&shared),
         head: 0,
+        extra: 0,
         cached_tail: 0,
         dropped: 0,
         capacity: capacity as u64,
         mask: capacity as u64 - 1,
     };
-    (producer, Consumer { shared })
+    (
+        producer,
+        Consumer {
+            shared,
+            consumed_extra: 0,
+        },
+    )
 }
 
 /// The recording thread's end of one queue. Not `Send`: it lives in the
@@ -82,6 +107,7 @@ struct Producer {
     shared: Arc<Shared>,
     slots: *mut Event,
     head: u64,
+    extra: u64,
     cached_tail: u64,
     dropped: u64,
     capacity: u64,
@@ -91,60 +117,49 @@ struct Producer {
 impl Producer {
     #[cfg(test)]
     fn push(&mut self, event: Event) {
-        self.push_with(|| event)
+        self.push_with(0, || event)
     }
 
     /// Writes the event `make` builds straight into the next slot; `make` runs
     /// only when there is room (a full queue neither builds nor timestamps).
+    /// The slot stands for `1 + extra` events: they are counted as accepted or
+    /// dropped together, and `extra` is stored in the slot's `reserved` field.
+    /// Callers pass a constant, so a plain push (`extra` = 0) pays nothing for it.
     #[inline(always)]
-    fn push_with(&mut self, make: impl FnOnce() -> Event) {
+    fn push_with(&mut self, extra: u32, make: impl FnOnce() -> Event) {
         if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
             self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
             if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
-                self.dropped += 1;
+                self.dropped += 1 + u64::from(extra);
                 self.shared.dropped.0.store(self.dropped, Ordering::Relaxed);
                 return;
             }
         }
+        let mut event = make();
+        event.reserved = extra;
         // SAFETY: head & mask < capacity = slots.len(); the slot is outside the
         // consumer's window [tail, head) because head - tail < capacity, so no one
         // reads it until the release store below publishes it.
         unsafe {
             self.slots
                 .add((self.head & self.mask) as usize)
-                .write(make())
+                .write(event)
         };
+        if extra != 0 {
+            self.extra += u64::from(extra);
+            // Before the head: whoever sees the slot also sees its extras.
+            self.shared
+                .published
+                .0
+                .extra
+                .store(self.extra, Ordering::Relaxed);
+        }
         self.head += 1;
-        self.shared.head.0.store(self.head, Ordering::Release);
-    }
-}
-
-impl Producer {
-    /// Writes the `N` events `make` builds into the next `N` slots and publishes
-    /// them with one release store; when fewer than `N` slots are free, drops
-    /// all `N` (an event group such as a transfer's is kept whole or not at all).
-    #[inline(always)]
-    fn push_group_with<const N: usize>(&mut self, make: impl FnOnce() -> [Event; N]) {
-        let n = N as u64;
-        if self.head.wrapping_sub(self.cached_tail) + n > self.capacity {
-            self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
-            if self.head.wrapping_sub(self.cached_tail) + n > self.capacity {
-                self.dropped += n;
-                self.shared.dropped.0.store(self.dropped, Ordering::Relaxed);
-                return;
-            }
-        }
-        for (i, event) in make().into_iter().enumerate() {
-            // SAFETY: as in push_with: head + i − tail < capacity for every i < N,
-            // so each slot is outside the consumer's window until the store below.
-            unsafe {
-                self.slots
-                    .add((self.head.wrapping_add(i as u64) & self.mask) as usize)
-                    .write(event)
-            };
-        }
-        self.head += n;
-        self.shared.head.0.store(self.head, Ordering::Release);
+        self.shared
+            .published
+            .0
+            .head
+            .store(self.head, Ordering::Release);
     }
 }
 
@@ -157,6 +172,18 @@ impl Drop for Producer {
 /// The flush side's end of one queue; exactly one exists per queue.
 pub(crate) struct Consumer {
     shared: Arc<Shared>,
+    /// Extra events of the slots drained so far.
+    consumed_extra: u64,
+}
+
+/// What one [`Consumer::drain_into`] moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Drained {
+    /// Slots moved (as many `Event`s were appended).
+    pub slots: usize,
+    /// Events beyond one per slot that the moved slots stand for: the appended
+    /// packed slots still to be expanded (see `transfer_record::expand`).
+    pub extra: usize,
 }
 
 /// Counters of one queue, read by the flush side.
@@ -169,15 +196,17 @@ pub(crate) struct QueueCounts {
 }
 
 impl Consumer {
-    /// Moves every published event into `out`, oldest first, up to `max` events.
-    /// Returns how many were moved.
-    pub(crate) fn drain_into(&mut self, out: &mut Vec<Event>, max: usize) -> usize {
+    /// Moves every published slot into `out`, oldest first, up to `max` slots,
+    /// as they are: a packed slot arrives as one `Event` whose `reserved` field
+    /// says how many further events it stands for.
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<Event>, max: usize) -> Drained {
         let tail = self.shared.tail.0.load(Ordering::Relaxed);
-        let head = self.shared.head.0.load(Ordering::Acquire);
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
         let n = (head.wrapping_sub(tail) as usize).min(max);
         if n == 0 {
-            return 0;
+            return Drained::default();
         }
+        let from = out.len();
         let cap = self.shared.slots.len();
         let start = (tail & self.shared.mask) as usize;
         let first = n.min(cap - start);
@@ -197,13 +226,26 @@ impl Consumer {
             .tail
             .0
             .store(tail.wrapping_add(n as u64), Ordering::Release);
-        n
+        let extra: u64 = out[from..].iter().map(|e| u64::from(e.reserved)).sum();
+        self.consumed_extra += extra;
+        Drained {
+            slots: n,
+            extra: extra as usize,
+        }
     }
 
-    /// Events published and not yet drained.
+    /// Slots published and not yet drained.
     pub(crate) fn pending(&self) -> u64 {
-        let head = self.shared.head.0.load(Ordering::Acquire);
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
         head.wrapping_sub(self.shared.tail.0.load(Ordering::Relaxed))
+    }
+
+    /// Events published and not yet drained (a packed slot counts for all of its).
+    pub(crate) fn pending_events(&self) -> u64 {
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
+        let extra = self.shared.published.0.extra.load(Ordering::Relaxed);
+        let tail = self.shared.tail.0.load(Ordering::Relaxed);
+        head.wrapping_sub(tail) + extra.wrapping_sub(self.consumed_extra)
     }
 
     /// Whether the producing thread has exited (its queue can be retired once empty).
@@ -211,10 +253,11 @@ impl Consumer {
         self.shared.detached.load(Ordering::Acquire)
     }
 
-    /// The queue's counters.
+    /// The queue's counters, in events.
     pub(crate) fn counts(&self) -> QueueCounts {
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
         QueueCounts {
-            accepted: self.shared.head.0.load(Ordering::Acquire),
+            accepted: head + self.shared.published.0.extra.load(Ordering::Relaxed),
             dropped: self.shared.dropped.0.load(Ordering::Relaxed),
         }
     }
@@ -264,6 +307,19 @@ impl Staging {
     /// only when it will be kept: `make` is where the caller reads the clock.
     #[inline(always)]
     pub(crate) fn push_with(&self, make: impl FnOnce() -> Event) {
+        self.push_slot_with(0, make)
+    }
+
+    /// Records one slot that stands for `1 + extra` events (kept or dropped, and
+    /// counted, together); the queue stores `extra` in its `reserved` field and
+    /// whoever drains it expands it (`transfer_record` is the one packer).
+    #[inline(always)]
+    pub(crate) fn push_packed_with(&self, extra: u32, make: impl FnOnce() -> Event) {
+        self.push_slot_with(extra, make)
+    }
+
+    #[inline(always)]
+    fn push_slot_with(&self, extra: u32, make: impl FnOnce() -> Event) {
         // The address only (a closure this small always inlines; the whole push
         // inside `with` did not, costing a call per record).
         let cache = CACHE.with(|cache| cache as *const LocalCache);
@@ -279,27 +335,9 @@ impl Staging {
             // is removed or TABLE is torn down; only this thread touches them,
             // and nothing reached from Producer::push_with re-enters them
             // (`make` only builds an event), so this is the only reference.
-            unsafe { (*cache.producers[way].get()).push_with(make) }
+            unsafe { (*cache.producers[way].get()).push_with(extra, make) }
         } else {
-            self.push_slow(cache, make());
-        }
-    }
-
-    /// Records the `N` events `make` builds, in order, as one group: all kept or
-    /// all dropped (and counted). One room check and one publication for all.
-    #[inline(always)]
-    pub(crate) fn push_group_with<const N: usize>(&self, make: impl FnOnce() -> [Event; N]) {
-        let cache = CACHE.with(|cache| cache as *const LocalCache);
-        // SAFETY: as in push_with.
-        let cache = unsafe { &*cache };
-        let way = self.way & (CACHE_WAYS - 1);
-        if cache.ids[way].get() == self.id {
-            // SAFETY: as in push_with.
-            unsafe { (*cache.producers[way].get()).push_group_with(make) }
-        } else {
-            for event in make() {
-                self.push_slow(cache, event);
-            }
+            self.push_slow(cache, extra, make());
         }
     }
 
@@ -307,7 +345,7 @@ impl Staging {
     /// the cached one, and records `event` into it.
     #[cold]
     #[inline(never)]
-    fn push_slow(&self, cache: &LocalCache, event: Event) {
+    fn push_slow(&self, cache: &LocalCache, extra: u32, event: Event) {
         let pushed = TABLE.try_with(|table| {
             // SAFETY: only this thread accesses the table and no reference into it
             // is alive here (push_slow is not reachable from a Producer::push_with).
@@ -330,11 +368,12 @@ impl Staging {
             cache.ids[way].set(self.id);
             cache.producers[way].set(producer);
             // SAFETY: as in `push_with`: the pointer is into a live Box of TABLE.
-            unsafe { (*producer).push_with(|| event) }
+            unsafe { (*producer).push_with(extra, || event) }
         });
         if pushed.is_err() {
             // This thread's TABLE is already torn down.
-            self.late_drops.fetch_add(1, Ordering::Relaxed);
+            self.late_drops
+                .fetch_add(1 + u64::from(extra), Ordering::Relaxed);
         }
     }
 
@@ -438,11 +477,11 @@ mod tests {
             }
         );
         let mut out = Vec::new();
-        assert_eq!(c.drain_into(&mut out, 3), 3);
+        assert_eq!(c.drain_into(&mut out, 3).slots, 3);
         for v in 6..9 {
             p.push(ev(v));
         }
-        assert_eq!(c.drain_into(&mut out, usize::MAX), 4);
+        assert_eq!(c.drain_into(&mut out, usize::MAX).slots, 4);
         let values: Vec<u64> = out.iter().map(|e| e.value).collect();
         assert_eq!(values, vec![0, 1, 2, 3, 6, 7, 8]);
         assert_eq!(c.pending(), 0);
@@ -452,32 +491,39 @@ mod tests {
     }
 
     #[test]
-    fn a_group_is_kept_whole_or_dropped_whole_and_wraps() {
+    fn a_packed_slot_counts_as_its_events_whole_or_dropped_whole() {
         let (mut p, mut c) = channel(4);
         p.push(ev(1));
-        p.push(ev(2));
-        p.push_group_with(|| [ev(3), ev(4), ev(5)]);
-        assert_eq!(
-            c.counts(),
-            QueueCounts {
-                accepted: 2,
-                dropped: 3
-            }
-        );
+        p.push_with(2, || ev(2));
+        p.push(ev(3));
+        assert_eq!(c.pending(), 3);
+        assert_eq!(c.pending_events(), 5);
         let mut out = Vec::new();
-        c.drain_into(&mut out, usize::MAX);
-        // head = tail = 2: the group wraps around the end of the slots.
-        p.push_group_with(|| [ev(6), ev(7), ev(8)]);
+        assert_eq!(c.drain_into(&mut out, 2), Drained { slots: 2, extra: 2 });
+        assert_eq!(out[1].reserved, 2);
+        assert_eq!(out[0].reserved, 0);
+        assert_eq!(c.pending_events(), 1);
+        // Room for 3 more slots: the fourth push and the packed fifth are
+        // dropped, the packed one as all of its events.
+        p.push_with(2, || ev(4));
+        p.push(ev(5));
+        p.push_with(2, || ev(6));
+        p.push(ev(7));
+        p.push_with(2, || ev(8));
         assert_eq!(
             c.counts(),
             QueueCounts {
-                accepted: 5,
-                dropped: 3
+                accepted: (1 + 3 + 1) + (3 + 1 + 3),
+                dropped: 1 + 3
             }
         );
-        c.drain_into(&mut out, usize::MAX);
+        assert_eq!(
+            c.drain_into(&mut out, usize::MAX),
+            Drained { slots: 4, extra: 4 }
+        );
+        assert_eq!(c.pending_events(), 0);
         let values: Vec<u64> = out.iter().map(|e| e.value).collect();
-        assert_eq!(values, vec![1, 2, 6, 7, 8]);
+        assert_eq!(values, vec![1, 2, 3, 4, 5, 6]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::error::TelemetryError;
 use crate::exporter::{self, Exporter};
 use crate::filter::MetricFilter;
 use crate::stats::TelemetryStats;
+use crate::transfer_record;
 
 /// `agent_memory_registered` (MEMORY, bytes).
 pub const MEMORY_REGISTERED: &str = "agent_memory_registered";
@@ -296,24 +297,14 @@ impl Telemetry {
         };
         let time = &self.builtin.xfer_time;
         match (&time.shared, &bytes_handle.shared, &requests_handle.shared) {
-            // The common case: all three pass the allowlist; one push for the group.
-            (Some(shared), Some(_), Some(_)) => shared.collector.staging.push_group_with(|| {
-                [
-                    Event::with_encoded_name(timestamp_us, time.category, time.name, duration_us),
-                    Event::with_encoded_name(
-                        timestamp_us,
-                        bytes_handle.category,
-                        bytes_handle.name,
-                        bytes,
-                    ),
-                    Event::with_encoded_name(
-                        timestamp_us,
-                        requests_handle.category,
-                        requests_handle.name,
-                        1,
-                    ),
-                ]
-            }),
+            // The common case: all three pass the allowlist; the transfer goes
+            // into one slot that the flush side expands to the three events.
+            (Some(shared), Some(_), Some(_)) => shared
+                .collector
+                .staging
+                .push_packed_with(transfer_record::EXTRA_EVENTS, || {
+                    transfer_record::pack(timestamp_us, duration_us, direction, bytes)
+                }),
             _ => {
                 time.record_at(timestamp_us, duration_us);
                 bytes_handle.record_at(timestamp_us, bytes);

@@ -122,6 +122,154 @@ fn full_staging_drops_are_counted_and_reported() {
 }
 
 #[test]
+fn a_staged_transfer_counts_as_its_three_events_kept_or_dropped_whole() {
+    // Collect only, 4 slots: a transfer takes one slot and stands for 3 events.
+    let t = Telemetry::builder("p")
+        .buffer_size(4)
+        .unwrap()
+        .build()
+        .unwrap();
+    t.transfer_completed_at(10, 7, Direction::Write, 4096);
+    t.record(Category::CUSTOM, "e", 1);
+    t.transfer_completed_at(11, 8, Direction::Read, 512);
+    t.record(Category::CUSTOM, "e", 2);
+    // Full: one transfer (3 events) and one event are dropped.
+    t.transfer_completed_at(12, 9, Direction::Read, 1);
+    t.record(Category::CUSTOM, "e", 3);
+    let s = balanced(&t);
+    assert_eq!(
+        (s.recorded, s.pending, s.dropped.staging_full),
+        (3 + 1 + 3 + 1 + 3 + 1, 8, 4)
+    );
+    let mut out = Vec::new();
+    assert_eq!(t.drain(&mut out), 9);
+    let got: Vec<(u64, i32, String, u64)> = out
+        .iter()
+        .map(|e| (e.timestamp_us, e.category, e.name().into_owned(), e.value))
+        .collect();
+    let want = [
+        (10, 5, "agent_xfer_time", 7),
+        (10, 1, "agent_tx_bytes", 4096),
+        (10, 1, "agent_tx_requests_num", 1),
+        (0, 7, "e", 1),
+        (11, 5, "agent_xfer_time", 8),
+        (11, 1, "agent_rx_bytes", 512),
+        (11, 1, "agent_rx_requests_num", 1),
+        (0, 7, "e", 2),
+        (0, 6, EVENTS_DROPPED_EVENT, 4),
+    ];
+    for (g, w) in got.iter().zip(want) {
+        if w.0 != 0 {
+            assert_eq!(g.0, w.0, "{g:?}");
+        }
+        assert_eq!((g.1, g.2.as_str(), g.3), (w.1, w.2, w.3));
+    }
+    assert!(out.iter().all(|e| e.reserved == 0));
+    let s = balanced(&t);
+    assert_eq!((s.pending, s.delivered), (0, 9));
+}
+
+#[test]
+fn concurrent_transfers_arrive_whole_in_order_with_exact_books() {
+    let keep = Keep::default();
+    // Small queues and a fast flush: staging overflows now and then.
+    let config = Telemetry::builder("x")
+        .buffer_size(256)
+        .unwrap()
+        .run_interval(Duration::from_millis(1))
+        .unwrap();
+    let t = Arc::new(
+        Telemetry::with_exporter("x", config.as_config().clone(), Box::new(keep.clone())).unwrap(),
+    );
+    let per_thread = 30_000u64;
+    let threads: Vec<_> = (0..3u64)
+        .map(|id| {
+            let t = Arc::clone(&t);
+            std::thread::spawn(move || {
+                let h = t.handle(Category::CUSTOM, &format!("thread_{id}"));
+                for i in 0..per_thread {
+                    if i % 2 == 0 {
+                        let direction = if i % 4 == 0 {
+                            Direction::Write
+                        } else {
+                            Direction::Read
+                        };
+                        // Thread and sequence ride in the values.
+                        t.transfer_completed_at(i, id << 32 | i, direction, id << 32 | i);
+                    } else {
+                        h.record(i);
+                    }
+                    if i % 512 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    t.flush();
+    let s = balanced(&t);
+    assert_eq!(s.recorded, 3 * (per_thread / 2) * 4);
+    assert_eq!(s.pending, 0);
+    let got = keep.0.lock().unwrap();
+    assert_eq!(
+        got.len() as u64,
+        s.delivered,
+        "the exporter saw every delivered event"
+    );
+    // Every transfer arrives as its three events, together and in order; a
+    // thread's transfers keep their order.
+    let mut last = [None::<u64>; 3];
+    let mut transfers = 0u64;
+    let mut i = 0;
+    while i < got.len() {
+        let e = &got[i];
+        if e.name() != "agent_xfer_time" {
+            assert!(
+                e.reserved == 0 && !e.name().contains("bytes") && !e.name().contains("requests")
+            );
+            i += 1;
+            continue;
+        }
+        let (id, seq) = (e.value >> 32, e.value & 0xffff_ffff);
+        let (bytes, requests) = if seq % 4 == 0 {
+            ("agent_tx_bytes", "agent_tx_requests_num")
+        } else {
+            ("agent_rx_bytes", "agent_rx_requests_num")
+        };
+        assert_eq!(got[i + 1].name(), bytes);
+        assert_eq!(got[i + 1].value, e.value);
+        assert_eq!(got[i + 2].name(), requests);
+        assert_eq!(got[i + 2].value, 1);
+        assert!(got[i..i + 3].iter().all(|x| x.timestamp_us == seq));
+        assert!(
+            last[id as usize].is_none_or(|l| l < seq),
+            "order of thread {id}"
+        );
+        last[id as usize] = Some(seq);
+        transfers += 1;
+        i += 3;
+    }
+    let plain = got
+        .iter()
+        .filter(|e| e.category() == Category::CUSTOM)
+        .count() as u64;
+    let reports: u64 = got
+        .iter()
+        .filter(|e| e.name() == EVENTS_DROPPED_EVENT)
+        .map(|e| e.value)
+        .sum();
+    assert_eq!(reports, s.dropped.total());
+    assert_eq!(
+        transfers * 3 + plain + s.dropped.total(),
+        s.recorded,
+        "kept and dropped events add up to the recorded ones"
+    );
+}
+
+#[test]
 fn a_full_ring_counts_drops_in_stats_and_trailer() {
     let dir = tempfile::tempdir().unwrap();
     let t = Telemetry::builder("ring")
