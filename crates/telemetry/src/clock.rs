@@ -177,6 +177,39 @@ pub fn uses_tsc() -> bool {
 pub fn now_us() -> u64 {
     if USE_TSC.load(Ordering::Relaxed) {
         let tsc = read_tsc();
+        TscToUs::current().us(tsc)
+    } else {
+        system_now_us()
+    }
+}
+
+/// An event's timestamp as cheaply as the machine gives it: `(ticks, true)`,
+/// raw TSC ticks for whoever drains the event to convert with [`TscToUs`] (the
+/// recording thread pays for the RDTSC only, the conversion happens off the
+/// hot path), or `(µs, false)` where [`now_us`] reads the system clock.
+#[inline(always)]
+pub(crate) fn stamp() -> (u64, bool) {
+    if USE_TSC.load(Ordering::Relaxed) {
+        (read_tsc(), true)
+    } else {
+        (system_now_us(), false)
+    }
+}
+
+/// The calibration in force, read once: converts TSC ticks to µs since the
+/// epoch, for ticks taken before its anchor as well as after (an event read
+/// at record time and converted at flush time may predate a re-anchoring).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TscToUs {
+    base_tsc: u64,
+    base_us: u64,
+    scale: u64,
+}
+
+impl TscToUs {
+    /// The current calibration (a consistent snapshot of the seqlock).
+    #[inline(always)]
+    pub(crate) fn current() -> TscToUs {
         loop {
             let s1 = CAL.seq.load(Ordering::Acquire);
             let base_tsc = CAL.base_tsc.load(Ordering::Relaxed);
@@ -184,14 +217,22 @@ pub fn now_us() -> u64 {
             let scale = CAL.scale.load(Ordering::Relaxed);
             fence(Ordering::Acquire);
             if s1 & 1 == 0 && CAL.seq.load(Ordering::Relaxed) == s1 {
-                let delta = tsc.wrapping_sub(base_tsc) as i64 as i128;
-                let us = (delta * scale as i128) >> SCALE_SHIFT;
-                return (base_us as i128 + us) as u64;
+                return TscToUs {
+                    base_tsc,
+                    base_us,
+                    scale,
+                };
             }
             std::hint::spin_loop();
         }
-    } else {
-        system_now_us()
+    }
+
+    /// `tsc` in µs since the epoch.
+    #[inline(always)]
+    pub(crate) fn us(&self, tsc: u64) -> u64 {
+        let delta = tsc.wrapping_sub(self.base_tsc) as i64 as i128;
+        let us = (delta * self.scale as i128) >> SCALE_SHIFT;
+        (self.base_us as i128 + us) as u64
     }
 }
 
@@ -210,6 +251,34 @@ mod tests {
             assert!(ours + 2_000 >= a && ours <= b + 2_000, "{a} {ours} {b}");
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn a_stamp_converted_later_is_the_time_it_was_taken() {
+        init();
+        let before = now_us();
+        let (value, raw) = stamp();
+        let after = now_us();
+        std::thread::sleep(Duration::from_millis(3));
+        let us = if raw {
+            TscToUs::current().us(value)
+        } else {
+            value
+        };
+        assert!(before <= us && us <= after, "{before} {us} {after}");
+    }
+
+    #[test]
+    fn ticks_before_the_anchor_convert_to_earlier_times() {
+        let cal = TscToUs {
+            base_tsc: 1_000_000,
+            base_us: 5_000_000,
+            // 1 µs per 1024 ticks, exactly.
+            scale: 1u64 << (SCALE_SHIFT - 10),
+        };
+        assert_eq!(cal.us(1_000_000), 5_000_000);
+        assert_eq!(cal.us(1_000_000 + 2_000 * 1024), 5_002_000);
+        assert_eq!(cal.us(1_000_000 - 10 * 1024), 4_999_990);
     }
 
     #[test]

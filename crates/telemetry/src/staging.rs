@@ -15,6 +15,11 @@
 //! plain event, as every [`Event`] constructor writes it). The counters the
 //! collector reads count events, not slots, so its books stay exact.
 //!
+//! A push that takes its own timestamp ([`When::Now`]) stores the raw
+//! time-stamp-counter reading ([`clock::stamp`]) and flags it in `reserved`;
+//! the drain converts it to µs with one calibration snapshot per drain, so the
+//! recording thread pays for the RDTSC instruction and nothing else.
+//!
 //! All `unsafe` of the collector's staging lives in this module.
 
 use std::cell::{Cell, UnsafeCell};
@@ -23,6 +28,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nixl_telemetry_abi::Event;
+
+use crate::clock::{self, TscToUs};
+
+/// `reserved` bits of a staged slot: how many further events it stands for.
+const EXTRA_MASK: u32 = 0xff;
+/// `reserved` bit of a staged slot: `timestamp_us` holds raw TSC ticks.
+const RAW_TIMESTAMP: u32 = 1 << 31;
+
+/// Where a push's timestamp comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum When {
+    /// Read now, inside the push, and only when the event is kept.
+    Now,
+    /// Taken by the caller: µs since the epoch.
+    At(u64),
+}
 
 /// Keeps a value on its own cache line (128 bytes covers adjacent-line prefetch).
 #[repr(align(128))]
@@ -117,16 +138,18 @@ struct Producer {
 impl Producer {
     #[cfg(test)]
     fn push(&mut self, event: Event) {
-        self.push_with(0, || event)
+        self.push_with(0, When::At(event.timestamp_us), |_| event)
     }
 
     /// Writes the event `make` builds straight into the next slot; `make` runs
-    /// only when there is room (a full queue neither builds nor timestamps).
-    /// The slot stands for `1 + extra` events: they are counted as accepted or
-    /// dropped together, and `extra` is stored in the slot's `reserved` field.
-    /// Callers pass a constant, so a plain push (`extra` = 0) pays nothing for it.
+    /// only when there is room (a full queue neither builds nor timestamps),
+    /// with the timestamp `when` gives (raw ticks for [`When::Now`] on a TSC
+    /// machine, flagged for the drain to convert). The slot stands for
+    /// `1 + extra` events: they are counted as accepted or dropped together,
+    /// and `extra` is stored in the slot's `reserved` field. Callers pass
+    /// constants, so a plain push pays nothing for either.
     #[inline(always)]
-    fn push_with(&mut self, extra: u32, make: impl FnOnce() -> Event) {
+    fn push_with(&mut self, extra: u32, when: When, make: impl FnOnce(u64) -> Event) {
         if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
             self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
             if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
@@ -135,8 +158,12 @@ impl Producer {
                 return;
             }
         }
-        let mut event = make();
-        event.reserved = extra;
+        let (timestamp, raw) = match when {
+            When::Now => clock::stamp(),
+            When::At(us) => (us, false),
+        };
+        let mut event = make(timestamp);
+        event.reserved = extra | if raw { RAW_TIMESTAMP } else { 0 };
         // SAFETY: head & mask < capacity = slots.len(); the slot is outside the
         // consumer's window [tail, head) because head - tail < capacity, so no one
         // reads it until the release store below publishes it.
@@ -196,9 +223,9 @@ pub(crate) struct QueueCounts {
 }
 
 impl Consumer {
-    /// Moves every published slot into `out`, oldest first, up to `max` slots,
-    /// as they are: a packed slot arrives as one `Event` whose `reserved` field
-    /// says how many further events it stands for.
+    /// Moves every published slot into `out`, oldest first, up to `max` slots:
+    /// raw timestamps converted to µs, and a packed slot as one `Event` whose
+    /// `reserved` field says how many further events it stands for.
     pub(crate) fn drain_into(&mut self, out: &mut Vec<Event>, max: usize) -> Drained {
         let tail = self.shared.tail.0.load(Ordering::Relaxed);
         let head = self.shared.published.0.head.load(Ordering::Acquire);
@@ -226,7 +253,7 @@ impl Consumer {
             .tail
             .0
             .store(tail.wrapping_add(n as u64), Ordering::Release);
-        let extra: u64 = out[from..].iter().map(|e| u64::from(e.reserved)).sum();
+        let extra = settle(&mut out[from..]);
         self.consumed_extra += extra;
         Drained {
             slots: n,
@@ -268,6 +295,24 @@ impl Consumer {
     }
 }
 
+/// Converts the raw timestamps among freshly drained slots to µs (one
+/// calibration snapshot for all) and clears their flag; returns the extra
+/// events the slots stand for, which stay in `reserved` for the expansion.
+fn settle(slots: &mut [Event]) -> u64 {
+    let mut extra = 0u64;
+    let mut calibration: Option<TscToUs> = None;
+    for slot in slots {
+        let tag = slot.reserved;
+        if tag & RAW_TIMESTAMP != 0 {
+            let cal = *calibration.get_or_insert_with(TscToUs::current);
+            slot.timestamp_us = cal.us(slot.timestamp_us);
+            slot.reserved = tag & !RAW_TIMESTAMP;
+        }
+        extra += u64::from(tag & EXTRA_MASK);
+    }
+    extra
+}
+
 /// Instance ids start at 1; 0 means "no cached instance".
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -298,28 +343,30 @@ impl Staging {
 
     /// Records one event into the calling thread's queue for this instance.
     #[cfg(test)]
-    pub(crate) fn push(&self, event: Event) {
-        self.push_with(|| event)
+    pub(crate) fn push_event(&self, event: Event) {
+        self.push(When::At(event.timestamp_us), |_| event)
     }
 
-    /// Records the event `make` builds into the calling thread's queue for this
-    /// instance. The event is built in its slot (no copy through the stack), and
-    /// only when it will be kept: `make` is where the caller reads the clock.
+    /// Records the event `make` builds, given its timestamp, into the calling
+    /// thread's queue for this instance. The event is built in its slot (no
+    /// copy through the stack), and only when it will be kept: a full queue
+    /// reads no clock.
     #[inline(always)]
-    pub(crate) fn push_with(&self, make: impl FnOnce() -> Event) {
-        self.push_slot_with(0, make)
+    pub(crate) fn push(&self, when: When, make: impl FnOnce(u64) -> Event) {
+        self.push_slot_with(0, when, make)
     }
 
     /// Records one slot that stands for `1 + extra` events (kept or dropped, and
     /// counted, together); the queue stores `extra` in its `reserved` field and
     /// whoever drains it expands it (`transfer_record` is the one packer).
     #[inline(always)]
-    pub(crate) fn push_packed_with(&self, extra: u32, make: impl FnOnce() -> Event) {
-        self.push_slot_with(extra, make)
+    pub(crate) fn push_packed(&self, extra: u32, when: When, make: impl FnOnce(u64) -> Event) {
+        debug_assert!(extra <= EXTRA_MASK);
+        self.push_slot_with(extra, when, make)
     }
 
     #[inline(always)]
-    fn push_slot_with(&self, extra: u32, make: impl FnOnce() -> Event) {
+    fn push_slot_with(&self, extra: u32, when: When, make: impl FnOnce(u64) -> Event) {
         // The address only (a closure this small always inlines; the whole push
         // inside `with` did not, costing a call per record).
         let cache = CACHE.with(|cache| cache as *const LocalCache);
@@ -335,9 +382,9 @@ impl Staging {
             // is removed or TABLE is torn down; only this thread touches them,
             // and nothing reached from Producer::push_with re-enters them
             // (`make` only builds an event), so this is the only reference.
-            unsafe { (*cache.producers[way].get()).push_with(extra, make) }
+            unsafe { (*cache.producers[way].get()).push_with(extra, when, make) }
         } else {
-            self.push_slow(cache, extra, make());
+            self.push_slow(cache, extra, when, make);
         }
     }
 
@@ -345,7 +392,13 @@ impl Staging {
     /// the cached one, and records `event` into it.
     #[cold]
     #[inline(never)]
-    fn push_slow(&self, cache: &LocalCache, extra: u32, event: Event) {
+    fn push_slow(
+        &self,
+        cache: &LocalCache,
+        extra: u32,
+        when: When,
+        make: impl FnOnce(u64) -> Event,
+    ) {
         let pushed = TABLE.try_with(|table| {
             // SAFETY: only this thread accesses the table and no reference into it
             // is alive here (push_slow is not reachable from a Producer::push_with).
@@ -368,7 +421,7 @@ impl Staging {
             cache.ids[way].set(self.id);
             cache.producers[way].set(producer);
             // SAFETY: as in `push_with`: the pointer is into a live Box of TABLE.
-            unsafe { (*producer).push_with(extra, || event) }
+            unsafe { (*producer).push_with(extra, when, make) }
         });
         if pushed.is_err() {
             // This thread's TABLE is already torn down.
@@ -494,7 +547,7 @@ mod tests {
     fn a_packed_slot_counts_as_its_events_whole_or_dropped_whole() {
         let (mut p, mut c) = channel(4);
         p.push(ev(1));
-        p.push_with(2, || ev(2));
+        p.push_with(2, When::At(0), |_| ev(2));
         p.push(ev(3));
         assert_eq!(c.pending(), 3);
         assert_eq!(c.pending_events(), 5);
@@ -505,11 +558,11 @@ mod tests {
         assert_eq!(c.pending_events(), 1);
         // Room for 3 more slots: the fourth push and the packed fifth are
         // dropped, the packed one as all of its events.
-        p.push_with(2, || ev(4));
+        p.push_with(2, When::At(0), |_| ev(4));
         p.push(ev(5));
-        p.push_with(2, || ev(6));
+        p.push_with(2, When::At(0), |_| ev(6));
         p.push(ev(7));
-        p.push_with(2, || ev(8));
+        p.push_with(2, When::At(0), |_| ev(8));
         assert_eq!(
             c.counts(),
             QueueCounts {
@@ -527,6 +580,36 @@ mod tests {
     }
 
     #[test]
+    fn a_push_that_reads_the_clock_arrives_in_microseconds() {
+        clock::init();
+        let staging = Staging::new(8);
+        let before = clock::now_us();
+        staging.push(When::Now, |ts| {
+            Event::new(ts, nixl_telemetry_abi::Category::CUSTOM, "now", 1)
+        });
+        staging.push_packed(2, When::Now, |ts| {
+            Event::new(ts, nixl_telemetry_abi::Category::CUSTOM, "packed", 2)
+        });
+        let after = clock::now_us();
+        let mut consumers = Vec::new();
+        staging.take_registered(&mut consumers);
+        let mut out = Vec::new();
+        assert_eq!(
+            consumers[0].drain_into(&mut out, usize::MAX),
+            Drained { slots: 2, extra: 2 }
+        );
+        for e in &out {
+            assert!(
+                (before..=after).contains(&e.timestamp_us),
+                "{before} {} {after}",
+                e.timestamp_us
+            );
+        }
+        // The raw-timestamp flag is gone; the packed slot's count stays.
+        assert_eq!((out[0].reserved, out[1].reserved), (0, 2));
+    }
+
+    #[test]
     fn threads_get_their_own_queues_and_keep_their_order() {
         let staging = Arc::new(Staging::new(1 << 16));
         let threads: Vec<_> = (0..4u64)
@@ -534,7 +617,7 @@ mod tests {
                 let s = Arc::clone(&staging);
                 std::thread::spawn(move || {
                     for i in 0..10_000u64 {
-                        s.push(ev(t << 32 | i));
+                        s.push_event(ev(t << 32 | i));
                     }
                 })
             })
@@ -564,7 +647,7 @@ mod tests {
         let n = if cfg!(miri) { 500 } else { 200_000u64 };
         let producer = std::thread::spawn(move || {
             for i in 0..n {
-                s.push(ev(i));
+                s.push_event(ev(i));
             }
         });
         let mut consumers = Vec::new();
@@ -595,8 +678,8 @@ mod tests {
         let a = Staging::new(8);
         let b = Staging::new(8);
         for i in 0..3 {
-            a.push(ev(i));
-            b.push(ev(100 + i));
+            a.push_event(ev(i));
+            b.push_event(ev(100 + i));
         }
         let (mut ca, mut cb) = (Vec::new(), Vec::new());
         a.take_registered(&mut ca);
@@ -607,7 +690,7 @@ mod tests {
         ca[0].close();
         let c = Staging::new(8);
         // The slow path purges a's queue from this thread's table.
-        c.push(ev(7));
+        c.push_event(ev(7));
         let live = TABLE.with(|t| {
             // SAFETY: the test inspects this thread's table; no push is in progress.
             let entries = unsafe { &*t.entries.get() };

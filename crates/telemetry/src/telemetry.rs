@@ -14,6 +14,7 @@ use crate::config::{
 use crate::error::TelemetryError;
 use crate::exporter::{self, Exporter};
 use crate::filter::MetricFilter;
+use crate::staging::When;
 use crate::stats::TelemetryStats;
 use crate::transfer_record;
 
@@ -76,8 +77,8 @@ impl EventHandle {
     #[inline(always)]
     pub fn record(&self, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push_with(|| {
-                Event::with_encoded_name(clock::now_us(), self.category, self.name, value)
+            shared.collector.staging.push(When::Now, |ts| {
+                Event::with_encoded_name(ts, self.category, self.name, value)
             });
         }
     }
@@ -86,8 +87,8 @@ impl EventHandle {
     #[inline(always)]
     pub fn record_at(&self, timestamp_us: u64, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push_with(|| {
-                Event::with_encoded_name(timestamp_us, self.category, self.name, value)
+            shared.collector.staging.push(When::At(timestamp_us), |ts| {
+                Event::with_encoded_name(ts, self.category, self.name, value)
             });
         }
     }
@@ -253,7 +254,7 @@ impl Telemetry {
                 shared
                     .collector
                     .staging
-                    .push_with(|| Event::new(clock::now_us(), category, name, value));
+                    .push(When::Now, |ts| Event::new(ts, category, name, value));
             }
         }
     }
@@ -274,10 +275,7 @@ impl Telemetry {
     /// `agent_{tx|rx}_requests_num` (= 1), all with one timestamp.
     #[inline]
     pub fn transfer_completed(&self, duration_us: u64, direction: Direction, bytes: u64) {
-        if self.shared.is_none() {
-            return;
-        }
-        self.transfer_completed_at(clock::now_us(), duration_us, direction, bytes);
+        self.transfer(When::Now, duration_us, direction, bytes);
     }
 
     /// [`Telemetry::transfer_completed`] with a completion timestamp the caller
@@ -291,6 +289,11 @@ impl Telemetry {
         direction: Direction,
         bytes: u64,
     ) {
+        self.transfer(When::At(timestamp_us), duration_us, direction, bytes);
+    }
+
+    #[inline(always)]
+    fn transfer(&self, when: When, duration_us: u64, direction: Direction, bytes: u64) {
         let (bytes_handle, requests_handle) = match direction {
             Direction::Write => (&self.builtin.tx_bytes, &self.builtin.tx_requests),
             Direction::Read => (&self.builtin.rx_bytes, &self.builtin.rx_requests),
@@ -299,16 +302,25 @@ impl Telemetry {
         match (&time.shared, &bytes_handle.shared, &requests_handle.shared) {
             // The common case: all three pass the allowlist; the transfer goes
             // into one slot that the flush side expands to the three events.
-            (Some(shared), Some(_), Some(_)) => shared
-                .collector
-                .staging
-                .push_packed_with(transfer_record::EXTRA_EVENTS, || {
-                    transfer_record::pack(timestamp_us, duration_us, direction, bytes)
-                }),
+            (Some(shared), Some(_), Some(_)) => {
+                shared
+                    .collector
+                    .staging
+                    .push_packed(transfer_record::EXTRA_EVENTS, when, |ts| {
+                        transfer_record::pack(ts, duration_us, direction, bytes)
+                    })
+            }
+            // Disabled: nothing to record, no clock to read.
+            (None, None, None) => {}
+            // The allowlist keeps some of the three: one timestamp for those.
             _ => {
-                time.record_at(timestamp_us, duration_us);
-                bytes_handle.record_at(timestamp_us, bytes);
-                requests_handle.record_at(timestamp_us, 1);
+                let ts = match when {
+                    When::At(ts) => ts,
+                    When::Now => clock::now_us(),
+                };
+                time.record_at(ts, duration_us);
+                bytes_handle.record_at(ts, bytes);
+                requests_handle.record_at(ts, 1);
             }
         }
     }

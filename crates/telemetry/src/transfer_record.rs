@@ -46,7 +46,8 @@ const DIRECTION_NAMES: [[[u8; EVENT_NAME_CAPACITY]; 2]; 2] = [
 ];
 
 /// The slot for one completed transfer (its `reserved` field is the staging
-/// queue's to set: push it with `EXTRA_EVENTS`).
+/// queue's to set: push it with `EXTRA_EVENTS`; the queue also converts its
+/// timestamp to µs when it was a raw clock reading, before [`expand`]).
 #[inline(always)]
 pub(crate) fn pack(timestamp_us: u64, duration_us: u64, direction: Direction, bytes: u64) -> Event {
     let mut name = [0u8; EVENT_NAME_CAPACITY];
