@@ -21,6 +21,7 @@ use crate::endpoint::Directory;
 use crate::http::{self, Method, Parsed, Status};
 use crate::render::{render, Format};
 use crate::settings::ServerLimits;
+use crate::thread_priority;
 
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
@@ -100,6 +101,9 @@ pub(crate) fn spawn(
     let thread = std::thread::Builder::new()
         .name(format!("nixl-prom-{}", local.port()))
         .spawn(move || {
+            if let Err(e) = thread_priority::lower_current_thread() {
+                tracing::debug!(error = %e, "the Prometheus server thread keeps its priority");
+            }
             if let Err(e) = server.run() {
                 tracing::error!(address = %local, error = %e, "the Prometheus server stopped");
             }

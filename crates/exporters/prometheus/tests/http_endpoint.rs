@@ -377,3 +377,38 @@ fn the_oldest_idle_connection_makes_room() {
     assert_eq!(scrape(addr, None).status, 200);
     assert!(closed_by_server(&mut idle[0], Duration::from_secs(5)));
 }
+
+/// The nice value in a `/proc/…/stat` line (field 19).
+#[cfg(target_os = "linux")]
+fn nice_in_stat(stat: &str) -> i32 {
+    // After "pid (comm) " come the fields from 3 (state) on.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    rest.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
+/// The nice value of this process's thread named `name`.
+#[cfg(target_os = "linux")]
+fn nice_of_thread_named(name: &str) -> Option<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .find_map(|task| {
+            let dir = task.unwrap().path();
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            (comm.trim_end() == name)
+                .then(|| nice_in_stat(&std::fs::read_to_string(dir.join("stat")).unwrap()))
+        })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_server_thread_yields_the_cpu_to_the_host() {
+    let e = exporter("nice");
+    let port = e.local_addr().port();
+    // The thread lowers itself as it starts; a scrape proves it has started.
+    assert_eq!(scrape(e.local_addr(), None).status, 200);
+    let name = format!("nixl-prom-{port}");
+    assert_eq!(nice_of_thread_named(&name), Some(19), "thread {name}");
+    // Only that thread: the host's threads keep their priority.
+    let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    assert_ne!(nice_in_stat(&own), 19);
+}

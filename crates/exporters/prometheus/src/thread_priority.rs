@@ -1,0 +1,28 @@
+//! The endpoint's HTTP thread runs at the lowest CPU priority.
+//!
+//! Rendering and compressing a scrape is the exporter's only real work outside
+//! the host's flush thread. On a busy machine it must not take CPU from the
+//! host's own threads: the server thread lowers its own nice value to
+//! [`SERVER_NICE`] (Linux: per thread), so the scheduler gives the host's
+//! threads precedence and scrapes use what is left. A scraper waits a little
+//! longer on a saturated machine; Prometheus's timeouts are seconds.
+
+/// The nice value of the endpoint's server thread (the lowest priority).
+pub(crate) const SERVER_NICE: i32 = 19;
+
+/// Lowers the calling thread's priority to [`SERVER_NICE`]. Returns the OS
+/// error when it cannot (the thread then runs at its inherited priority).
+pub(crate) fn lower_current_thread() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        let tid = unsafe { libc::gettid() };
+        // SAFETY: setpriority reads its three integer arguments only; on Linux,
+        // PRIO_PROCESS with a thread id changes that thread alone.
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, SERVER_NICE) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
