@@ -381,7 +381,8 @@ impl Staging {
             // TABLE, set together with `ids[way]`, and reset whenever an entry
             // is removed or TABLE is torn down; only this thread touches them,
             // and nothing reached from Producer::push_with re-enters them
-            // (`make` only builds an event), so this is the only reference.
+            // (`make` only builds an event, `clock::stamp` only reads the
+            // clock), so this is the only reference.
             unsafe { (*cache.producers[way].get()).push_with(extra, when, make) }
         } else {
             self.push_slow(cache, extra, when, make);
@@ -420,7 +421,7 @@ impl Staging {
             let way = self.way;
             cache.ids[way].set(self.id);
             cache.producers[way].set(producer);
-            // SAFETY: as in `push_with`: the pointer is into a live Box of TABLE.
+            // SAFETY: as in `push_slot_with`: the pointer is into a live Box of TABLE.
             unsafe { (*producer).push_with(extra, when, make) }
         });
         if pushed.is_err() {
