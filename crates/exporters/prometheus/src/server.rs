@@ -135,8 +135,10 @@ struct Core {
 
 impl Core {
     /// The plain body in `format` and the key it was rendered at: rendered
-    /// again only when an agent published or joined or left since, and at
-    /// most once per loop iteration.
+    /// again when an agent joined or left since (a destroyed agent's series
+    /// are gone from the next answer), and when an agent published since, at
+    /// most once per loop iteration (requests answered in one iteration share
+    /// one rendering, so values may lag by one iteration).
     fn plain(&mut self, format: Format) -> ((u64, u64), Arc<[u8]>) {
         let list = self.directory.current();
         let key = (
@@ -147,7 +149,8 @@ impl Core {
         );
         let slot = &mut self.cache[format.index() * 2];
         if let Some(cached) = slot {
-            if cached.key == key || cached.tick == self.tick {
+            let same_agents = cached.key.0 == key.0;
+            if cached.key == key || (same_agents && cached.tick == self.tick) {
                 return (cached.key, Arc::clone(&cached.body));
             }
         }

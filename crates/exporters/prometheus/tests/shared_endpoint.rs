@@ -60,6 +60,26 @@ fn agents_on_one_address_share_the_endpoint() {
         !body.contains("agent-b"),
         "a destroyed agent's series remain"
     );
+
+    // Joining and leaving show in the very next answer, however the server's
+    // loop iterations fall (its thread runs at low priority and is often
+    // preempted between two requests).
+    for round in 0..50 {
+        let c = create("agent-c", addr).unwrap();
+        let body = scrape(addr, None).text();
+        assert_eq!(
+            agents_in(&body, "agent_tx_bytes_total"),
+            ["agent-a", "agent-c"],
+            "round {round}: a new agent is missing"
+        );
+        drop(c);
+        let body = scrape(addr, None).text();
+        assert_eq!(
+            agents_in(&body, "agent_tx_bytes_total"),
+            ["agent-a"],
+            "round {round}: a destroyed agent's series remain"
+        );
+    }
 }
 
 #[test]
