@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the project, from a fresh machine with the Rust toolchain and Python:
 # installs what the tests need (Prometheus, through apt-get), checks formatting and
-# lints, runs the Python reader's tests, then every Rust test of the workspace.
+# lints and the API docs (no broken links), runs the Python reader's tests, then every
+# Rust test of the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,9 @@ cargo fmt --all -- --check
 
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== cargo doc (broken or private intra-doc links fail)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests

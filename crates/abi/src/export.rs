@@ -2,7 +2,7 @@
 //! [`export_plugin!`](crate::export_plugin).
 //!
 //! The generated C functions catch every panic: a panicking exporter answers
-//! [`EXPORT_PANICKED`](crate::plugin::EXPORT_PANICKED) from then on and is never
+//! [`EXPORT_PANICKED`] from then on and is never
 //! called again, and a panic in `create` becomes a creation error. Nothing
 //! unwinds into the host.
 //!
@@ -170,7 +170,9 @@ unsafe fn with_exporter<T: PluginExporter>(
 /// `export_event` for `T`.
 ///
 /// # Safety
-/// As for [`with_exporter`]; `event` must be NULL or point to a valid event.
+/// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
+/// yet destroyed, used by one thread at a time; `event` must be NULL or point to a
+/// valid event.
 pub unsafe extern "C" fn export_event<T: PluginExporter>(
     exporter: *mut c_void,
     event: *const Event,
@@ -187,7 +189,9 @@ pub unsafe extern "C" fn export_event<T: PluginExporter>(
 /// `export_batch` for `T`.
 ///
 /// # Safety
-/// As for [`with_exporter`]; `events` must be valid for `count` events (or `count` 0).
+/// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
+/// yet destroyed, used by one thread at a time; `events` must be valid for `count`
+/// events (or `count` 0).
 pub unsafe extern "C" fn export_batch<T: PluginExporter>(
     exporter: *mut c_void,
     events: *const Event,
@@ -208,7 +212,8 @@ pub unsafe extern "C" fn export_batch<T: PluginExporter>(
 /// `flush` for `T`.
 ///
 /// # Safety
-/// As for [`with_exporter`].
+/// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
+/// yet destroyed, used by one thread at a time.
 pub unsafe extern "C" fn flush<T: PluginExporter>(exporter: *mut c_void) -> i32 {
     // SAFETY: per the caller's contract.
     unsafe { with_exporter::<T>(exporter, |e| e.flush()) }

@@ -10,7 +10,7 @@
 //!
 //! A slot may stand for more than one event: a caller that can describe several
 //! events in one 56-byte slot (a completed transfer, see `transfer_record`)
-//! pushes it with [`Staging::push_packed_with`], and the queue stores the number
+//! pushes it with [`Staging::push_packed`], and the queue stores the number
 //! of further events the slot stands for in the slot's `reserved` field (0 for a
 //! plain event, as every [`Event`] constructor writes it). The counters the
 //! collector reads count events, not slots, so its books stay exact.

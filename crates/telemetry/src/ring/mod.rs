@@ -2,7 +2,7 @@
 //! built-in `buffer` exporter) and [`RingReader`] (consuming or peeking readers).
 //!
 //! The layout is defined once in [`nixl_telemetry_abi::ring`]; see
-//! `docs/ring-format.md`. All `unsafe` of the ring lives in [`mapping`].
+//! `docs/ring-format.md`. All `unsafe` of the ring lives in its `mapping` module.
 
 mod error;
 mod mapping;
