@@ -5,9 +5,9 @@
 //!
 //! One initiator and one target agent per mode, each with its own telemetry;
 //! one worker (this thread) posts transfers of one size that copy real bytes
-//! between registered regions. Each transfer records five events: post time,
-//! the three of a completed transfer (initiator) and the target's backend
-//! event. The modes are measured in interleaved chunks (all modes in every
+//! between registered regions. Each transfer records five events in three
+//! staging slots: post time, the three of a completed transfer (initiator;
+//! one slot) and the target's backend event. The modes are measured in interleaved chunks (all modes in every
 //! round, in rotating order), and the slowdown is the median over rounds of
 //! the paired difference (mode − off) per transfer, so slow drifts of a shared
 //! machine cancel.
