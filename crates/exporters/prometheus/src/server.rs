@@ -93,7 +93,7 @@ pub(crate) fn spawn(
         core: Core {
             directory,
             cache: [None, None, None, None],
-            tick: 0,
+            renders: 0,
         },
         accept_paused_until: None,
         again: Vec::new(),
@@ -119,9 +119,10 @@ pub(crate) fn spawn(
 struct CachedBody {
     /// The directory version and the sum of the agents' publish counters.
     key: (u64, u64),
-    /// The loop iteration it was rendered in: requests completing in the same
-    /// iteration share it even if a publish happened meanwhile.
-    tick: u64,
+    /// Which rendering made it (`Core::renders` right after it): a request
+    /// whose bytes were all read before that rendering began may be answered
+    /// with it even if an agent published or joined or left since.
+    seq: u64,
     body: Arc<[u8]>,
 }
 
@@ -130,16 +131,20 @@ struct Core {
     directory: Arc<Directory>,
     /// Per format: the plain body, then its gzip.
     cache: [Option<CachedBody>; 4],
-    tick: u64,
+    /// Renderings so far: the clock requests are stamped with when read.
+    renders: u64,
 }
 
 impl Core {
-    /// The plain body in `format` and the key it was rendered at: rendered
-    /// again when an agent joined or left since (a destroyed agent's series
-    /// are gone from the next answer), and when an agent published since, at
-    /// most once per loop iteration (requests answered in one iteration share
-    /// one rendering, so values may lag by one iteration).
-    fn plain(&mut self, format: Format) -> ((u64, u64), Arc<[u8]>) {
+    /// The plain body in `format` for a request read when `read_at`
+    /// renderings had been made, and the key it was rendered at. The cached
+    /// body serves if nothing changed since it was rendered, or if it was
+    /// rendered after the request was read (so it holds everything the client
+    /// did before sending it); otherwise the body is rendered again. A client
+    /// that publishes (or destroys an agent) and then scrapes always sees
+    /// that, and requests read before a rendering share it, so the server
+    /// renders about once per loop iteration however often agents publish.
+    fn plain(&mut self, format: Format, read_at: u64) -> ((u64, u64), Arc<[u8]>) {
         let list = self.directory.current();
         let key = (
             list.version,
@@ -149,23 +154,24 @@ impl Core {
         );
         let slot = &mut self.cache[format.index() * 2];
         if let Some(cached) = slot {
-            let same_agents = cached.key.0 == key.0;
-            if cached.key == key || (same_agents && cached.tick == self.tick) {
+            if cached.key == key || cached.seq > read_at {
                 return (cached.key, Arc::clone(&cached.body));
             }
         }
+        self.renders += 1;
         let body: Arc<[u8]> = render(&list.agents, format).into();
         *slot = Some(CachedBody {
             key,
-            tick: self.tick,
+            seq: self.renders,
             body: Arc::clone(&body),
         });
         (key, body)
     }
 
-    /// The body in `format`, gzipped if `gzip`.
-    fn body(&mut self, format: Format, gzip: bool) -> Arc<[u8]> {
-        let (key, plain) = self.plain(format);
+    /// The body in `format`, gzipped if `gzip`, for a request read when
+    /// `read_at` renderings had been made.
+    fn body(&mut self, format: Format, gzip: bool, read_at: u64) -> Arc<[u8]> {
+        let (key, plain) = self.plain(format, read_at);
         if !gzip {
             return plain;
         }
@@ -178,14 +184,19 @@ impl Core {
         let body: Arc<[u8]> = compress(&plain).into();
         *slot = Some(CachedBody {
             key,
-            tick: self.tick,
+            seq: self.renders,
             body: Arc::clone(&body),
         });
         body
     }
 
-    /// The response to a parsed request, or to a request refused with a status.
-    fn respond(&mut self, status_or_request: Result<&http::Request, Status>) -> Outgoing {
+    /// The response to a parsed request, or to a request refused with a
+    /// status; `read_at`: the renderings made when its bytes were read.
+    fn respond(
+        &mut self,
+        status_or_request: Result<&http::Request, Status>,
+        read_at: u64,
+    ) -> Outgoing {
         let (status, request) = match status_or_request {
             Ok(r) if !r.metrics => (Status::NotFound, Some(r)),
             Ok(r) if r.method == Method::Other => (Status::MethodNotAllowed, Some(r)),
@@ -195,7 +206,7 @@ impl Core {
         let keep_alive = request.is_some_and(|r| r.keep_alive);
         let head_only = request.is_some_and(|r| r.method == Method::Head);
         let (content_type, gzip, body): (&str, bool, Arc<[u8]>) = match (status, request) {
-            (Status::Ok, Some(r)) => (r.content_type, r.gzip, self.body(r.format, r.gzip)),
+            (Status::Ok, Some(r)) => (r.content_type, r.gzip, self.body(r.format, r.gzip, read_at)),
             _ => ("text/plain; charset=utf-8", false, Arc::from(status.body())),
         };
         Outgoing {
@@ -242,6 +253,8 @@ struct Conn {
     phase: Phase,
     /// Received bytes not yet consumed by a parsed request.
     input: Vec<u8>,
+    /// `Core::renders` when bytes were last read into `input`.
+    read_at: u64,
     /// When the current phase started.
     since: Instant,
     deadline: Instant,
@@ -292,8 +305,18 @@ impl Server {
             if self.stop.load(Ordering::Acquire) {
                 return Ok(());
             }
-            self.core.tick += 1;
             std::mem::swap(&mut turn, &mut self.again);
+            // Read first what every ready connection has sent, then answer:
+            // requests read before a rendering can share it.
+            for event in events.iter() {
+                let Token(t) = event.token();
+                if t >= FIRST_CONNECTION {
+                    self.fill(t - FIRST_CONNECTION);
+                }
+            }
+            for &index in &turn {
+                self.fill(index);
+            }
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(),
@@ -386,6 +409,7 @@ impl Server {
             stream,
             phase: Phase::Request,
             input: Vec::new(),
+            read_at: 0,
             since: now,
             deadline: now + self.limits.request_timeout,
         });
@@ -432,6 +456,23 @@ impl Server {
         }
     }
 
+    /// Reads what connection `index` has sent while it waits for a request,
+    /// without answering (see `Core::plain`); errors and EOF are left for
+    /// [`Server::drive`] to find.
+    fn fill(&mut self, index: usize) {
+        let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
+            return;
+        };
+        if matches!(conn.phase, Phase::Request) {
+            while conn.input.len() < self.limits.max_request_bytes
+                && matches!(
+                    conn.read_more(self.limits.max_request_bytes, self.core.renders),
+                    Ok(true)
+                )
+            {}
+        }
+    }
+
     fn drive(&mut self, index: usize) {
         let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
             return;
@@ -461,24 +502,26 @@ impl Conn {
                 Phase::Request => match http::parse(&self.input) {
                     Parsed::Complete { request, consumed } => {
                         self.input.drain(..consumed);
-                        let outgoing = core.respond(Ok(&request));
+                        let outgoing = core.respond(Ok(&request), self.read_at);
                         self.start_response(outgoing, limits);
                     }
                     Parsed::Invalid(status) => {
                         self.input.clear();
-                        let outgoing = core.respond(Err(status));
+                        let outgoing = core.respond(Err(status), self.read_at);
                         self.start_response(outgoing, limits);
                     }
                     Parsed::Incomplete if self.input.len() >= limits.max_request_bytes => {
                         self.input.clear();
-                        let outgoing = core.respond(Err(Status::HeadersTooLarge));
+                        let outgoing = core.respond(Err(Status::HeadersTooLarge), self.read_at);
                         self.start_response(outgoing, limits);
                     }
-                    Parsed::Incomplete => match self.read_more(limits.max_request_bytes) {
-                        Ok(true) => {}
-                        Ok(false) => return Next::Keep,
-                        Err(()) => return Next::Close,
-                    },
+                    Parsed::Incomplete => {
+                        match self.read_more(limits.max_request_bytes, core.renders) {
+                            Ok(true) => {}
+                            Ok(false) => return Next::Keep,
+                            Err(()) => return Next::Close,
+                        }
+                    }
                 },
                 Phase::Respond(out) => match write_out(&mut self.stream, out) {
                     Ok(false) => return Next::Keep,
@@ -523,7 +566,7 @@ impl Conn {
     /// Reads what is available, up to `limit` bytes buffered in all.
     /// `Ok(true)`: got bytes; `Ok(false)`: nothing more for now; `Err`: the
     /// peer closed or the socket failed.
-    fn read_more(&mut self, limit: usize) -> Result<bool, ()> {
+    fn read_more(&mut self, limit: usize, renders: u64) -> Result<bool, ()> {
         let start = self.input.len();
         let room = limit.saturating_sub(start).clamp(1, 4096);
         self.input.resize(start + room, 0);
@@ -539,6 +582,9 @@ impl Conn {
         match result {
             Ok(n) => {
                 self.input.truncate(start + n);
+                if n > 0 {
+                    self.read_at = renders;
+                }
                 Ok(n > 0)
             }
             Err(()) => {

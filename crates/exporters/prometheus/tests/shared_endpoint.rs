@@ -1,14 +1,15 @@
 //! Several agents of one process on one address share one endpoint; names must
 //! be unique there; agents take their series with them; the last one closes
-//! the listener; an address held by another process fails creation.
+//! the listener; an address held by another process fails creation; a scrape
+//! sent after a publish or a departure always shows it.
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 
-use common::{ev, scrape};
+use common::{connect, ev, read_pipelined, scrape};
 use nixl_telemetry_abi::Category;
 use telemetry_exporter_prometheus::{PrometheusError, PrometheusExporter, Settings};
 
@@ -191,4 +192,47 @@ fn ipv6_loopback_serves_when_the_machine_has_it() {
     e.record(&[ev(Category::TRANSFER, "agent_rx_bytes", 6)]);
     let body = scrape(e.local_addr(), None).text();
     assert!(body.contains("agent_name=\"six\"} 6\n"), "{body}");
+}
+
+#[test]
+fn a_scrape_sent_after_a_publish_sees_it_while_others_scrape() {
+    let addr = free_addr();
+    let mut a = create("fresh", addr).unwrap();
+    // Other clients keep the server rendering (on keep-alive connections, as
+    // Prometheus scrapes), so a request can arrive in the middle of one of
+    // its loop iterations.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..3)
+        .map(|_| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut s = connect(addr);
+                let mut pending = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: busy\r\n\r\n")
+                        .unwrap();
+                    assert_eq!(read_pipelined(&mut s, &mut pending, false).status, 200);
+                }
+            })
+        })
+        .collect();
+    let mut total = 0u64;
+    for round in 1..=300u64 {
+        a.record(&[ev(Category::TRANSFER, "agent_tx_bytes", round)]);
+        total += round;
+        let body = scrape(addr, None).text();
+        let line = body
+            .lines()
+            .find(|l| l.starts_with("agent_tx_bytes_total{category=\"TRANSFER\""))
+            .expect("the series is there");
+        let value: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert_eq!(
+            value, total,
+            "round {round}: the answer predates the publish"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for b in busy {
+        b.join().unwrap();
+    }
 }
