@@ -7,16 +7,20 @@
 //! one worker (this thread) posts transfers of one size that copy real bytes
 //! between registered regions. Each transfer records five events in three
 //! staging slots: post time, the three of a completed transfer (initiator;
-//! one slot) and the target's backend event. The modes are measured in interleaved chunks (all modes in every
+//! one slot) and the target's backend event. In ring mode a reader thread
+//! consumes the ring files every 2 ms (as a `telemetry_reader` would, only
+//! often enough for this rate), so the rings never fill. The modes are measured in interleaved chunks (all modes in every
 //! round, in rotating order), and the slowdown is the median over rounds of
 //! the paired difference (mode − off) per transfer, so slow drifts of a shared
 //! machine cancel.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use nixl_telemetry::{ExporterChoice, Telemetry, TelemetryConfig};
+use nixl_telemetry::ring::{ReadMode, RingReader};
+use nixl_telemetry::{Event, ExporterChoice, Telemetry, TelemetryConfig};
 use nixl_telemetry_workload::{agent_roles, Workload, WorkloadConfig};
 use serde_json::json;
 
@@ -107,11 +111,75 @@ fn workload(size: usize, mode: &Mode) -> Result<Workload> {
     Ok(Workload::new(config, agents)?)
 }
 
+/// Consumes every ring file in `dir` every 2 ms until `stop`; returns the
+/// events read and the read errors met.
+fn consume_rings(dir: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
+    let mut readers: Vec<(PathBuf, RingReader)> = Vec::new();
+    let mut batch: Vec<Event> = Vec::with_capacity(BUFFER);
+    let mut read = 0u64;
+    let mut errors = Vec::new();
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for path in entries.flatten().map(|e| e.path()) {
+                if !readers.iter().any(|(p, _)| *p == path) {
+                    if let Ok(r) = RingReader::open(&path, ReadMode::Consume) {
+                        readers.push((path, r));
+                    }
+                }
+            }
+        }
+        for (_, reader) in &mut readers {
+            loop {
+                match reader.read_batch(&mut batch, BUFFER) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        read += n as u64;
+                        batch.clear();
+                    }
+                    Err(e) => {
+                        errors.push(e.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        if stopping {
+            return (read, errors);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Runs the loop for 4 KiB and 1 MiB transfers in every mode available.
 pub fn run(plan: LoopPlan, rows: &mut Vec<Row>, notes: &mut Vec<String>) -> Result<()> {
     let ring_dir = tempfile::tempdir()?;
+    let stop_reader = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| consume_rings(ring_dir.path(), &stop_reader));
+        let result = measure(plan, ring_dir.path(), rows, notes);
+        stop_reader.store(true, Ordering::Release);
+        let (read, errors) = reader.join().unwrap_or_default();
+        notes.push(format!(
+            "real loop, ring mode: a reader thread consumed {read} events from the rings every 2 ms{}",
+            if errors.is_empty() {
+                String::new()
+            } else {
+                format!("; read errors: {}", errors.join("; "))
+            }
+        ));
+        result
+    })
+}
+
+fn measure(
+    plan: LoopPlan,
+    ring_dir: &Path,
+    rows: &mut Vec<Row>,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     let dirs = plugin_dirs();
-    let mut modes = vec![Mode::Off, Mode::Nop, Mode::Ring(ring_dir.path().to_owned())];
+    let mut modes = vec![Mode::Off, Mode::Nop, Mode::Ring(ring_dir.to_owned())];
     if plugin_available(&dirs, "prometheus") {
         modes.push(Mode::Prometheus(dirs));
     } else {
@@ -178,7 +246,7 @@ pub fn run(plan: LoopPlan, rows: &mut Vec<Row>, notes: &mut Vec<String>) -> Resu
                 .iter()
                 .map(|a| {
                     let s = a.telemetry().stats();
-                    json!({"agent": a.name(), "recorded": s.recorded, "delivered": s.delivered, "dropped": s.dropped.total()})
+                    json!({"agent": a.name(), "recorded": s.recorded, "delivered": s.delivered, "dropped": s.dropped.total(), "staging_full": s.dropped.staging_full, "exporter_full": s.dropped.exporter_full})
                 })
                 .collect();
             let mut row = Row {
