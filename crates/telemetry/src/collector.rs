@@ -145,17 +145,14 @@ impl Collector {
             let mut budget = consumer.pending() as usize;
             most = most.max(budget);
             while budget > 0 {
-                let from = st.batch.len();
-                let room = self.batch_size.saturating_sub(from).max(1);
-                let drained = consumer.drain_into(&mut st.batch, room.min(budget));
-                // Packed slots become their events here; a batch may so grow
-                // past batch_size (by at most the packing factor).
-                transfer_record::expand(&mut st.batch, from, drained.extra);
-                budget -= drained.slots;
+                let room = self.batch_size.saturating_sub(st.batch.len()).max(1);
+                // A batch may grow past batch_size by the packing factor.
+                let slots = drain_expanded(consumer, &mut st.batch, room.min(budget));
+                budget -= slots;
                 if st.batch.len() >= self.batch_size {
                     Self::export(exporter, st);
                 }
-                if drained.slots == 0 {
+                if slots == 0 {
                     break;
                 }
             }
@@ -261,9 +258,7 @@ impl Collector {
         let before = out.len();
         st.consumers.retain_mut(|c| {
             let detached = c.is_detached();
-            let from = out.len();
-            let drained = c.drain_into(out, usize::MAX);
-            transfer_record::expand(out, from, drained.extra);
+            drain_expanded(c, out, usize::MAX);
             let keep = !(detached && c.pending() == 0);
             if !keep {
                 let q = c.counts();
@@ -312,4 +307,13 @@ impl Collector {
         }
         st.exporter = None;
     }
+}
+
+/// Moves up to `max` slots of `consumer` into `out`, packed slots expanded
+/// into their events. Returns the slots moved.
+fn drain_expanded(consumer: &mut Consumer, out: &mut Vec<Event>, max: usize) -> usize {
+    let from = out.len();
+    let drained = consumer.drain_into(out, max);
+    transfer_record::expand(out, from, drained.extra);
+    drained.slots
 }

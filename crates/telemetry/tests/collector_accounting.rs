@@ -33,17 +33,23 @@ impl Exporter for Keep {
     }
 }
 
-#[test]
-fn concurrent_producers_are_accounted_exactly_and_keep_their_order() {
+/// Telemetry for `agent` whose exporter keeps every event, flushed every
+/// millisecond from staging queues of `buffer_size` slots.
+fn kept(agent: &str, buffer_size: usize) -> (Arc<Telemetry>, Keep) {
     let keep = Keep::default();
-    let config = Telemetry::builder("a")
-        .buffer_size(1 << 12)
+    let config = Telemetry::builder(agent)
+        .buffer_size(buffer_size)
         .unwrap()
         .run_interval(Duration::from_millis(1))
         .unwrap();
-    let t = Arc::new(
-        Telemetry::with_exporter("a", config.as_config().clone(), Box::new(keep.clone())).unwrap(),
-    );
+    let t = Telemetry::with_exporter(agent, config.as_config().clone(), Box::new(keep.clone()))
+        .unwrap();
+    (Arc::new(t), keep)
+}
+
+#[test]
+fn concurrent_producers_are_accounted_exactly_and_keep_their_order() {
+    let (t, keep) = kept("a", 1 << 12);
     let per_thread = 50_000u64;
     let threads: Vec<_> = (0..4u64)
         .map(|id| {
@@ -171,16 +177,8 @@ fn a_staged_transfer_counts_as_its_three_events_kept_or_dropped_whole() {
 
 #[test]
 fn concurrent_transfers_arrive_whole_in_order_with_exact_books() {
-    let keep = Keep::default();
     // Small queues and a fast flush: staging overflows now and then.
-    let config = Telemetry::builder("x")
-        .buffer_size(256)
-        .unwrap()
-        .run_interval(Duration::from_millis(1))
-        .unwrap();
-    let t = Arc::new(
-        Telemetry::with_exporter("x", config.as_config().clone(), Box::new(keep.clone())).unwrap(),
-    );
+    let (t, keep) = kept("x", 256);
     let per_thread = 30_000u64;
     let threads: Vec<_> = (0..3u64)
         .map(|id| {
