@@ -6,8 +6,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-mod promtool_support;
-
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/fixtures/tao_processor/"
@@ -169,13 +167,18 @@ fn promtool_parses(text: &str) {
         "metric names should not contain abbreviated units",
         "non-histogram and non-summary metrics should not have \"_sum\" suffix",
     ];
-    let (code, lines) = promtool_support::check_metrics(text);
-    let unexpected: Vec<&String> = lines
+    let verdict = promtool::check_metrics(text);
+    let unexpected: Vec<&String> = verdict
+        .lines
         .iter()
         .filter(|l| !LINTS.iter().any(|lint| l.ends_with(lint)))
         .collect();
     assert!(unexpected.is_empty(), "promtool: {unexpected:#?}");
-    assert!(matches!(code, Some(0 | 3)), "promtool: {lines:#?}");
+    assert!(
+        matches!(verdict.code, Some(0 | 3)),
+        "promtool: {:#?}",
+        verdict.lines
+    );
 }
 
 #[test]

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod promtool_support;
-use promtool_support::tool;
+use promtool::installed as tool;
 
 const AGENT: &str = "e2e-agent";
 
@@ -211,25 +210,6 @@ fn expected_quantile(q: f64, values: &[u64]) -> f64 {
     unreachable!()
 }
 
-/// Lines promtool may print for our output: only its unit-abbreviation lint
-/// on the two `_us` histograms, whose names the series contract fixes.
-const ACCEPTED_LINTS: [&str; 2] = [
-    "agent_xfer_post_time_us metric names should not contain abbreviated units",
-    "agent_xfer_time_us metric names should not contain abbreviated units",
-];
-
-fn promtool_check(body: &str) {
-    let (_, lines) = promtool_support::check_metrics(body);
-    let unexpected: Vec<&String> = lines
-        .iter()
-        .filter(|l| !ACCEPTED_LINTS.contains(&l.as_str()))
-        .collect();
-    assert!(
-        unexpected.is_empty(),
-        "promtool check metrics: {unexpected:#?}"
-    );
-}
-
 /// `nixl-telemetry` with no `NIXL_*` variable inherited.
 fn emit_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
@@ -331,7 +311,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
             }
         },
     );
-    promtool_check(&metrics);
+    promtool::assert_exporter_output_accepted(&metrics);
 
     // Another process cannot take the address: its exporter creation fails,
     // naming it, and the first one goes on serving.

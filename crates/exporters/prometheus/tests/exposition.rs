@@ -4,10 +4,8 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
-use common::{ev, exporter, require_tool, value_of};
+use common::{ev, exporter, value_of};
 use nixl_telemetry_abi::Category;
 use telemetry_exporter_prometheus::{
     Format, PrometheusExporter, Settings, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT,
@@ -270,7 +268,7 @@ fn label_values_are_escaped() {
     );
     assert!(body.contains("status=\"\\\"odd\\\\\""), "{body}");
     assert!(!body.contains("newline\n"), "a raw line feed in a label");
-    promtool_accepts(&body);
+    promtool::assert_exporter_output_accepted(&body);
 }
 
 #[test]
@@ -323,51 +321,6 @@ fn a_flood_of_names_is_bounded() {
     );
 }
 
-/// Lines promtool may print for our output: its unit-abbreviation lint flags
-/// the `_us` suffix of the two histograms, whose names the series contract
-/// fixes (see docs/prometheus.md). Anything else fails.
-const ACCEPTED_LINTS: [&str; 2] = [
-    "agent_xfer_post_time_us metric names should not contain abbreviated units",
-    "agent_xfer_time_us metric names should not contain abbreviated units",
-];
-
-/// Runs `promtool check metrics` on `body` and fails on any finding other than
-/// [`ACCEPTED_LINTS`] (or on a parse error).
-pub fn promtool_accepts(body: &str) {
-    let promtool = require_tool("promtool");
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let unexpected: Vec<&str> = said
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !ACCEPTED_LINTS.contains(l))
-        .collect();
-    assert!(
-        unexpected.is_empty(),
-        "promtool check metrics: {unexpected:#?}\n(status {:?})",
-        out.status
-    );
-    // Exit 3 is "lint findings"; 1 would be a parse error.
-    assert!(matches!(out.status.code(), Some(0 | 3)), "{:?}", out.status);
-}
-
 #[test]
 fn promtool_finds_nothing_wrong_with_a_busy_scrape() {
     let mut a = exporter("agent-a");
@@ -384,5 +337,5 @@ fn promtool_finds_nothing_wrong_with_a_busy_scrape() {
         ev(Category::CUSTOM, "my-app.phase", 3),
         ev(Category::SYSTEM, "agent_telemetry_events_dropped", 2),
     ]);
-    promtool_accepts(&text(&a, Format::Text));
+    promtool::assert_exporter_output_accepted(&text(&a, Format::Text));
 }

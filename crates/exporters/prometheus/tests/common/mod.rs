@@ -6,7 +6,6 @@ pub mod c_entry;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use nixl_telemetry_abi::{Category, Event};
@@ -137,18 +136,4 @@ pub fn value_of(body: &str, prefix: &str) -> Option<String> {
     body.lines()
         .find(|l| l.starts_with(prefix) && l[prefix.len()..].starts_with(' '))
         .map(|l| l[prefix.len() + 1..].to_owned())
-}
-
-/// The path of `tool` (`promtool`, `prometheus`): the tests that drive the real
-/// Prometheus need it and fail without it (`scripts/prometheus-test-env.sh`
-/// installs it).
-pub fn require_tool(tool: &str) -> PathBuf {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(tool))
-            .find(|p| p.is_file())
-    });
-    found.unwrap_or_else(|| {
-        panic!("`{tool}` is not installed: run `bash scripts/prometheus-test-env.sh` (installs Debian's prometheus package)")
-    })
 }
