@@ -253,8 +253,10 @@ impl Settings {
     ///
     /// The address is the output path when one is given (non-empty), else
     /// `0.0.0.0:<port>`, or `127.0.0.1:<port>` when [`ENV_LOCAL`] is on, with
-    /// the port from [`ENV_PORT`] or [`DEFAULT_PORT`]. Empty variables count as
-    /// unset, except [`ENV_BUCKETS`], where an empty value is an error.
+    /// the port from [`ENV_PORT`] or [`DEFAULT_PORT`]. Empty (or blank)
+    /// variables count as unset, [`ENV_BUCKETS`] included, as in NIXL: a blank
+    /// bucket list means the defaults, while a non-blank list that is not valid
+    /// fails creation rather than falling back to them.
     pub fn from_lookup(
         output_path: Option<&str>,
         lookup: impl Fn(&str) -> Option<String>,
@@ -277,7 +279,7 @@ impl Settings {
                 SocketAddr::from((ip, port))
             }
         };
-        let buckets = match lookup(ENV_BUCKETS) {
+        let buckets = match lookup(ENV_BUCKETS).filter(|v| !v.trim().is_empty()) {
             Some(v) => Buckets::parse(&v)?,
             None => Buckets::default(),
         };
@@ -405,8 +407,8 @@ mod tests {
             .buckets;
         assert_eq!(b.bounds(), &[5.0, 50.0, 500.5]);
         for (bad, reason) in [
-            ("", "empty"),
             ("10,,20", "bound 2 is empty"),
+            (",", "bound 1 is empty"),
             ("10,abc", "not a number"),
             ("0,10", "not positive"),
             ("-5", "not positive"),
@@ -426,6 +428,18 @@ mod tests {
             .join(",");
         let err = Buckets::parse(&many).unwrap_err();
         assert!(err.to_string().contains("at most 64"), "{err}");
+        // The parser itself takes no empty list; only the environment reads
+        // a blank variable as unset.
+        let err = Buckets::parse(" ").unwrap_err();
+        assert!(err.to_string().contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn a_blank_bucket_variable_means_the_defaults() {
+        for blank in ["", "  "] {
+            let s = settings(None, &[(ENV_BUCKETS, blank)]).unwrap();
+            assert_eq!(s.buckets, Buckets::default(), "{blank:?}");
+        }
     }
 
     #[test]

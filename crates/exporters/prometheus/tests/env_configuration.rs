@@ -36,9 +36,20 @@ fn configuration_comes_from_the_environment() {
     assert_eq!(les, ["5\"} 0", "50\"} 1", "+Inf\"} 1"]);
     destroy(h);
 
+    // Blank is unset, as in NIXL: the default buckets (10 µs … 10 s).
+    set("NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US", Some(""));
+    let h = create("env", None).expect("a blank bucket list means the defaults");
+    let body = scrape(addr, None).text();
+    let first = body
+        .lines()
+        .find(|l| l.starts_with("agent_xfer_time_us_bucket{"))
+        .unwrap();
+    assert!(first.contains("le=\"10\""), "{first}");
+    destroy(h);
+
     for (buckets, reason) in [
         ("10,5", "strictly increasing"),
-        ("", "empty"),
+        (",", "bound 1 is empty"),
         ("1,x", "not a number"),
     ] {
         set("NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US", Some(buckets));
