@@ -15,9 +15,21 @@ sudo=""
 if [ "$(id -u)" -ne 0 ]; then
     sudo="sudo"
 fi
-echo "== installing: ${need[*]}"
+echo "== installing: $(printf '%s\n' "${need[@]}" | sort -u | tr '\n' ' ')"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+# Wait for a package manager that is already running (a machine's boot-time
+# upgrades, say) instead of failing on its lock, and finish an install that an
+# earlier run left half done, which apt-get would otherwise refuse to go past.
+apt=(-o DPkg::Lock::Timeout=600)
+$sudo dpkg --configure -a
+$sudo apt-get "${apt[@]}" update -qq
 # --no-install-recommends keeps the install small; the tests start their own
 # Prometheus instance, so the package's service is not used.
-$sudo apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
+$sudo apt-get "${apt[@]}" install -y -qq --no-install-recommends \
+    $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
+for tool in prometheus promtool cc; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "install-test-deps: $tool is still missing after the install" >&2
+        exit 1
+    }
+done

@@ -2,8 +2,9 @@
 # The real Prometheus the Prometheus plug-in's tests drive.
 #
 #   bash scripts/prometheus-test-env.sh            install prometheus and promtool when
-#                                                   missing (Debian's prometheus package),
-#                                                   then print their versions
+#                                                   missing (scripts/install-test-deps.sh:
+#                                                   Debian's prometheus package), then
+#                                                   print their versions
 #   bash scripts/prometheus-test-env.sh run ADDR    also start a throw-away Prometheus on a
 #                                                   free loopback port scraping ADDR
 #                                                   (ip:port of an exporter) every 200 ms,
@@ -14,29 +15,11 @@
 # free loopback port with a generated configuration (crates/cli/tests/prometheus_real_server.rs).
 set -euo pipefail
 
-install() {
-    if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
-        return 0
-    fi
-    local sudo=""
-    if [ "$(id -u)" -ne 0 ]; then
-        sudo="sudo"
-    fi
-    echo "== installing Debian's prometheus package (prometheus, promtool)"
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-    command -v prometheus >/dev/null && command -v promtool >/dev/null || {
-        echo "prometheus-test-env: the prometheus package did not provide prometheus and promtool" >&2
-        exit 1
-    }
-}
-
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-install
+bash "$(dirname "$0")/install-test-deps.sh"
 echo "== $(prometheus --version 2>&1 | head -1)"
 echo "== $(promtool --version 2>&1 | head -1)"
 
