@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use nixl_telemetry::{clock, Category, Direction, Event, Telemetry};
 
-use crate::harness::{run_concurrent, Plan, Sample};
+use crate::harness::{run_concurrent, Plan};
 use crate::report::Row;
 
 /// Events each staging queue (ours and the reference's) and the floor's buffer hold.
@@ -42,8 +42,39 @@ pub const NAME: &str = "agent_xfer_time";
 #[repr(align(128))]
 struct Line<T>(T);
 
-fn row(id: &str, label: &str, threads: usize, sample: Sample, note: &str) -> Row {
-    Row::from_ns(id, label, threads, sample, note)
+/// Measurements that share a plan and a thread count, and the rows they add
+/// to: each measurement is its id, label and note plus its timed body.
+struct Measure<'a> {
+    /// How much to measure.
+    plan: Plan,
+    /// Threads recording at once.
+    threads: usize,
+    /// Where each measurement's row goes, in the order they run.
+    rows: &'a mut Vec<Row>,
+}
+
+impl Measure<'_> {
+    /// Times `body(thread, ops)` for [`OPS`] operations per thread per repeat
+    /// ([`run_concurrent`]; `between` runs untimed after every repeat) and adds
+    /// its nanoseconds-per-operation row.
+    fn op<F, B>(&mut self, id: &str, label: &str, note: &str, body: F, between: B)
+    where
+        F: Fn(usize, u64) + Sync,
+        B: Fn() + Sync,
+    {
+        self.op_n(OPS, id, label, note, body, between);
+    }
+
+    /// [`Measure::op`] with `ops` operations per thread per repeat.
+    fn op_n<F, B>(&mut self, ops: u64, id: &str, label: &str, note: &str, body: F, between: B)
+    where
+        F: Fn(usize, u64) + Sync,
+        B: Fn() + Sync,
+    {
+        let sample = run_concurrent(self.threads, ops, self.plan, body, between);
+        self.rows
+            .push(Row::from_ns(id, label, self.threads, sample, note));
+    }
 }
 
 /// Builds the telemetry under test: enabled, the built-in ring (`buffer`)
@@ -125,10 +156,19 @@ fn cheapest_stamp() -> u64 {
 fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
     clock::init();
     let nothing = || {};
-    let s = run_concurrent(
-        threads,
-        OPS,
+    let mut m = Measure {
         plan,
+        threads,
+        rows,
+    };
+    m.op(
+        "floor_clock",
+        "floor: cheap clock alone (RDTSC)",
+        if clock::uses_tsc() {
+            "the reading a record stores"
+        } else {
+            "no invariant TSC: system clock"
+        },
         |_, ops| {
             for _ in 0..ops {
                 black_box(cheapest_stamp());
@@ -136,22 +176,11 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "floor_clock",
-        "floor: cheap clock alone (RDTSC)",
-        threads,
-        s,
-        if clock::uses_tsc() {
-            "the reading a record stores"
-        } else {
-            "no invariant TSC: system clock"
-        },
-    ));
 
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "clock_now_us",
+        "orientation: clock::now_us (TSC in µs)",
+        "RDTSC + conversion: what Telemetry::now_us costs a caller",
         |_, ops| {
             for _ in 0..ops {
                 black_box(clock::now_us());
@@ -159,18 +188,11 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "clock_now_us",
-        "orientation: clock::now_us (TSC in µs)",
-        threads,
-        s,
-        "RDTSC + conversion: what Telemetry::now_us costs a caller",
-    ));
 
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "system_clock",
+        "orientation: SystemTime::now in µs",
+        "",
         |_, ops| {
             for _ in 0..ops {
                 black_box(clock::system_now_us());
@@ -178,20 +200,13 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "system_clock",
-        "orientation: SystemTime::now in µs",
-        threads,
-        s,
-        "",
-    ));
 
     let pool = FloorPool::new(threads);
     let name = nixl_telemetry_name(NAME);
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "floor_tls_write",
+        "floor: 56-byte event into a thread-local buffer",
+        "",
         |t, ops| {
             pool.attach(t);
             let name = black_box(&name);
@@ -206,18 +221,11 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "floor_tls_write",
-        "floor: 56-byte event into a thread-local buffer",
-        threads,
-        s,
-        "",
-    ));
 
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "floor",
+        "floor: cheap clock + thread-local write",
+        "the floor of record_vs_floor",
         |t, ops| {
             pool.attach(t);
             let name = black_box(&name);
@@ -232,19 +240,12 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "floor",
-        "floor: cheap clock + thread-local write",
-        threads,
-        s,
-        "the floor of record_vs_floor",
-    ));
 
     let lines: Vec<Line<AtomicU64>> = (0..threads).map(|_| Line(AtomicU64::new(0))).collect();
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "floor_atomic_add",
+        "floor: relaxed atomic add, per-thread line",
+        "",
         |t, ops| {
             let line = &lines[t].0;
             for _ in 0..ops {
@@ -253,13 +254,6 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "floor_atomic_add",
-        "floor: relaxed atomic add, per-thread line",
-        threads,
-        s,
-        "",
-    ));
 }
 
 /// Two threads adding to one shared line: the cost of cross-core contention
@@ -268,10 +262,15 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
 /// contend; this row tells which case a run measured.
 fn contention_probe(plan: Plan, rows: &mut Vec<Row>) {
     let shared = Line(AtomicU64::new(0));
-    let s = run_concurrent(
-        2,
-        OPS,
+    let mut m = Measure {
         plan,
+        threads: 2,
+        rows,
+    };
+    m.op(
+        "shared_atomic_add",
+        "analysis: relaxed atomic add, one shared line",
+        "contention probe",
         |_, ops| {
             for _ in 0..ops {
                 black_box(&shared.0).fetch_add(black_box(1), Ordering::Relaxed);
@@ -279,13 +278,6 @@ fn contention_probe(plan: Plan, rows: &mut Vec<Row>) {
         },
         || {},
     );
-    rows.push(row(
-        "shared_atomic_add",
-        "analysis: relaxed atomic add, one shared line",
-        2,
-        s,
-        "contention probe",
-    ));
 }
 
 /// The 32-byte name field for `name`.
@@ -300,11 +292,16 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
     let telemetry = telemetry_with_ring(dir.path(), &format!("bench-ours-{threads}t"))?;
     let handle = telemetry.handle(Category::PERFORMANCE, NAME);
     let flush = || telemetry.flush();
-
-    let s = run_concurrent(
-        threads,
-        OPS,
+    let mut m = Measure {
         plan,
+        threads,
+        rows,
+    };
+
+    m.op(
+        "record",
+        "ours: fast-path record (handle, clock included)",
+        "buffer exporter, drained between repeats",
         |_, ops| {
             for i in 0..ops {
                 black_box(&handle).record(black_box(i));
@@ -312,18 +309,11 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
         },
         flush,
     );
-    rows.push(row(
-        "record",
-        "ours: fast-path record (handle, clock included)",
-        threads,
-        s,
-        "buffer exporter, drained between repeats",
-    ));
 
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "record_at",
+        "ours: handle record_at (caller's timestamp)",
+        "record minus the clock",
         |_, ops| {
             for i in 0..ops {
                 black_box(&handle).record_at(black_box(i), black_box(i));
@@ -331,18 +321,11 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
         },
         flush,
     );
-    rows.push(row(
-        "record_at",
-        "ours: handle record_at (caller's timestamp)",
-        threads,
-        s,
-        "record minus the clock",
-    ));
 
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "generic_record",
+        "ours: generic record(category, name, value)",
+        "",
         |_, ops| {
             for i in 0..ops {
                 black_box(&telemetry).record(Category::BACKEND, black_box("ucx_rdma_writes"), i);
@@ -350,19 +333,13 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
         },
         flush,
     );
-    rows.push(row(
-        "generic_record",
-        "ours: generic record(category, name, value)",
-        threads,
-        s,
-        "",
-    ));
 
     let calls = OPS / 2;
-    let s = run_concurrent(
-        threads,
+    m.op_n(
         calls,
-        plan,
+        "transfer_completed",
+        "ours: transfer_completed (3 events, 1 clock)",
+        "per call",
         |_, ops| {
             for i in 0..ops {
                 black_box(&telemetry).transfer_completed(black_box(i), Direction::Write, 4096);
@@ -370,22 +347,15 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
         },
         flush,
     );
-    rows.push(row(
-        "transfer_completed",
-        "ours: transfer_completed (3 events, 1 clock)",
-        threads,
-        s,
-        "per call",
-    ));
 
     // Two agents recorded from one thread, alternately (the demo's target
     // event after each initiator transfer does this).
     let other = telemetry_with_ring(dir.path(), &format!("bench-other-{threads}t"))?;
     let other_handle = other.handle(Category::PERFORMANCE, NAME);
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "record_two_instances",
+        "ours: record alternating between 2 agents",
+        "per record; each switch of agent",
         |_, ops| {
             for i in 0..ops / 2 {
                 black_box(&handle).record(black_box(i));
@@ -397,13 +367,6 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
             other.flush();
         },
     );
-    rows.push(row(
-        "record_two_instances",
-        "ours: record alternating between 2 agents",
-        threads,
-        s,
-        "per record; each switch of agent",
-    ));
 
     for t in [&telemetry, &other] {
         let stats = t.stats();
@@ -416,7 +379,7 @@ fn ours(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
     drop(telemetry);
 
     if threads == 1 {
-        disabled_and_filtered(plan, rows, dir.path())?;
+        disabled_and_filtered(plan, m.rows, dir.path())?;
     }
     Ok(())
 }
@@ -434,13 +397,18 @@ fn disabled_and_filtered(plan: Plan, rows: &mut Vec<Row>, dir: &std::path::Path)
         ("disabled", "ENABLE off", &off),
         ("filtered", "ENABLED_METRICS excludes it", &filtered),
     ];
+    let mut m = Measure {
+        plan,
+        threads: 1,
+        rows,
+    };
     for (id, why, telemetry) in cases {
         let handle = telemetry.handle(Category::PERFORMANCE, NAME);
         anyhow::ensure!(!handle.is_enabled(), "{id} handle is enabled");
-        let s = run_concurrent(
-            1,
-            OPS,
-            plan,
+        m.op(
+            &format!("{id}_record"),
+            &format!("ours: handle record, {why}"),
+            "",
             |_, ops| {
                 for i in 0..ops {
                     black_box(&handle).record(black_box(i));
@@ -448,17 +416,10 @@ fn disabled_and_filtered(plan: Plan, rows: &mut Vec<Row>, dir: &std::path::Path)
             },
             nothing,
         );
-        rows.push(row(
-            &format!("{id}_record"),
-            &format!("ours: handle record, {why}"),
-            1,
-            s,
+        m.op(
+            &format!("{id}_generic_record"),
+            &format!("ours: generic record, {why}"),
             "",
-        ));
-        let s = run_concurrent(
-            1,
-            OPS,
-            plan,
             |_, ops| {
                 for i in 0..ops {
                     black_box(telemetry).record(Category::PERFORMANCE, black_box(NAME), i);
@@ -466,13 +427,6 @@ fn disabled_and_filtered(plan: Plan, rows: &mut Vec<Row>, dir: &std::path::Path)
             },
             nothing,
         );
-        rows.push(row(
-            &format!("{id}_generic_record"),
-            &format!("ours: generic record, {why}"),
-            1,
-            s,
-            "",
-        ));
     }
     let stats = filtered.stats();
     anyhow::ensure!(
@@ -543,10 +497,15 @@ fn mutex_staging(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> 
     };
     let spare = Mutex::new(Vec::with_capacity(STAGING_EVENTS));
     let name = nixl_telemetry_name(NAME);
-    let s = run_concurrent(
-        threads,
-        OPS,
+    let mut m = Measure {
         plan,
+        threads,
+        rows,
+    };
+    m.op(
+        "mutex_staging",
+        "reference: Mutex<Vec<Event>> staging + flusher",
+        "same cheap clock, taken outside the lock",
         |_, ops| {
             for i in 0..ops {
                 black_box(&*staging).record(Category::PERFORMANCE, &name, black_box(i));
@@ -562,13 +521,6 @@ fn mutex_staging(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> 
         staging.dropped.load(Ordering::Relaxed) == 0,
         "the mutex staging dropped events in a timed loop"
     );
-    rows.push(row(
-        "mutex_staging",
-        "reference: Mutex<Vec<Event>> staging + flusher",
-        threads,
-        s,
-        "same cheap clock, taken outside the lock",
-    ));
     Ok(())
 }
 
@@ -592,11 +544,16 @@ fn metrics_recorder() -> Result<&'static metrics_exporter_prometheus::Prometheus
 fn metrics_crate(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> {
     let prom = metrics_recorder()?;
     let upkeep = || prom.run_upkeep();
-    let counter = metrics::counter!("agent_tx_bytes_total");
-    let s = run_concurrent(
-        threads,
-        OPS,
+    let mut m = Measure {
         plan,
+        threads,
+        rows,
+    };
+    let counter = metrics::counter!("agent_tx_bytes_total");
+    m.op(
+        "metrics_counter",
+        "metrics + Prometheus recorder: counter increment",
+        "registered handle, one shared series",
         |_, ops| {
             for i in 0..ops {
                 black_box(&counter).increment(black_box(i));
@@ -604,18 +561,11 @@ fn metrics_crate(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> 
         },
         upkeep,
     );
-    rows.push(row(
-        "metrics_counter",
-        "metrics + Prometheus recorder: counter increment",
-        threads,
-        s,
-        "registered handle, one shared series",
-    ));
     let histogram = metrics::histogram!("agent_xfer_time_us");
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "metrics_histogram",
+        "metrics + Prometheus recorder: histogram record",
+        "registered handle, upkeep between repeats",
         |_, ops| {
             for i in 0..ops {
                 black_box(&histogram).record(black_box(i & 0xffff) as f64);
@@ -623,13 +573,6 @@ fn metrics_crate(plan: Plan, threads: usize, rows: &mut Vec<Row>) -> Result<()> 
         },
         upkeep,
     );
-    rows.push(row(
-        "metrics_histogram",
-        "metrics + Prometheus recorder: histogram record",
-        threads,
-        s,
-        "registered handle, upkeep between repeats",
-    ));
     Ok(())
 }
 
@@ -639,11 +582,16 @@ fn prometheus_client(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
     use prometheus_client::metrics::counter::Counter;
     use prometheus_client::metrics::histogram::Histogram;
     let nothing = || {};
-    let counter: Counter<u64> = Counter::default();
-    let s = run_concurrent(
-        threads,
-        OPS,
+    let mut m = Measure {
         plan,
+        threads,
+        rows,
+    };
+    let counter: Counter<u64> = Counter::default();
+    m.op(
+        "promclient_counter",
+        "prometheus-client: counter inc_by",
+        "one shared series",
         |_, ops| {
             for i in 0..ops {
                 black_box(&counter).inc_by(black_box(i));
@@ -651,18 +599,11 @@ fn prometheus_client(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "promclient_counter",
-        "prometheus-client: counter inc_by",
-        threads,
-        s,
-        "one shared series",
-    ));
     let histogram = Histogram::new(HISTOGRAM_BUCKETS_US.iter().map(|&b| b as f64));
-    let s = run_concurrent(
-        threads,
-        OPS,
-        plan,
+    m.op(
+        "promclient_histogram",
+        "prometheus-client: histogram observe",
+        "19 buckets 10 µs … 10 s",
         |_, ops| {
             for i in 0..ops {
                 black_box(&histogram).observe(black_box(i & 0xffff) as f64);
@@ -670,13 +611,6 @@ fn prometheus_client(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    rows.push(row(
-        "promclient_histogram",
-        "prometheus-client: histogram observe",
-        threads,
-        s,
-        "19 buckets 10 µs … 10 s",
-    ));
 }
 
 /// Runs every per-operation benchmark on 1 and 2 threads.
