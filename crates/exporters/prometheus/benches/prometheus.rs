@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo bench -p nixl-telemetry-exporter-prometheus --bench prometheus \
-//!     [-- [absorb] [scrape] [--seconds S] [--rounds R] [--clients N] [--threads T] [--pin] [--rt] [--identity]]
+//!     [-- [absorb] [scrape] [--seconds S] [--rounds R] [--clients N] [--threads T] [--pin] [--rt] [--identity] [--nice-clients]]
 //! ```
 //!
 //! * `absorb`: events per second `export_batch` takes on the flush thread,
@@ -23,7 +23,10 @@
 //!   `--identity` drops the gzip. `--rt` (root; use with `--pin`) runs every
 //!   thread measured (server, scrapers, recorder, flush thread, export loop)
 //!   `SCHED_RR`, so other processes on a shared machine cannot take their
-//!   CPUs during the phases.
+//!   CPUs during the phases. `--nice-clients` runs the load threads (and the
+//!   control's busy loop) at nice 19, standing in for a Prometheus on another
+//!   machine: their own CPU is then not taken from the host, and what is left
+//!   is the endpoint's cost.
 //!   Every loop is bounded by time (`--seconds`, default 5 per phase) and by
 //!   count.
 
@@ -56,6 +59,7 @@ struct Options {
     identity: bool,
     rt: bool,
     rounds: usize,
+    nice_clients: bool,
 }
 
 fn options() -> Options {
@@ -78,6 +82,7 @@ fn options() -> Options {
         identity: args.iter().any(|a| a == "--identity"),
         rt: args.iter().any(|a| a == "--rt"),
         rounds: value("--rounds").map_or(5, |r| (r as usize).max(1)),
+        nice_clients: args.iter().any(|a| a == "--nice-clients"),
     }
 }
 
@@ -400,6 +405,7 @@ fn phase(
             let stop = &stop;
             scope.spawn(move || {
                 pin(load.scraper_cpu);
+                nice(load.nice);
                 let mut x = 1u64;
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..10_000 {
@@ -416,6 +422,7 @@ fn phase(
             let (stop, all) = (&stop, &all);
             scope.spawn(move || {
                 pin(load.scraper_cpu);
+                nice(load.nice);
                 let l = scraper(addr, share, load.gzip, stop);
                 all.lock().unwrap().extend(l);
             });
@@ -552,6 +559,10 @@ struct Load {
     /// Instead of scrapers: one thread spinning on `scraper_cpu` (a control
     /// that shows what merely keeping the other CPU busy costs).
     spinner: bool,
+    /// Whether the load threads (scrapers or spinner) run at nice 19: they
+    /// then stand in for a Prometheus on another machine, whose own CPU is not
+    /// the host's, and what remains is the cost of the endpoint itself.
+    nice: bool,
 }
 
 /// Pins the calling thread to `cpu` (no-op for `None`).
@@ -564,6 +575,19 @@ fn pin(cpu: Option<usize>) {
     // SAFETY: pid 0 is the calling thread; set is a valid cpu_set_t of the given size.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     assert_eq!(rc, 0, "sched_setaffinity({cpu}) failed");
+}
+
+/// Lowers the calling thread to nice 19 when `lower` (Linux: per thread).
+fn nice(lower: bool) {
+    if !lower {
+        return;
+    }
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: setpriority reads its three integer arguments only; on Linux,
+    // PRIO_PROCESS with a thread id changes that thread alone.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+    assert_eq!(rc, 0, "setpriority(nice 19) failed");
 }
 
 fn scrape(o: &Options) {
@@ -579,12 +603,14 @@ fn scrape(o: &Options) {
         scraper_cpu,
         gzip: !o.identity,
         spinner: false,
+        nice: o.nice_clients,
     };
     let seconds = o.seconds;
     let clients = o.clients;
     println!(
-        "## scrape: 20 agents with every series; {clients} keep-alive clients scraping in a loop from {} load thread(s), {}; {}",
+        "## scrape: 20 agents with every series; {clients} keep-alive clients scraping in a loop from {} load thread(s){}, {}; {}",
         load.threads,
+        if load.nice { " at nice 19 (the control's busy loop too)" } else { "" },
         if load.gzip { "gzip (as Prometheus asks)" } else { "no gzip" },
         match scraper_cpu {
             Some(c) => format!("server and scrapers pinned to CPU {c}, recorder and flush thread to CPU 0"),
