@@ -27,6 +27,7 @@ mod names;
 mod render;
 mod server;
 pub mod settings;
+mod socket_send;
 mod thread_priority;
 
 use std::net::SocketAddr;

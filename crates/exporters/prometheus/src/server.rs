@@ -21,6 +21,7 @@ use crate::endpoint::Directory;
 use crate::http::{self, Method, Parsed, Status};
 use crate::render::{render, Format};
 use crate::settings::ServerLimits;
+use crate::socket_send;
 use crate::thread_priority;
 
 const LISTENER: Token = Token(0);
@@ -600,11 +601,15 @@ fn write_out(stream: &mut TcpStream, out: &mut Outgoing) -> io::Result<bool> {
     let total = out.head.len() + out.body.len();
     while out.written < total {
         let result = if out.written < out.head.len() {
-            stream.write_vectored(&[
-                IoSlice::new(&out.head[out.written..]),
-                IoSlice::new(&out.body),
-            ])
+            socket_send::send_vectored(
+                stream,
+                &[
+                    IoSlice::new(&out.head[out.written..]),
+                    IoSlice::new(&out.body),
+                ],
+            )
         } else {
+            // std's TcpStream::write sends with MSG_NOSIGNAL.
             stream.write(&out.body[out.written - out.head.len()..])
         };
         match result {
