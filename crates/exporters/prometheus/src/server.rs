@@ -32,6 +32,14 @@ const FIRST_CONNECTION: usize = 2;
 /// resources (descriptors, memory).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// Connections accepted per loop iteration at most: a flood of new connections
+/// cannot keep the thread from answering the ones it has.
+const ACCEPTS_PER_TURN: usize = 32;
+
+/// Reads of a closing connection's unwanted input per loop iteration at most
+/// (4 KiB each): a client that keeps sending cannot hold the thread.
+const LINGER_READS_PER_TURN: usize = 16;
+
 /// A running server; [`ServerHandle::shutdown`] stops it and closes the listener.
 #[derive(Debug)]
 pub(crate) struct ServerHandle {
@@ -97,6 +105,7 @@ pub(crate) fn spawn(
             renders: 0,
         },
         accept_paused_until: None,
+        accept_more: false,
         again: Vec::new(),
     };
     let thread = std::thread::Builder::new()
@@ -265,8 +274,9 @@ struct Conn {
 enum Next {
     /// Wait for its next readiness event.
     Keep,
-    /// It answered a request and may have another one ready: drive it again in
-    /// the next loop iteration, after every other ready connection had its turn.
+    /// It answered a request and may have another one ready, or it used its
+    /// turn's share of reading: drive it again in the next loop iteration,
+    /// after every other ready connection had its turn.
     Again,
     Close,
 }
@@ -281,9 +291,13 @@ struct Server {
     stop: Arc<AtomicBool>,
     core: Core,
     accept_paused_until: Option<Instant>,
-    /// Connections that answered a request and may have more ready (one
-    /// response per connection per iteration, so a client that always has its
-    /// next request ready cannot keep the others waiting).
+    /// The last accept stopped at [`ACCEPTS_PER_TURN`] with more connections
+    /// possibly waiting: accept again in the next iteration.
+    accept_more: bool,
+    /// Connections that answered a request and may have more ready, or that
+    /// have more input to discard (one response or one bounded drain per
+    /// connection per iteration, so a client that always has more ready cannot
+    /// keep the others waiting).
     again: Vec<usize>,
 }
 
@@ -292,7 +306,7 @@ impl Server {
         let mut events = Events::with_capacity(256);
         let mut turn = Vec::new();
         loop {
-            let timeout = if self.again.is_empty() {
+            let timeout = if self.again.is_empty() && !self.accept_more {
                 self.next_timeout()
             } else {
                 Some(Duration::ZERO)
@@ -307,6 +321,7 @@ impl Server {
                 return Ok(());
             }
             std::mem::swap(&mut turn, &mut self.again);
+            let accept_now = std::mem::take(&mut self.accept_more);
             // Read first what every ready connection has sent, then answer:
             // requests read before a rendering can share it.
             for event in events.iter() {
@@ -333,6 +348,9 @@ impl Server {
             // closed meanwhile is harmless: driving it finds nothing to read.)
             for index in turn.drain(..) {
                 self.drive(index);
+            }
+            if accept_now {
+                self.accept();
             }
             if self
                 .accept_paused_until
@@ -361,7 +379,7 @@ impl Server {
         if self.accept_paused_until.is_some() {
             return;
         }
-        loop {
+        for _ in 0..ACCEPTS_PER_TURN {
             match self.listener.accept() {
                 Ok((stream, _peer)) => self.add(stream),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -381,6 +399,8 @@ impl Server {
                 }
             }
         }
+        // The listener's readiness is edge-triggered: come back for the rest.
+        self.accept_more = true;
     }
 
     fn add(&mut self, mut stream: TcpStream) {
@@ -543,7 +563,7 @@ impl Conn {
                 },
                 Phase::Linger => {
                     let mut sink = [0u8; 4096];
-                    loop {
+                    for _ in 0..LINGER_READS_PER_TURN {
                         match self.stream.read(&mut sink) {
                             Ok(0) => return Next::Close,
                             Ok(_) => {}
@@ -552,6 +572,10 @@ impl Conn {
                             Err(_) => return Next::Close,
                         }
                     }
+                    // More may be waiting (readiness is edge-triggered): go on
+                    // in the next iteration, after the others; the linger
+                    // deadline still ends it.
+                    return Next::Again;
                 }
             }
         }
@@ -621,4 +645,79 @@ fn write_out(stream: &mut TcpStream, out: &mut Outgoing) -> io::Result<bool> {
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection in the linger phase whose peer has sent `bytes` bytes
+    /// that are waiting to be read, and the peer's end.
+    fn lingering_with(bytes: usize) -> (Conn, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (ours, _) = listener.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        // Without blocking: what does not fit in the socket buffers is not sent.
+        peer.set_nonblocking(true).unwrap();
+        let chunk = vec![b'x'; bytes];
+        let mut sent = 0;
+        while sent < bytes {
+            match peer.write(&chunk[sent..]) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(sent >= bytes.min(1 << 17), "only {sent} bytes fit");
+        let now = Instant::now();
+        let conn = Conn {
+            stream: TcpStream::from_std(ours),
+            phase: Phase::Linger,
+            input: Vec::new(),
+            read_at: 0,
+            since: now,
+            deadline: now + Duration::from_secs(2),
+        };
+        (conn, peer)
+    }
+
+    fn core() -> Core {
+        Core {
+            directory: Arc::new(Directory::default()),
+            cache: [None, None, None, None],
+            renders: 0,
+        }
+    }
+
+    #[test]
+    fn draining_a_closing_connection_yields_after_a_bounded_read() {
+        let more_than_a_turn = 4096 * LINGER_READS_PER_TURN * 2;
+        let (mut conn, _peer) = lingering_with(more_than_a_turn);
+        // Let every byte arrive in our receive queue.
+        std::thread::sleep(Duration::from_millis(50));
+        let (mut core, limits) = (core(), ServerLimits::default());
+        // One turn reads at most LINGER_READS_PER_TURN * 4 KiB, so more is
+        // left: it hands the thread back instead of reading on.
+        assert!(matches!(conn.drive(&mut core, &limits), Next::Again));
+        // Later turns take the rest and then wait for more.
+        let turns = (0..100)
+            .position(|_| matches!(conn.drive(&mut core, &limits), Next::Keep))
+            .expect("the input is drained in a few turns");
+        assert!(
+            turns >= 1,
+            "the second turn drained {more_than_a_turn} bytes"
+        );
+    }
+
+    #[test]
+    fn a_closing_connection_is_dropped_when_its_peer_closes() {
+        let (mut conn, peer) = lingering_with(10);
+        drop(peer);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(matches!(
+            conn.drive(&mut core(), &ServerLimits::default()),
+            Next::Close
+        ));
+    }
 }

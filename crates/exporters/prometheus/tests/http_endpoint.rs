@@ -364,6 +364,81 @@ fn a_greedy_pipelining_client_cannot_starve_others() {
 }
 
 #[test]
+fn a_client_flooding_its_closing_connection_cannot_hold_the_server() {
+    let e = exporter("flooded");
+    let addr = e.local_addr();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        // The request is refused (405) and the connection closed, so the
+        // server drains what the client sends until it closes; the client
+        // keeps sending as fast as it can.
+        let flooder = scope.spawn(|| {
+            let mut s = connect(addr);
+            s.write_all(b"POST /metrics HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n")
+                .unwrap();
+            let chunk = vec![b'x'; 1 << 16];
+            let started = Instant::now();
+            let mut sent = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && started.elapsed() < Duration::from_secs(6)
+            {
+                match s.write(&chunk) {
+                    Ok(n) => sent += n,
+                    Err(_) => break,
+                }
+            }
+            sent
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        for _ in 0..5 {
+            let started = Instant::now();
+            assert_eq!(scrape(addr, None).status, 200);
+            let took = started.elapsed();
+            assert!(
+                took < Duration::from_millis(1500),
+                "a scrape took {took:?} while another client flooded its closing connection"
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(flooder.join().unwrap() > 0);
+    });
+}
+
+#[test]
+fn a_flood_of_new_connections_cannot_starve_an_open_one() {
+    let e = exporter("accept-flood");
+    let addr = e.local_addr();
+    let mut kept = connect(addr);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                let started = Instant::now();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                    && started.elapsed() < Duration::from_secs(6)
+                {
+                    // Opened and dropped at once, without a request.
+                    drop(TcpStream::connect(addr));
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        for _ in 0..5 {
+            let started = Instant::now();
+            kept.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            assert_eq!(read_response(&mut kept, false).status, 200);
+            let took = started.elapsed();
+            assert!(
+                took < Duration::from_millis(1500),
+                "a scrape took {took:?} during a flood of new connections"
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+}
+
+#[test]
 fn the_oldest_idle_connection_makes_room() {
     let limits = ServerLimits {
         max_connections: 4,
