@@ -477,10 +477,22 @@ impl AgentWriter {
     }
 
     /// Maps a name seen for the first time; `UNMAPPED` past the limit (then the
-    /// name is not remembered, so memory stays bounded).
+    /// name is not remembered, so memory stays bounded), except for an error
+    /// whose status already has a series (the twelve known ones among them):
+    /// it still counts there, unremembered.
     #[cold]
     fn map_name(&mut self, key: NameKey, name: &[u8]) -> u32 {
         if self.names_taken >= MAX_NAMES_PER_AGENT {
+            if key.category == Category::ERROR.0 {
+                let lookup = (
+                    true,
+                    Box::<str>::from(error_status(name)),
+                    Category::ERROR.0,
+                );
+                if let Some(&i) = self.series_index.get(&lookup) {
+                    return i;
+                }
+            }
             if !self.warned_limit {
                 self.warned_limit = true;
                 tracing::warn!(
@@ -748,6 +760,34 @@ mod tests {
         assert!(d[KNOWN_ERROR_STATUSES.len()].0.starts_with("name_0_total{"));
         assert_eq!(d[KNOWN_ERROR_STATUSES.len()].1, 2);
         assert!(w.names.len() <= KNOWN_ERROR_STATUSES.len() + MAX_NAMES_PER_AGENT);
+    }
+
+    #[test]
+    fn known_statuses_count_even_past_the_limit() {
+        let mut w = writer();
+        let events: Vec<Event> = (0..MAX_NAMES_PER_AGENT)
+            .map(|i| ev(Category::CUSTOM, &format!("name_{i}"), 1))
+            .collect();
+        w.record(&events);
+        let remembered = w.names.len();
+        // Spellings not seen before, of a known status and of one seen before
+        // the limit; then a new status, which has no room.
+        w.record(&[
+            ev(Category::ERROR, "nixl_err_backend", 1),
+            ev(Category::ERROR, "BACKEND", 1),
+        ]);
+        let s = w.shared().snapshot();
+        let d = dynamic(&s);
+        let backend = d
+            .iter()
+            .find(|(line, _)| line.contains("status=\"backend\""))
+            .unwrap();
+        assert_eq!(backend.1, 2);
+        assert_eq!(s.fixed[slot::UNMAPPED], 0);
+        w.record(&[ev(Category::ERROR, "NIXL_ERR_BRAND_NEW", 1)]);
+        assert_eq!(w.shared().snapshot().fixed[slot::UNMAPPED], 1);
+        // Nothing more is remembered past the limit.
+        assert_eq!(w.names.len(), remembered);
     }
 
     #[test]

@@ -57,8 +57,14 @@ fn with_total(base: &str) -> String {
     }
 }
 
+/// Whether the counter `sample` cannot be used: it is a fixed family's name in
+/// either format, or its OpenMetrics family name (the sample without `_total`)
+/// would be empty (an event called `_total` or `.total`).
 fn clashes(sample: &str) -> bool {
-    is_reserved(sample) || sample.strip_suffix("_total").is_some_and(is_reserved)
+    is_reserved(sample)
+        || sample
+            .strip_suffix("_total")
+            .is_some_and(|family| family.is_empty() || is_reserved(family))
 }
 
 /// The sample name of the per-name counter of event `name` in `category`:
@@ -136,6 +142,23 @@ mod tests {
         assert_eq!(
             per_name_sample(b"agent_errors", Category::CUSTOM).as_deref(),
             Some("custom_agent_errors_total")
+        );
+    }
+
+    #[test]
+    fn a_name_that_is_only_total_gets_its_category_in_front() {
+        // As `_total` its OpenMetrics family name would be empty.
+        for name in [&b"_total"[..], b".total", b"-total"] {
+            assert_eq!(
+                per_name_sample(name, Category::CUSTOM).as_deref(),
+                Some("custom__total"),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        assert_eq!(
+            per_name_sample(b"total", Category::BACKEND).as_deref(),
+            Some("total_total")
         );
     }
 }

@@ -264,14 +264,14 @@ impl Settings {
         let listen = match output_path.filter(|p| !p.is_empty()) {
             Some(path) => parse_address(path)?,
             None => {
-                let port = match lookup(ENV_PORT).filter(|v| !v.is_empty()) {
+                let port = match lookup(ENV_PORT).filter(|v| !v.trim().is_empty()) {
                     Some(v) => v
                         .trim()
                         .parse::<u16>()
                         .map_err(|_| SettingsError::Port { value: v.clone() })?,
                     None => DEFAULT_PORT,
                 };
-                let local = match lookup(ENV_LOCAL).filter(|v| !v.is_empty()) {
+                let local = match lookup(ENV_LOCAL).filter(|v| !v.trim().is_empty()) {
                     Some(v) => parse_switch(&v).ok_or(SettingsError::Local { value: v })?,
                     None => false,
                 };
@@ -432,6 +432,12 @@ mod tests {
         // a blank variable as unset.
         let err = Buckets::parse(" ").unwrap_err();
         assert!(err.to_string().contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn blank_port_and_switch_values_are_unset() {
+        let s = settings(None, &[(ENV_PORT, " "), (ENV_LOCAL, "\t")]).unwrap();
+        assert_eq!(s.listen, "0.0.0.0:9090".parse().unwrap());
     }
 
     #[test]

@@ -322,6 +322,44 @@ fn a_flood_of_names_is_bounded() {
 }
 
 #[test]
+fn degenerate_event_names_keep_both_formats_valid() {
+    let mut e = exporter("odd-names");
+    e.record(&[
+        ev(Category::CUSTOM, "_total", 1),
+        ev(Category::BACKEND, ".total", 2),
+        ev(Category::CONNECTION, "", 3),
+        ev(Category::CUSTOM, "9", 4),
+    ]);
+    for format in [Format::Text, Format::OpenMetrics] {
+        let body = text(&e, format);
+        for l in body
+            .lines()
+            .filter(|l| l.starts_with("# HELP") || l.starts_with("# TYPE"))
+        {
+            let fields: Vec<&str> = l.splitn(4, ' ').collect();
+            assert!(
+                fields.len() >= 3 && !fields[2].is_empty(),
+                "{format:?}: a metadata line without a family name: {l:?}"
+            );
+        }
+    }
+    let body = text(&e, Format::Text);
+    let sample = |name: &str| {
+        body.lines()
+            .find(|l| l.starts_with(&format!("{name}{{")))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_owned)
+    };
+    // `_total` and `.total` would leave an empty OpenMetrics family name:
+    // their category goes in front.
+    assert_eq!(sample("custom__total").as_deref(), Some("1"), "{body}");
+    assert_eq!(sample("backend__total").as_deref(), Some("2"), "{body}");
+    assert_eq!(sample("__total").as_deref(), Some("3"), "{body}");
+    assert_eq!(sample("_9_total").as_deref(), Some("4"), "{body}");
+    promtool::assert_exporter_output_accepted(&body);
+}
+
+#[test]
 fn promtool_finds_nothing_wrong_with_a_busy_scrape() {
     let mut a = exporter("agent-a");
     a.record(&[
