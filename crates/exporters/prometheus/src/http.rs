@@ -93,6 +93,24 @@ fn is_token(bytes: &[u8]) -> bool {
             .all(|&b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
+/// Whether `buf` may hold a complete request head, given that its first
+/// `scanned` bytes did not: a head ends in an empty line (`\n\n` or
+/// `\n\r\n`), and that ending must reach past `scanned`. Lets a connection
+/// that receives its head in many small pieces look only at the new bytes
+/// each time, instead of parsing everything again.
+pub(crate) fn may_end_a_head(buf: &[u8], scanned: usize) -> bool {
+    let from = scanned.saturating_sub(2).min(buf.len());
+    let tail = &buf[from..];
+    tail.iter().enumerate().any(|(i, &b)| {
+        b == b'\n'
+            && match tail.get(i + 1) {
+                Some(b'\n') => true,
+                Some(b'\r') => tail.get(i + 2) == Some(&b'\n'),
+                _ => false,
+            }
+    })
+}
+
 /// Parses the request head at the start of `buf` (blank lines before it are
 /// skipped, as RFC 9112 allows). Lines may end in CRLF or LF.
 pub(crate) fn parse(buf: &[u8]) -> Parsed {
@@ -363,6 +381,39 @@ mod tests {
             parse(b"\r\nGET /metrics HTTP/1.0\n\n"),
             Parsed::Complete { .. }
         ));
+    }
+
+    #[test]
+    fn a_head_is_never_missed_by_the_ending_check() {
+        for text in [
+            &b"GET /metrics HTTP/1.1\r\nHost: h\r\nAccept: */*\r\n\r\n"[..],
+            b"GET /metrics HTTP/1.0\n\n",
+            b"\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+            b"HEAD /metrics HTTP/1.1\nX: y\r\n\n",
+            b"BAD\r\n\r\n",
+        ] {
+            // Delivered in two pieces split anywhere, the first piece parsed
+            // (and found incomplete, or not) and the second checked.
+            for split in 0..=text.len() {
+                let scanned = if matches!(parse(&text[..split]), Parsed::Incomplete) {
+                    split
+                } else {
+                    0
+                };
+                assert!(
+                    may_end_a_head(text, scanned),
+                    "{:?} split at {split}",
+                    String::from_utf8_lossy(text)
+                );
+            }
+        }
+        let partial = b"GET /metrics HTTP/1.1\r\nHost: h\r\n";
+        assert!(!may_end_a_head(partial, 0));
+        assert!(!may_end_a_head(
+            b"GET /metrics HTTP/1.1\r\nHost: h\r\n\r",
+            30
+        ));
+        assert!(!may_end_a_head(b"", 0));
     }
 
     #[test]

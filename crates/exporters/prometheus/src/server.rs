@@ -263,6 +263,8 @@ struct Conn {
     phase: Phase,
     /// Received bytes not yet consumed by a parsed request.
     input: Vec<u8>,
+    /// How many bytes of `input` are known not to hold a complete head.
+    scanned: usize,
     /// `Core::renders` when bytes were last read into `input`.
     read_at: u64,
     /// When the current phase started.
@@ -430,6 +432,7 @@ impl Server {
             stream,
             phase: Phase::Request,
             input: Vec::new(),
+            scanned: 0,
             read_at: 0,
             since: now,
             deadline: now + self.limits.request_timeout,
@@ -520,7 +523,7 @@ impl Conn {
     fn drive(&mut self, core: &mut Core, limits: &ServerLimits) -> Next {
         loop {
             match &mut self.phase {
-                Phase::Request => match http::parse(&self.input) {
+                Phase::Request => match self.parse_input() {
                     Parsed::Complete { request, consumed } => {
                         self.input.drain(..consumed);
                         let outgoing = core.respond(Ok(&request), self.read_at);
@@ -533,6 +536,7 @@ impl Conn {
                     }
                     Parsed::Incomplete if self.input.len() >= limits.max_request_bytes => {
                         self.input.clear();
+                        self.scanned = 0;
                         let outgoing = core.respond(Err(Status::HeadersTooLarge), self.read_at);
                         self.start_response(outgoing, limits);
                     }
@@ -579,6 +583,22 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// Parses the request head in `input`, unless the bytes received since
+    /// the last look cannot have completed one.
+    fn parse_input(&mut self) -> Parsed {
+        if !http::may_end_a_head(&self.input, self.scanned) {
+            self.scanned = self.input.len();
+            return Parsed::Incomplete;
+        }
+        let parsed = http::parse(&self.input);
+        // A complete or refused head is removed from `input`.
+        self.scanned = match parsed {
+            Parsed::Incomplete => self.input.len(),
+            _ => 0,
+        };
+        parsed
     }
 
     fn start_response(&mut self, outgoing: Outgoing, limits: &ServerLimits) {
@@ -675,6 +695,7 @@ mod tests {
             stream: TcpStream::from_std(ours),
             phase: Phase::Linger,
             input: Vec::new(),
+            scanned: 0,
             read_at: 0,
             since: now,
             deadline: now + Duration::from_secs(2),

@@ -185,6 +185,33 @@ fn keep_alive_and_pipelined_requests() {
 }
 
 #[test]
+fn a_head_sent_a_byte_at_a_time_is_answered() {
+    let e = exporter("trickle");
+    let addr = e.local_addr();
+    let mut s = connect(addr);
+    s.set_nodelay(true).unwrap();
+    // Two pipelined requests, one byte per packet; the second asks for
+    // OpenMetrics, so each answer shows that its own head was parsed whole.
+    let heads = format!(
+        "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\nGET /metrics HTTP/1.1\r\nHost: t\r\nAccept: {PROMETHEUS_ACCEPT}\r\n\r\n"
+    );
+    for b in heads.as_bytes() {
+        s.write_all(std::slice::from_ref(b)).unwrap();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let mut pending = Vec::new();
+    let first = read_pipelined(&mut s, &mut pending, false);
+    let second = read_pipelined(&mut s, &mut pending, false);
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("Content-Type"), Some(TEXT_CONTENT_TYPE));
+    assert_eq!(second.status, 200);
+    assert_eq!(
+        second.header("Content-Type"),
+        Some(OPENMETRICS_CONTENT_TYPE)
+    );
+}
+
+#[test]
 fn garbage_is_refused_and_the_listener_survives() {
     let e = exporter_with_limits("garbage", short_limits());
     let addr = e.local_addr();
