@@ -146,11 +146,12 @@ impl Collector {
             most = most.max(budget);
             while budget > 0 {
                 let room = self.batch_size.saturating_sub(st.batch.len()).max(1);
-                // A batch may grow past batch_size by the packing factor.
+                // The batch may grow past batch_size by the packing factor;
+                // export hands it over in pieces of at most batch_size.
                 let slots = drain_expanded(consumer, &mut st.batch, room.min(budget));
                 budget -= slots;
                 if st.batch.len() >= self.batch_size {
-                    Self::export(exporter, st);
+                    Self::export(exporter, st, self.batch_size);
                 }
                 if slots == 0 {
                     break;
@@ -166,7 +167,7 @@ impl Collector {
             }
         }
         st.consumers = consumers;
-        Self::export(exporter, st);
+        Self::export(exporter, st, self.batch_size);
         let drops = Self::drop_counts(st, &self.staging);
         let total = drops.total();
         if total > st.reported_drops {
@@ -180,7 +181,7 @@ impl Collector {
             ));
             st.generated += 1;
             let lost_before = st.exporter_full + st.exporter_failed;
-            Self::export(exporter, st);
+            Self::export(exporter, st, self.batch_size);
             // A report that is itself lost (the ring is still full) is counted,
             // but not reported again: otherwise a full ring nobody reads would
             // get a new report on every pass, forever.
@@ -202,28 +203,30 @@ impl Collector {
         most
     }
 
-    fn export(exporter: &mut dyn Exporter, st: &mut FlushState) {
-        if st.batch.is_empty() {
-            return;
-        }
-        let outcome = if st.exporter_panicked {
-            ExportOutcome::failed(st.batch.len())
-        } else {
-            match catch_unwind(AssertUnwindSafe(|| exporter.export(&st.batch))) {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    st.exporter_panicked = true;
-                    tracing::error!(
-                        exporter = exporter.name(),
-                        "exporter panicked; it is disabled, later events count as exporter_failed"
-                    );
-                    ExportOutcome::failed(st.batch.len())
+    /// Hands the batch to the exporter in pieces of at most `max` events (the
+    /// buffer size: plug-ins are promised no larger batch) and books what
+    /// became of each.
+    fn export(exporter: &mut dyn Exporter, st: &mut FlushState, max: usize) {
+        for piece in st.batch.chunks(max.max(1)) {
+            let outcome = if st.exporter_panicked {
+                ExportOutcome::failed(piece.len())
+            } else {
+                match catch_unwind(AssertUnwindSafe(|| exporter.export(piece))) {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        st.exporter_panicked = true;
+                        tracing::error!(
+                            exporter = exporter.name(),
+                            "exporter panicked; it is disabled, later events count as exporter_failed"
+                        );
+                        ExportOutcome::failed(piece.len())
+                    }
                 }
-            }
-        };
-        st.delivered += outcome.delivered as u64;
-        st.exporter_full += outcome.dropped_full as u64;
-        st.exporter_failed += outcome.failed as u64;
+            };
+            st.delivered += outcome.delivered as u64;
+            st.exporter_full += outcome.dropped_full as u64;
+            st.exporter_failed += outcome.failed as u64;
+        }
         st.batch.clear();
     }
 

@@ -33,6 +33,52 @@ impl Exporter for Keep {
     }
 }
 
+/// Remembers the largest batch it was handed.
+#[derive(Clone, Default)]
+struct LargestBatch(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Exporter for LargestBatch {
+    fn name(&self) -> &str {
+        "largest-batch"
+    }
+    fn export(&mut self, events: &[Event]) -> ExportOutcome {
+        self.0
+            .fetch_max(events.len(), std::sync::atomic::Ordering::Relaxed);
+        ExportOutcome::delivered(events.len())
+    }
+}
+
+#[test]
+fn no_batch_is_larger_than_the_buffer_size_even_when_transfers_expand() {
+    // A completed transfer takes one staging slot and becomes three events:
+    // a full queue of them must still reach the exporter in batches of at
+    // most NIXL_TELEMETRY_BUFFER_SIZE events (what plug-ins are promised).
+    const BUFFER: usize = 8;
+    let largest = LargestBatch::default();
+    let config = Telemetry::builder("batches")
+        .buffer_size(BUFFER)
+        .unwrap()
+        .run_interval(Duration::from_secs(3600))
+        .unwrap();
+    let t = Telemetry::with_exporter(
+        "batches",
+        config.as_config().clone(),
+        Box::new(largest.clone()),
+    )
+    .unwrap();
+    for _ in 0..BUFFER {
+        t.transfer_completed(10, Direction::Write, 4096);
+    }
+    t.flush();
+    let s = balanced(&t);
+    assert_eq!(s.delivered, 3 * BUFFER as u64, "{s:?}");
+    let largest = largest.0.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        (1..=BUFFER).contains(&largest),
+        "a batch of {largest} events; the buffer size is {BUFFER}"
+    );
+}
+
 /// Telemetry for `agent` whose exporter keeps every event, flushed every
 /// millisecond from staging queues of `buffer_size` slots.
 fn kept(agent: &str, buffer_size: usize) -> (Arc<Telemetry>, Keep) {
