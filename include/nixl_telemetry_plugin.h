@@ -10,7 +10,8 @@
  *    version 1 accepts exactly api_version == NIXL_TELEMETRY_PLUGIN_API_VERSION
  *    and struct_size == sizeof(nixl_telemetry_plugin_t).
  *  - init is called once when the library is loaded, fini once before it is
- *    unloaded; every exporter is destroyed before fini.
+ *    unloaded (also when the host refuses the descriptor init returned);
+ *    every exporter is destroyed before fini.
  *  - The functions of one exporter are called from one thread at a time (not
  *    always the same thread); different exporters may be called concurrently.
  *  - params and the strings it points to are valid only during create_exporter:
@@ -89,7 +90,8 @@ typedef struct {
 } nixl_telemetry_plugin_t;
 
 /* Called once after the library is loaded; returns a descriptor that stays
- * valid until fini. NULL means the plug-in cannot be used. */
+ * valid until fini. NULL means the plug-in cannot be used (fini is still
+ * called before the library is unloaded). */
 NIXL_TELEMETRY_PLUGIN_EXPORT const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void);
 
 /* Called once before the library is unloaded, after every exporter is destroyed. */

@@ -63,6 +63,10 @@ impl std::fmt::Display for Searched<'_> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PluginError {
+    /// The name cannot be a plug-in's: it would reach outside the search
+    /// directories or is not a file name.
+    #[error("{0:?} is not an exporter plug-in name; accepted: letters, digits, '_', '-' and '.', not starting with '.' (the file is libtelemetry_exporter_<name>.so)")]
+    InvalidName(String),
     /// No directory of the search path holds `libtelemetry_exporter_<name>.so`.
     #[error("exporter plug-in {name:?}: {file} not found; {}", Searched(searched))]
     NotFound {

@@ -168,6 +168,33 @@ fn a_library_without_the_init_symbol() {
 }
 
 #[test]
+fn a_name_given_in_code_cannot_reach_outside_the_search_path() {
+    // The file exists, one directory up from the searched one, behind a
+    // directory whose name starts like a plug-in's.
+    let dir = tempfile::tempdir().unwrap();
+    let searched = dir.path().join("plugins");
+    std::fs::create_dir_all(searched.join("libtelemetry_exporter_x")).unwrap();
+    build_c_plugin("hostile.c", dir.path(), "evil", &[]);
+    let cfg = plugin_config(&searched, "nop");
+    for name in [
+        "x/../../libtelemetry_exporter_evil",
+        "../evil",
+        "",
+        ".hidden",
+        "a b",
+    ] {
+        let err = PluginExporter::load(name, &cfg, "agent-x").unwrap_err();
+        assert!(
+            matches!(err, PluginError::InvalidName(_)),
+            "{name:?}: {err:?}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("not an exporter plug-in name"), "{msg}");
+        assert!(msg.contains("letters, digits"), "{msg}");
+    }
+}
+
+#[test]
 fn init_returning_null() {
     let dir = tempfile::tempdir().unwrap();
     build_c_plugin("hostile.c", dir.path(), "initnull", &["INIT_NULL"]);
@@ -224,6 +251,33 @@ fn a_struct_size_the_host_does_not_accept() {
             "{msg}"
         );
         assert_names_plugin_and_search(&msg, name, dir.path());
+    }
+}
+
+#[test]
+fn a_refused_plugin_still_gets_fini_before_it_is_unloaded() {
+    // init ran, so fini runs too (a plug-in may have set something up in
+    // init), whatever made the host refuse it.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, define) in [
+        ("finnull", "INIT_NULL"),
+        ("finv2", "API_VERSION=2"),
+        ("finsize", "STRUCT_SIZE=48"),
+        ("finnocreate", "NULL_CREATE"),
+    ] {
+        let log = dir.path().join(format!("{name}.log"));
+        build_c_plugin(
+            "hostile.c",
+            dir.path(),
+            name,
+            &[define, &format!("FINI_LOG=\"{}\"", log.display())],
+        );
+        load_error(dir.path(), name);
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "init\nfini\n",
+            "{define}"
+        );
     }
 }
 

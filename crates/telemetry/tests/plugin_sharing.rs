@@ -101,6 +101,39 @@ fn two_agents_share_one_loaded_plugin() {
 }
 
 #[test]
+fn a_plugin_reached_through_a_hard_link_is_loaded_once() {
+    // The dynamic loader shares one image per file, whatever the path: two
+    // directories holding hard links of one library are one plug-in, with one
+    // init and one fini after both exporters are gone.
+    let first = tempfile::tempdir().unwrap();
+    let second = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let log = first.path().join("lifecycle.log");
+    let define = format!("LIFECYCLE_LOG=\"{}\"", log.display());
+    let lib = build_c_plugin("record.c", first.path(), "record", &[&define]);
+    std::fs::hard_link(&lib, second.path().join(lib.file_name().unwrap())).unwrap();
+
+    let a = Telemetry::new("agent-a", record_config(first.path(), out.path())).unwrap();
+    let b = Telemetry::new("agent-b", record_config(second.path(), out.path())).unwrap();
+    assert_eq!(users_of(&lib), Some(2));
+    drop(a);
+    assert_eq!(users_of(&lib), Some(1));
+    drop(b);
+    assert_eq!(users_of(&lib), None);
+    assert_eq!(
+        lifecycle(&log),
+        [
+            "init - 0",
+            "create agent-a 1 256",
+            "create agent-b 2 256",
+            "destroy agent-a 1",
+            "destroy agent-b 0",
+            "fini - 0"
+        ]
+    );
+}
+
+#[test]
 fn concurrent_loads_and_unloads_keep_init_and_fini_paired() {
     let plugins = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@
  *   NULL_CREATE         create_exporter is NULL
  *   CREATE_FAILS        create_exporter returns NULL with a reason naming the agent
  *   EXPORT_FAILS        export_event, export_batch and flush always return -1
+ *   FINI_LOG="path"     init and fini append a line ("init", "fini") to that file
  * Without any, a well-behaved plug-in that accepts and discards everything.
  */
 #include "nixl_telemetry_plugin.h"
@@ -83,8 +84,21 @@ const nixl_telemetry_plugin_t hostile_plugin = {
     .destroy_exporter = hostile_destroy,
 };
 
+static void log_call(const char *what) {
+#ifdef FINI_LOG
+    FILE *f = fopen(FINI_LOG, "a");
+    if (f != NULL) {
+        fprintf(f, "%s\n", what);
+        fclose(f);
+    }
+#else
+    (void)what;
+#endif
+}
+
 #ifndef NO_INIT
 const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) {
+    log_call("init");
 #ifdef INIT_NULL
     return NULL;
 #else
@@ -93,4 +107,6 @@ const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) {
 }
 #endif
 
-void nixl_telemetry_plugin_fini(void) {}
+void nixl_telemetry_plugin_fini(void) {
+    log_call("fini");
+}

@@ -65,8 +65,16 @@ impl Drop for LoadedLibrary {
     }
 }
 
+/// The device and inode of the file at `path`, if it can be read.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 struct Entry {
     key: PathBuf,
+    /// Device and inode of the file: one loaded image per file.
+    file: Option<(u64, u64)>,
     users: usize,
     library: Arc<LoadedLibrary>,
 }
@@ -145,17 +153,24 @@ impl PluginLibrary {
         searched: &[SearchedPath],
     ) -> Result<PluginLibrary, PluginError> {
         let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let file = file_identity(&key);
         let mut entries = registry();
-        if let Some(entry) = entries.iter_mut().find(|e| e.key == key) {
+        // The dynamic loader shares one image per file (device and inode), so
+        // a hard link or a bind mount of a loaded library is that library.
+        if let Some(entry) = entries
+            .iter_mut()
+            .find(|e| e.key == key || (file.is_some() && e.file == file))
+        {
             entry.users += 1;
             return Ok(PluginLibrary {
                 library: Some(Arc::clone(&entry.library)),
-                key,
+                key: entry.key.clone(),
             });
         }
         let library = Arc::new(open(name, &key, searched)?);
         entries.push(Entry {
             key: key.clone(),
+            file,
             users: 1,
             library: Arc::clone(&library),
         });
@@ -198,6 +213,43 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibr
         .map_err(missing("nixl_telemetry_plugin_fini"))?;
     // SAFETY: the library is loaded and `init` has the ABI's signature.
     let descriptor = unsafe { init() };
+    match read_descriptor(name, path, &searched, descriptor) {
+        Ok((functions, plugin_name, version)) => {
+            tracing::debug!(
+                plugin = name,
+                path = %path.display(),
+                descriptor_name = %plugin_name,
+                version = %version,
+                "exporter plug-in loaded"
+            );
+            Ok(LoadedLibrary {
+                path: path.to_owned(),
+                name: plugin_name,
+                version,
+                functions,
+                fini,
+                library: Some(library),
+            })
+        }
+        Err(refused) => {
+            // SAFETY: `init` was called and the library is still loaded (it is
+            // unloaded when `library` drops, after this); no exporter exists.
+            // init once, fini once before the unload, even for a plug-in the
+            // host refuses: it may have set something up in init.
+            unsafe { fini() };
+            Err(refused)
+        }
+    }
+}
+
+/// Checks what `init` returned: a version-1 descriptor with the required
+/// functions. Returns its functions, name and version.
+fn read_descriptor(
+    name: &str,
+    path: &Path,
+    searched: &dyn Fn() -> Vec<SearchedPath>,
+    descriptor: *const PluginDescriptor,
+) -> Result<(Functions, String, String), PluginError> {
     let invalid = |reason: &'static str| PluginError::InvalidDescriptor {
         name: name.to_owned(),
         path: path.to_owned(),
@@ -261,21 +313,7 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibr
             owned_c_str(descriptor.version),
         )
     };
-    tracing::debug!(
-        plugin = name,
-        path = %path.display(),
-        descriptor_name = %plugin_name,
-        version = %version,
-        "exporter plug-in loaded"
-    );
-    Ok(LoadedLibrary {
-        path: path.to_owned(),
-        name: plugin_name,
-        version,
-        functions,
-        fini,
-        library: Some(library),
-    })
+    Ok((functions, plugin_name, version))
 }
 
 /// Copies a C string, lossily; NULL gives "".

@@ -65,6 +65,11 @@ impl PluginExporter {
         config: &TelemetryConfig,
         agent: &str,
     ) -> Result<PluginExporter, PluginError> {
+        // The configuration checks the name it reads; a name given in code is
+        // checked here, so no caller can reach a file outside the search path.
+        if crate::config::check_plugin_name("plug-in name", name).is_err() {
+            return Err(PluginError::InvalidName(name.to_owned()));
+        }
         let search = search::locate(name, config);
         let Some(path) = search.found else {
             return Err(PluginError::NotFound {
