@@ -706,7 +706,7 @@ class FileSource:
 
 
 def is_writer_temp_file(name):
-    """A ring being created: the writer prepares `.<agent>.<pid>.<n>.tmp` and
+    """A ring being created: the writer prepares `.nixl-ring.<pid>.<us>.<n>.tmp` and
     renames it into place once its header is written."""
     return name.startswith(".") and name.endswith(".tmp")
 

@@ -54,3 +54,45 @@ fn a_directory_in_the_way_is_refused() {
     let err = RingWriter::create(dir.path(), "agent", 8).err().unwrap();
     assert!(matches!(err, RingError::NotRegularFile { .. }), "{err}");
 }
+
+#[test]
+fn racing_creators_of_a_stale_ring_leave_exactly_one_owner() {
+    // flock locks belong to an open file, so threads that each open the file
+    // contend like separate processes. Whoever replaces the stale file owns the
+    // ring; every other creator must be refused, never handed a file that is
+    // no longer under the ring's name.
+    for round in 0..200 {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("agent"), vec![0xAB; 100]).unwrap();
+        let barrier = std::sync::Barrier::new(8);
+        let writers: Vec<RingWriter> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        RingWriter::create(dir.path(), "agent", 8).ok()
+                    })
+                })
+                .collect();
+            racers
+                .into_iter()
+                .filter_map(|r| r.join().unwrap())
+                .collect()
+        });
+        assert_eq!(writers.len(), 1, "round {round}: {} owners", writers.len());
+        // And the owner's file is the one under the name.
+        let mut w = writers.into_iter().next().unwrap();
+        w.push_batch(&[Event::new(1, Category::CUSTOM, "mine", 7)]);
+        let mut r = RingReader::open(&dir.path().join("agent"), ReadMode::Peek).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(r.read_batch(&mut out, 10).unwrap(), 1, "round {round}");
+    }
+}
+
+#[test]
+fn long_agent_names_get_a_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "a".repeat(255);
+    let w = RingWriter::create(dir.path(), &name, 8).unwrap();
+    assert_eq!(w.path(), dir.path().join(&name));
+}

@@ -236,7 +236,7 @@ impl Ring {
 }
 
 /// Whether a directory entry is a ring writer's temporary file
-/// (`.<agent>.<pid>.<µs>.tmp`, renamed into place once it is initialised).
+/// (`.nixl-ring.<pid>.<µs>.<n>.tmp`, renamed into place once it is initialised).
 fn is_writer_temp_file(name: &OsStr) -> bool {
     let bytes = name.as_bytes();
     bytes.starts_with(b".") && bytes.ends_with(b".tmp")
@@ -462,6 +462,7 @@ mod tests {
 
     #[test]
     fn temp_files_are_recognised() {
+        assert!(is_writer_temp_file(OsStr::new(".nixl-ring.123.456.0.tmp")));
         assert!(is_writer_temp_file(OsStr::new(".initiator.123.456.tmp")));
         assert!(!is_writer_temp_file(OsStr::new("initiator")));
         assert!(!is_writer_temp_file(OsStr::new(".hidden")));

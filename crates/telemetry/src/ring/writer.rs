@@ -2,9 +2,10 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nixl_telemetry_abi::ring::{self as layout, trailer};
 use nixl_telemetry_abi::Event;
@@ -57,6 +58,34 @@ fn try_lock(file: &File, path: &Path) -> Result<bool, RingError> {
     }
 }
 
+/// Allocates the blocks of the file's first `size` bytes. A mapping of a
+/// sparse file needs a block the first time each page is written, and a write
+/// that finds the disk (or tmpfs) full is a SIGBUS that ends the process; with
+/// the blocks reserved, a full disk is an error here, at creation.
+fn reserve_blocks(file: &File, size: u64) -> std::io::Result<()> {
+    let len =
+        libc::off_t::try_from(size).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
+    loop {
+        // SAFETY: the descriptor is open for the call; posix_fallocate only
+        // reads its integer arguments.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        match rc {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            errno => return Err(std::io::Error::from_raw_os_error(errno)),
+        }
+    }
+}
+
+/// Whether `path` still names the file `file` is open on (same device and inode).
+fn still_named(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
 /// Reads the producer pid from an existing file's trailer, if it has one.
 fn trailer_pid(file: &File) -> Option<u32> {
     use std::os::unix::fs::FileExt;
@@ -78,9 +107,10 @@ impl RingWriter {
             "capacity must be a power of two >= 2"
         );
         let path = dir.join(agent);
-        // Up to two rounds: a competing creator can slip in between our check and
-        // our link; the second round then sees its file and reports it.
-        for _ in 0..2 {
+        // A few rounds: a competing creator can slip in between our check and
+        // our link, or replace the stale file we are locking; the next round
+        // then sees its file and reports it.
+        for _ in 0..3 {
             let stale = match std::fs::symlink_metadata(&path) {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     return Err(RingError::Symlink { path })
@@ -97,15 +127,25 @@ impl RingWriter {
                             path,
                         });
                     }
+                    // The lock is ours, but is the file still the ring's? A
+                    // creator that locked it first may have replaced it and
+                    // let go of it since: look again.
+                    if !still_named(&old, &path) {
+                        continue;
+                    }
                     Some(old)
                 }
                 Err(e) if e.kind() == ErrorKind::NotFound => None,
                 Err(e) => return Err(RingError::io(&path, "inspect the ring path", e)),
             };
+            // Short, whatever the agent's name (which may take all 255 bytes
+            // a file name has), and unique within the process and over time.
+            static TEMPORARIES: AtomicU64 = AtomicU64::new(0);
             let tmp = dir.join(format!(
-                ".{agent}.{}.{}.tmp",
+                ".nixl-ring.{}.{}.{}.tmp",
                 std::process::id(),
-                clock::system_now_us()
+                clock::system_now_us(),
+                TEMPORARIES.fetch_add(1, Ordering::Relaxed)
             ));
             let file = nofollow_open(&tmp, true)
                 .map_err(|e| RingError::io(&tmp, "create the ring file", e))?;
@@ -154,6 +194,8 @@ impl RingWriter {
         let size = layout::file_size_with_trailer(cap).expect("capacity bounded by config");
         file.set_len(size)
             .map_err(|e| RingError::io(tmp, "size the ring file", e))?;
+        reserve_blocks(&file, size)
+            .map_err(|e| RingError::io(tmp, "reserve disk space for the ring file", e))?;
         let map = Mapping::read_write(&file, size as usize)
             .map_err(|e| RingError::io(tmp, "map the ring file", e))?;
         let trailer_at = layout::trailer_offset(cap).unwrap() as usize;
