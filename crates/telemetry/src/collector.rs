@@ -304,7 +304,7 @@ impl Collector {
     /// Marks every queue closed (threads forget them) and drops the exporter.
     pub(crate) fn close(&self) {
         let mut st = self.lock();
-        self.staging.take_registered(&mut st.consumers);
+        self.staging.shut_down(&mut st.consumers);
         for c in &st.consumers {
             c.close();
         }

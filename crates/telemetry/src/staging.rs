@@ -324,7 +324,12 @@ pub(crate) struct Staging {
     way: usize,
     capacity: usize,
     registered: Mutex<Vec<Consumer>>,
-    /// Events recorded on a thread whose thread-local storage was already torn down.
+    /// Set (under the `registered` lock) when the instance shuts down: no
+    /// queue is registered after that, so a handle that outlives its
+    /// telemetry costs no memory on the threads it is used on.
+    shut: AtomicBool,
+    /// Events recorded on a thread whose thread-local storage was already torn
+    /// down, or that found no queue because the instance had shut down.
     late_drops: AtomicU64,
 }
 
@@ -337,8 +342,20 @@ impl Staging {
             way: id as usize % CACHE_WAYS,
             capacity,
             registered: Mutex::new(Vec::new()),
+            shut: AtomicBool::new(false),
             late_drops: AtomicU64::new(0),
         }
+    }
+
+    /// Stops registering queues; what was registered until now is handed over
+    /// to `into` (to be closed by the caller).
+    pub(crate) fn shut_down(&self, into: &mut Vec<Consumer>) {
+        let mut reg = self
+            .registered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.shut.store(true, Ordering::Release);
+        into.append(&mut reg);
     }
 
     /// Records one event into the calling thread's queue for this instance.
@@ -412,20 +429,24 @@ impl Staging {
             }
             let index = match entries.iter().position(|(id, _)| *id == self.id) {
                 Some(i) => i,
-                None => {
-                    entries.push((self.id, Box::new(self.register())));
-                    entries.len() - 1
-                }
+                None => match self.register() {
+                    Some(producer) => {
+                        entries.push((self.id, Box::new(producer)));
+                        entries.len() - 1
+                    }
+                    None => return false,
+                },
             };
             let producer: *mut Producer = &mut *entries[index].1;
             let way = self.way;
             cache.ids[way].set(self.id);
             cache.producers[way].set(producer);
             // SAFETY: as in `push_slot_with`: the pointer is into a live Box of TABLE.
-            unsafe { (*producer).push_with(extra, when, make) }
+            unsafe { (*producer).push_with(extra, when, make) };
+            true
         });
-        if pushed.is_err() {
-            // This thread's TABLE is already torn down.
+        if pushed != Ok(true) {
+            // This thread's TABLE is already torn down, or the instance shut down.
             self.late_drops
                 .fetch_add(1 + u64::from(extra), Ordering::Relaxed);
         }
@@ -445,15 +466,21 @@ impl Staging {
         self.late_drops.load(Ordering::Relaxed)
     }
 
+    /// A new queue for the calling thread, or `None` once the instance has
+    /// shut down.
     #[cold]
     #[inline(never)]
-    fn register(&self) -> Producer {
-        let (producer, consumer) = channel(self.capacity);
-        self.registered
+    fn register(&self) -> Option<Producer> {
+        let mut reg = self
+            .registered
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(consumer);
-        producer
+            .unwrap_or_else(PoisonError::into_inner);
+        if self.shut.load(Ordering::Acquire) {
+            return None;
+        }
+        let (producer, consumer) = channel(self.capacity);
+        reg.push(consumer);
+        Some(producer)
     }
 }
 
@@ -698,5 +725,31 @@ mod tests {
             entries.iter().map(|(id, _)| *id).collect::<Vec<_>>()
         });
         assert!(!live.contains(&a.id) && live.contains(&b.id) && live.contains(&c.id));
+    }
+
+    #[test]
+    fn no_queue_is_registered_after_shutdown() {
+        let s = Staging::new(8);
+        s.push_event(ev(1));
+        let mut consumers = Vec::new();
+        s.shut_down(&mut consumers);
+        assert_eq!(consumers.len(), 1);
+        for c in &consumers {
+            c.close();
+        }
+        // Threads that record after the shutdown (a handle that outlived its
+        // telemetry) get no queue: their events are counted, nothing is kept.
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    s.push_event(ev(2));
+                    s.push_event(ev(3));
+                });
+            }
+        });
+        let mut later = Vec::new();
+        s.take_registered(&mut later);
+        assert!(later.is_empty());
+        assert_eq!(s.late_drops(), 8);
     }
 }

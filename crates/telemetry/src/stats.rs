@@ -9,7 +9,8 @@ pub struct DropCounts {
     pub exporter_full: u64,
     /// The exporter failed (a plug-in returned an error or panicked).
     pub exporter_failed: u64,
-    /// Recorded while the recording thread was being torn down.
+    /// Recorded while the recording thread was being torn down (or through a
+    /// handle after its telemetry was dropped).
     pub late: u64,
 }
 
