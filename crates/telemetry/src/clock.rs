@@ -207,9 +207,13 @@ pub(crate) struct TscToUs {
 }
 
 impl TscToUs {
-    /// The current calibration (a consistent snapshot of the seqlock).
+    /// The current calibration (a consistent snapshot of the seqlock). If
+    /// the re-anchoring thread was preempted in the middle of its three
+    /// stores, the reader yields its CPU after a short spin rather than spin
+    /// for the rest of its time slice.
     #[inline(always)]
     pub(crate) fn current() -> TscToUs {
+        let mut attempts = 0u32;
         loop {
             let s1 = CAL.seq.load(Ordering::Acquire);
             let base_tsc = CAL.base_tsc.load(Ordering::Relaxed);
@@ -223,7 +227,12 @@ impl TscToUs {
                     scale,
                 };
             }
-            std::hint::spin_loop();
+            if attempts < 64 {
+                attempts += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
     }
 
