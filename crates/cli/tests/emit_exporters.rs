@@ -232,6 +232,30 @@ fn c_plugin_from_the_environment() {
 }
 
 #[test]
+fn a_variable_that_is_not_utf8_is_a_clear_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
+    cmd.args(["emit", "--agent", "agent"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("NIXL_")) {
+        cmd.env_remove(k);
+    }
+    cmd.env("NIXL_TELEMETRY_ENABLE", "1").env(
+        "NIXL_TELEMETRY_DIR",
+        std::ffi::OsStr::from_bytes(b"/tmp/rings-\xff"),
+    );
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("NIXL_TELEMETRY_DIR") && stderr.contains("UTF-8"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_missing_plugin_is_a_clear_error() {
     let empty = tempfile::tempdir().unwrap();
     let (code, stderr) = emit(

@@ -234,13 +234,39 @@ pub fn check_agent_name(name: &str) -> Result<(), ConfigError> {
     })
 }
 
+/// Every variable [`TelemetryConfig::from_env`] reads.
+const VARIABLES: [&str; 9] = [
+    ENV_ENABLE,
+    ENV_BUFFER_SIZE,
+    ENV_RUN_INTERVAL,
+    ENV_DIR,
+    ENV_EXPORTER,
+    ENV_OUTPUT_PATH,
+    ENV_PLUGIN_DIR,
+    ENV_NIXL_PLUGIN_DIR,
+    ENV_ENABLED_METRICS,
+];
+
 fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.trim().is_empty())
 }
 
 impl TelemetryConfig {
-    /// Reads the configuration from the process environment.
+    /// Reads the configuration from the process environment. A variable
+    /// whose value is not UTF-8 is an error naming it (read as unset, it
+    /// would silently turn telemetry off or move its files).
     pub fn from_env() -> Result<TelemetryConfig, ConfigError> {
+        for variable in VARIABLES {
+            if let Some(value) = std::env::var_os(variable) {
+                if value.to_str().is_none() {
+                    return Err(ConfigError::invalid(
+                        variable,
+                        &value.to_string_lossy(),
+                        "text in UTF-8 (paths included)",
+                    ));
+                }
+            }
+        }
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
