@@ -54,7 +54,9 @@ impl Collector {
             state: Mutex::new(FlushState {
                 exporter,
                 consumers: Vec::new(),
-                batch: Vec::with_capacity(buffer_size),
+                // Grown on demand past this: allocating a whole buffer up front
+                // (3.5 GiB at the largest size) could abort the host.
+                batch: Vec::with_capacity(buffer_size.min(1 << 16)),
                 retired: QueueCounts::default(),
                 delivered: 0,
                 generated: 0,

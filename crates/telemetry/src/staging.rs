@@ -82,13 +82,15 @@ unsafe impl Sync for Shared {}
 // SAFETY: as above; nothing in Shared is tied to a thread.
 unsafe impl Send for Shared {}
 
-/// Creates a queue of `capacity` events (a power of two ≥ 2).
-fn channel(capacity: usize) -> (Producer, Consumer) {
+/// Creates a queue of `capacity` events (a power of two ≥ 2); `None` if the
+/// memory for its slots cannot be had (a failed allocation must not abort the
+/// host: with the largest buffer size a queue is 3.5 GiB).
+fn try_channel(capacity: usize) -> Option<(Producer, Consumer)> {
     assert!(capacity.is_power_of_two() && capacity >= 2);
-    let slots = (0..capacity)
-        .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-        .collect::<Vec<_>>()
-        .into_boxed_slice();
+    let mut slots = Vec::new();
+    slots.try_reserve_exact(capacity).ok()?;
+    slots.extend((0..capacity).map(|_| UnsafeCell::new(MaybeUninit::uninit())));
+    let slots = slots.into_boxed_slice();
     let shared = Arc::new(Shared {
         published: CachePadded(Published {
             head: AtomicU64::new(0),
@@ -111,13 +113,13 @@ fn channel(capacity: usize) -> (Producer, Consumer) {
         capacity: capacity as u64,
         mask: capacity as u64 - 1,
     };
-    (
+    Some((
         producer,
         Consumer {
             shared,
             consumed_extra: 0,
         },
-    )
+    ))
 }
 
 /// The recording thread's end of one queue. Not `Send`: it lives in the
@@ -329,8 +331,11 @@ pub(crate) struct Staging {
     /// telemetry costs no memory on the threads it is used on.
     shut: AtomicBool,
     /// Events recorded on a thread whose thread-local storage was already torn
-    /// down, or that found no queue because the instance had shut down.
+    /// down, or that found no queue because the instance had shut down or the
+    /// memory for one could not be had.
     late_drops: AtomicU64,
+    /// A failed queue allocation was logged.
+    warned_no_memory: AtomicBool,
 }
 
 impl Staging {
@@ -344,6 +349,7 @@ impl Staging {
             registered: Mutex::new(Vec::new()),
             shut: AtomicBool::new(false),
             late_drops: AtomicU64::new(0),
+            warned_no_memory: AtomicBool::new(false),
         }
     }
 
@@ -467,7 +473,7 @@ impl Staging {
     }
 
     /// A new queue for the calling thread, or `None` once the instance has
-    /// shut down.
+    /// shut down or when there is no memory for one.
     #[cold]
     #[inline(never)]
     fn register(&self) -> Option<Producer> {
@@ -478,7 +484,15 @@ impl Staging {
         if self.shut.load(Ordering::Acquire) {
             return None;
         }
-        let (producer, consumer) = channel(self.capacity);
+        let Some((producer, consumer)) = try_channel(self.capacity) else {
+            if !self.warned_no_memory.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    events = self.capacity,
+                    "no memory for a staging queue: this thread's events are dropped (counted as late)"
+                );
+            }
+            return None;
+        };
         reg.push(consumer);
         Some(producer)
     }
@@ -546,7 +560,7 @@ mod tests {
 
     #[test]
     fn queue_keeps_order_wraps_and_counts_drops() {
-        let (mut p, mut c) = channel(4);
+        let (mut p, mut c) = try_channel(4).unwrap();
         for v in 0..6 {
             p.push(ev(v));
         }
@@ -573,7 +587,7 @@ mod tests {
 
     #[test]
     fn a_packed_slot_counts_as_its_events_whole_or_dropped_whole() {
-        let (mut p, mut c) = channel(4);
+        let (mut p, mut c) = try_channel(4).unwrap();
         p.push(ev(1));
         p.push_with(2, When::At(0), |_| ev(2));
         p.push(ev(3));

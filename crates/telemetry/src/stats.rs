@@ -9,8 +9,9 @@ pub struct DropCounts {
     pub exporter_full: u64,
     /// The exporter failed (a plug-in returned an error or panicked).
     pub exporter_failed: u64,
-    /// Recorded while the recording thread was being torn down (or through a
-    /// handle after its telemetry was dropped).
+    /// Recorded while the recording thread was being torn down, through a
+    /// handle after its telemetry was dropped, or on a thread for which no
+    /// staging queue could be allocated.
     pub late: u64,
 }
 
