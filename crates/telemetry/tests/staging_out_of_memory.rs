@@ -5,30 +5,24 @@
 //! as a child whose address space is limited to 1 GiB, where that allocation
 //! fails; the child records and reports its books.
 
+#[path = "support/child.rs"]
+mod child;
+
 use nixl_telemetry::{Category, Telemetry};
-use std::process::Command;
 
 const CHILD: &str = "NIXL_TELEMETRY_TEST_OOM_CHILD";
 
 #[test]
 fn a_queue_that_cannot_be_allocated_is_counted_not_an_abort() {
-    if std::env::var_os(CHILD).is_some() {
+    if child::is_child(CHILD) {
         record_under_a_memory_limit();
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_queue_that_cannot_be_allocated_is_counted_not_an_abort",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .expect("the test binary runs again as a child");
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child: {:?}\n{said}", out.status);
+    let (status, said) = child::run_as_child(
+        "a_queue_that_cannot_be_allocated_is_counted_not_an_abort",
+        CHILD,
+    );
+    assert!(status.success(), "child: {status:?}\n{said}");
     assert!(said.contains("books: recorded=2 late=2"), "{said}");
 }
 

@@ -7,12 +7,13 @@
 //! again as a child with SIGPIPE restored to its default, and that child sends
 //! requests and resets the connection before the answer is written.
 
+#[path = "../../../telemetry/tests/support/child.rs"]
+mod child;
 mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::time::Duration;
 
 use common::{connect, ev, exporter, read_response, scrape};
@@ -24,30 +25,19 @@ const RESETS: usize = 300;
 
 #[test]
 fn a_scraper_that_resets_cannot_kill_the_host() {
-    if std::env::var_os(CHILD).is_some() {
+    if child::is_child(CHILD) {
         reset_scrapes_with_default_sigpipe();
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_scraper_that_resets_cannot_kill_the_host",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .expect("the test binary runs again as a child");
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let (status, said) = child::run_as_child("a_scraper_that_resets_cannot_kill_the_host", CHILD);
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(
-        out.status.signal(),
+        status.signal(),
         None,
         "the child (SIGPIPE at its default action) was killed by signal {:?}: {said}",
-        out.status.signal()
+        status.signal()
     );
-    assert!(out.status.success(), "child failed: {said}");
+    assert!(status.success(), "child failed: {said}");
     assert!(said.contains("endpoint alive after"), "{said}");
 }
 
