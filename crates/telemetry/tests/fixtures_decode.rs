@@ -30,7 +30,7 @@ fn fixtures() -> Vec<(PathBuf, Value)> {
 fn fixtures_decode_to_their_json_events() {
     for (path, json) in fixtures() {
         let mut reader = RingReader::open(&path, ReadMode::Peek).unwrap();
-        let header = reader.header();
+        let header = reader.header().unwrap();
         assert_eq!(
             header.write_pos,
             json["header"]["write_pos"].as_u64().unwrap()
@@ -73,7 +73,10 @@ fn consuming_a_fixture_copy_leaves_the_readers_positions() {
         // Read one at a time, as NIXL's reader pops.
         while reader.read_batch(&mut events, 1).unwrap() == 1 {}
         let after = &json["reader"]["header_after_reader"];
-        let header = RingReader::open(&copy, ReadMode::Peek).unwrap().header();
+        let header = RingReader::open(&copy, ReadMode::Peek)
+            .unwrap()
+            .header()
+            .unwrap();
         assert_eq!(header.write_pos, after["write_pos"].as_u64().unwrap());
         assert_eq!(header.read_pos, after["read_pos"].as_u64().unwrap());
         // Only read_pos changed.

@@ -119,7 +119,7 @@ fn ring_empty_wrap_full_and_drop_counting() {
     assert_eq!(r.read_batch(&mut out, usize::MAX).unwrap(), 3);
     let values: Vec<u64> = out.iter().map(|e| e.value).collect();
     assert_eq!(values, vec![1, 2, 3, 5, 6]);
-    let h = r.header();
+    let h = r.header().unwrap();
     assert_eq!((h.write_pos, h.read_pos), (1, 1));
     let bytes = std::fs::read(dir.path().join("r")).unwrap();
     assert!(independent_decode(&bytes).is_empty());
@@ -162,14 +162,43 @@ fn uncommitted_reads_are_read_again_and_peek_follows_an_overtaking_consumer() {
     assert_eq!(consumer.peek_batch(&mut out, 10).unwrap(), 4);
     out.clear();
     assert_eq!(consumer.peek_batch(&mut out, 10).unwrap(), 4);
-    consumer.commit(3);
-    assert_eq!(consumer.header().read_pos, 3);
+    consumer.commit(3).unwrap();
+    assert_eq!(consumer.header().unwrap().read_pos, 3);
     // The peeking reader is now behind read_pos: it moves forward, counting.
     out.clear();
     assert_eq!(peeker.read_batch(&mut out, 10).unwrap(), 1);
     assert_eq!(out[0].value, 4);
     assert_eq!(peeker.overtaken(), 3);
     // Committing more than was handed out commits what was handed out.
-    consumer.commit(100);
-    assert_eq!(consumer.header().read_pos, 4);
+    consumer.commit(100).unwrap();
+    assert_eq!(consumer.header().unwrap().read_pos, 4);
+}
+
+#[test]
+fn a_file_truncated_between_reading_and_committing_is_an_error_not_a_fault() {
+    // A consuming reader prints a batch (which may block on its output for
+    // seconds) and then stores read_pos into the mapped header: if the file
+    // was truncated meanwhile, that store must not touch the mapping.
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = RingWriter::create(dir.path(), "agent", 8).unwrap();
+    w.push_batch(&[
+        Event::new(1, Category::CUSTOM, "a", 1),
+        Event::new(2, Category::CUSTOM, "b", 2),
+    ]);
+    // The producer is gone (its file stays): only the reader's mapping is at
+    // stake here.
+    drop(w);
+    let path = dir.path().join("agent");
+    let mut consumer = RingReader::open(&path, ReadMode::Consume).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(consumer.peek_batch(&mut out, 10).unwrap(), 2);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let err = consumer.commit(2).unwrap_err();
+    assert!(err.to_string().contains("truncated"), "{err}");
+    assert!(consumer.header().is_err());
 }

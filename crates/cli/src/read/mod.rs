@@ -46,8 +46,9 @@ pub const EXIT_INTERNAL: u8 = 3;
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 const SUMMARY_INTERVAL: Duration = Duration::from_secs(1);
 /// Events taken from a ring at a time. A consuming read commits `read_pos`
-/// when it takes the batch (that is how `RingReader` works), so when stdout
-/// fails at most one batch is lost.
+/// only after the batch is written out, so when stdout fails nothing is lost:
+/// the unwritten part stays unread (what was written of the batch is read
+/// again next time).
 const BATCH_EVENTS: usize = 8192;
 /// Bytes of output collected before they are written.
 const WRITE_CHUNK: usize = 256 * 1024;
@@ -341,7 +342,11 @@ fn drain(
     while remaining > 0 && !stop.is_set() {
         let reader = ring.reader.as_mut().expect("checked above");
         if mode == ReadMode::Consume {
-            ring.cursor = reader.header().read_pos & mask;
+            ring.cursor = reader
+                .header()
+                .map_err(|e| Failure::Input(source::describe(&e, mode)))?
+                .read_pos
+                & mask;
         }
         let start = ring.cursor;
         batch.clear();
@@ -355,7 +360,9 @@ fn drain(
         let bad = emitter.emit(ring, batch, out)?;
         // Consume only what was written out: a failed write leaves it unread.
         if let Some(reader) = ring.reader.as_mut() {
-            reader.commit(n);
+            reader
+                .commit(n)
+                .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
         }
         if bad > 0 {
             report_malformed(ring, &emitter.bad_slots, start, log);
@@ -593,8 +600,7 @@ fn run_inner(args: &ReadArgs, log: &Log) -> u8 {
         }
         Err(Failure::Output(message)) => {
             log.error(format_args!(
-                "{message}; stopped reading (events already taken from the ring in the \
-                 unfinished batch are lost)"
+                "{message}; stopped reading (the events of the unfinished batch stay unread)"
             ));
             status = EXIT_OUTPUT;
         }

@@ -176,7 +176,7 @@ impl Ring {
             ));
         }
         let reader = RingReader::open(path, mode).map_err(|e| describe(&e, mode))?;
-        let header = reader.header();
+        let header = reader.header().map_err(|e| describe(&e, mode))?;
         let mut text_head = EVENT_HEAD.as_bytes().to_vec();
         let mut json_tail = Vec::new();
         if tagged {

@@ -283,11 +283,13 @@ impl RingReader {
         Ok(value)
     }
 
-    /// The header as it is now.
-    pub fn header(&self) -> RingHeader {
+    /// The header as it is now. Checks the file size first: a file truncated
+    /// under the mapping is an error, never a fault.
+    pub fn header(&self) -> Result<RingHeader, RingError> {
+        self.check_size()?;
         let mut bytes = [0u8; layout::HEADER_SIZE];
         self.header.read_bytes(0, &mut bytes);
-        RingHeader::decode(&bytes)
+        Ok(RingHeader::decode(&bytes))
     }
 
     /// Where this reader reads next: the file's `read_pos` when consuming; when
@@ -345,11 +347,16 @@ impl RingReader {
 
     /// Advances the read position past the first `n` events of the last
     /// [`RingReader::peek_batch`] (at most all of them); when consuming, stores
-    /// `read_pos` once with release ordering.
-    pub fn commit(&mut self, n: usize) {
+    /// `read_pos` once with release ordering, after checking that the file was
+    /// not truncated meanwhile (a caller may have spent seconds printing the
+    /// batch; a store past the end of the file would be a SIGBUS).
+    pub fn commit(&mut self, n: usize) -> Result<(), RingError> {
         let n = (n as u64).min(self.uncommitted);
         if n == 0 {
-            return;
+            return Ok(());
+        }
+        if self.mode == ReadMode::Consume {
+            self.check_size()?;
         }
         let next = (self.uncommitted_from + n) & self.mask;
         self.uncommitted -= n;
@@ -361,13 +368,14 @@ impl RingReader {
                 .store(next, Ordering::Release),
             ReadMode::Peek => self.peek_pos = next,
         }
+        Ok(())
     }
 
     /// Appends up to `max` waiting events to `out` and advances past them:
     /// [`RingReader::peek_batch`] then [`RingReader::commit`]. Returns how many.
     pub fn read_batch(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, RingError> {
         let n = self.peek_batch(out, max)?;
-        self.commit(n);
+        self.commit(n)?;
         Ok(n)
     }
 
