@@ -684,10 +684,17 @@ def format_summary(stats, agents):
 # --- Sources: one file or a directory ---
 
 class FileSource:
+    """One ring file, followed across its replacement: a producer that starts
+    again under the same agent name replaces a stale file with a new one
+    (rename), and the reader moves on to it after finishing the old one."""
     tagged = False
 
     def __init__(self, path, peek, log):
+        self.path = path
+        self.peek = peek
         self.ring = Ring(path, agent_name_of(os.path.basename(path)), peek)
+        self.done = []          # rings of files that were replaced, read to their end
+        self.rejected = None    # why the file now under the path could not be opened
         ring = self.ring
         log.info("Telemetry path: %s" % path)
         log.info("Ring version: %d" % ring.version)
@@ -696,13 +703,45 @@ class FileSource:
         log_trailer(log, ring, "")
 
     def rings(self):
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and \
+                (st.st_dev, st.st_ino) != self.ring.ident:
+            self.ring.retiring = True
         return [self.ring]
 
     def all_rings(self):
-        return [self.ring]
+        return self.done + [self.ring]
 
     def retire(self, log):
-        pass
+        if not self.ring.retiring:
+            return
+        try:
+            new = Ring(self.path, self.ring.agent, self.peek)
+        except (ReaderError, OSError) as err:
+            # Keep reading the old file; try again at the next poll.
+            self.ring.retiring = False
+            reason = str(err) if isinstance(err, ReaderError) else \
+                "%s: %s" % (self.path, err.strerror)
+            if self.rejected != reason:
+                log.warn("cannot follow the replaced ring file: %s" % reason)
+                self.rejected = reason
+            return
+        self.rejected = None
+        old = self.ring
+        try:
+            old.read_trailer()
+        except ReaderError:
+            pass
+        old.close()
+        self.done.append(old)
+        self.ring = new
+        log.info("%s: ring file replaced; finished reading the old one, now reading the new one "
+                 "(version %d, capacity %d events, %d events unread)"
+                 % (self.path, new.version, new.capacity, new.unread_at_open))
+        log_trailer(log, new, "")
 
 
 def is_writer_temp_file(name):

@@ -4,8 +4,7 @@
 
 mod read_support;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,57 +20,11 @@ fn telemetry(dir: &std::path::Path, agent: &str) -> Telemetry {
         .unwrap()
 }
 
-/// Spawns a following reader and collects its stdout lines as they come.
+/// Spawns a following reader of `dir`.
 fn spawn(args: &[&str], dir: &std::path::Path) -> (Child, Arc<Mutex<Vec<String>>>) {
-    let mut child = reader()
-        .args(args)
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&lines);
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            match line {
-                Ok(l) => sink.lock().unwrap().push(l),
-                Err(_) => break,
-            }
-        }
-    });
-    (child, lines)
-}
-
-fn count(lines: &Arc<Mutex<Vec<String>>>, needle: &str) -> usize {
-    lines
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.contains(needle))
-        .count()
-}
-
-fn finish(mut child: Child) -> (Option<i32>, String) {
-    let mut err = String::new();
-    let mut stderr = child.stderr.take().unwrap();
-    let status = {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "reader did not stop after the signal"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    stderr.read_to_string(&mut err).unwrap();
-    (status.code(), err)
+    let mut cmd = reader();
+    cmd.args(args).arg(dir);
+    follow(cmd)
 }
 
 #[test]

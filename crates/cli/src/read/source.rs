@@ -245,9 +245,70 @@ fn is_writer_temp_file(name: &OsStr) -> bool {
 /// The rings being read: one file, or every ring of a directory.
 pub enum Source {
     /// One ring file.
-    File(Box<Ring>),
+    File(Box<FileSource>),
     /// A directory of ring files.
     Dir(DirSource),
+}
+
+/// One ring file, followed across its replacement: a producer that starts
+/// again under the same agent name replaces a stale file with a new one
+/// (`rename`), and the reader moves on to it after finishing the old one.
+pub struct FileSource {
+    path: PathBuf,
+    mode: ReadMode,
+    ring: Ring,
+    /// Rings of files that were replaced, read to their end.
+    done: Vec<Ring>,
+    /// Why the file now under the path could not be opened (warned once per reason).
+    rejected: Option<String>,
+}
+
+impl FileSource {
+    /// Marks the ring for retirement when the path now names another file.
+    fn check_replaced(&mut self) {
+        if let Ok(meta) = std::fs::metadata(&self.path) {
+            if meta.is_file() && (meta.dev(), meta.ino()) != self.ring.ident {
+                self.ring.retiring = true;
+            }
+        }
+    }
+
+    /// After the old file's last read: opens the new one and reads on there.
+    fn retire(&mut self, log: &Log) {
+        if !self.ring.retiring {
+            return;
+        }
+        let agent = self.ring.agent.clone();
+        match Ring::open(&self.path, agent, self.mode, false) {
+            Ok(new) => {
+                self.rejected = None;
+                let mut old = std::mem::replace(&mut self.ring, new);
+                old.trailer();
+                old.reader = None;
+                self.done.push(old);
+                let ring = &mut self.ring;
+                log.info(format_args!(
+                    "{}: ring file replaced; finished reading the old one, now reading the new one \
+                     (version {}, capacity {} events, {} events unread)",
+                    self.path.display(),
+                    ring.version,
+                    ring.capacity,
+                    ring.unread_at_open
+                ));
+                ring.log_trailer(log, "");
+            }
+            Err(reason) => {
+                // Keep reading the old file; try again at the next poll.
+                self.ring.retiring = false;
+                if self.rejected.as_deref() != Some(reason.as_str()) {
+                    log.warn(format_args!(
+                        "cannot follow the replaced ring file: {reason}"
+                    ));
+                    self.rejected = Some(reason);
+                }
+            }
+        }
+    }
 }
 
 impl Source {
@@ -266,7 +327,13 @@ impl Source {
             ring.unread_at_open
         ));
         ring.log_trailer(log, "");
-        Ok(Source::File(Box::new(ring)))
+        Ok(Source::File(Box::new(FileSource {
+            path: path.to_owned(),
+            mode,
+            ring,
+            done: Vec::new(),
+            rejected: None,
+        })))
     }
 
     /// Whether events carry their agent's name (directory mode).
@@ -277,7 +344,10 @@ impl Source {
     /// Picks up new rings (directory mode) and returns the open ones in order.
     pub fn rings(&mut self, log: &Log) -> Result<&mut [Ring], InputError> {
         match self {
-            Source::File(ring) => Ok(std::slice::from_mut(&mut **ring)),
+            Source::File(file) => {
+                file.check_replaced();
+                Ok(std::slice::from_mut(&mut file.ring))
+            }
             Source::Dir(dir) => {
                 dir.scan(log, true)?;
                 Ok(&mut dir.open)
@@ -285,17 +355,19 @@ impl Source {
         }
     }
 
-    /// Closes rings whose file was removed or replaced, after their last read.
+    /// Closes rings whose file was removed or replaced, after their last read
+    /// (one file: and opens the file that replaced it).
     pub fn retire(&mut self, log: &Log) {
-        if let Source::Dir(dir) = self {
-            dir.retire(log);
+        match self {
+            Source::File(file) => file.retire(log),
+            Source::Dir(dir) => dir.retire(log),
         }
     }
 
     /// Every ring ever opened: retired ones first, then the open ones in order.
     pub fn all_rings(&mut self) -> Vec<&mut Ring> {
         match self {
-            Source::File(ring) => vec![&mut **ring],
+            Source::File(file) => file.done.iter_mut().chain([&mut file.ring]).collect(),
             Source::Dir(dir) => dir.done.iter_mut().chain(dir.open.iter_mut()).collect(),
         }
     }

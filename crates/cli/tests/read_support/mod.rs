@@ -262,3 +262,57 @@ pub fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     }
     check()
 }
+
+/// Starts `cmd` (a following reader) and collects its stdout lines as they
+/// come; stderr stays piped for [`finish`].
+pub fn follow(mut cmd: Command) -> (Child, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&lines);
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => sink.lock().unwrap().push(l),
+                Err(_) => break,
+            }
+        }
+    });
+    (child, lines)
+}
+
+/// How many collected lines contain `needle`.
+pub fn count(lines: &std::sync::Mutex<Vec<String>>, needle: &str) -> usize {
+    lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(needle))
+        .count()
+}
+
+/// Waits (10 s at most) for a reader that was sent a stop signal; returns
+/// its exit code and stderr.
+pub fn finish(mut child: Child) -> (Option<i32>, String) {
+    let mut err = String::new();
+    let mut stderr = child.stderr.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reader did not stop after the signal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    stderr.read_to_string(&mut err).unwrap();
+    (status.code(), err)
+}

@@ -1,0 +1,81 @@
+//! Following one ring file across its replacement: a producer that starts
+//! again under the same agent name replaces the stale file (`rename`); both
+//! readers finish the old file and go on with the new one.
+
+mod read_support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use nixl_telemetry::{Category, Telemetry};
+use read_support::*;
+
+fn telemetry(dir: &Path) -> Telemetry {
+    Telemetry::builder("agent")
+        .ring_directory(dir)
+        .run_interval(Duration::from_millis(10))
+        .unwrap()
+        .build()
+        .unwrap()
+}
+
+fn follows_the_new_file(mut cmd: Command) {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = telemetry(tmp.path());
+    first.record(Category::CUSTOM, "old", 1);
+    first.record(Category::CUSTOM, "old", 2);
+    first.flush();
+
+    cmd.arg("--json")
+        .arg("--telemetry_path")
+        .arg(tmp.path().join("agent"));
+    let (child, lines) = follow(cmd);
+    assert!(
+        wait_until(Duration::from_secs(10), || count(&lines, r#""old""#) == 2),
+        "first events not read: {:?}",
+        lines.lock().unwrap()
+    );
+
+    // The producer records once more and goes; a new one takes the name.
+    first.record(Category::CUSTOM, "old", 3);
+    drop(first);
+    let second = telemetry(tmp.path());
+    for v in 10..13 {
+        second.record(Category::CUSTOM, "new", v);
+    }
+    second.flush();
+    assert!(
+        wait_until(Duration::from_secs(10), || count(&lines, r#""new""#) == 3),
+        "the new file's events were not read: {:?}",
+        lines.lock().unwrap()
+    );
+
+    kill(child.id(), "INT");
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(0), "{err}");
+    let got = lines.lock().unwrap().clone();
+    let values: Vec<&str> = got
+        .iter()
+        .map(|l| l.rsplit("\"value\":").next().unwrap().trim_end_matches('}'))
+        .collect();
+    assert_eq!(values, ["1", "2", "3", "10", "11", "12"], "{got:?}");
+    for want in [
+        "ring file replaced; finished reading the old one, now reading the new one \
+         (version 1, capacity 4096 events",
+        "Total events read: 6",
+    ] {
+        assert!(err.contains(want), "{want:?} missing from:\n{err}");
+    }
+    drop(second);
+}
+
+#[test]
+fn the_rust_reader_follows_a_replaced_file() {
+    follows_the_new_file(reader());
+}
+
+#[test]
+fn the_python_reader_follows_a_replaced_file() {
+    follows_the_new_file(python_reader());
+}
