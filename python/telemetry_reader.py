@@ -378,7 +378,13 @@ class Ring:
         write_pos, read_pos, self.version, _, self.capacity, self.mask = fields
         self.needed = ring_size(self.capacity)
         access = mmap.ACCESS_READ if self.peek else mmap.ACCESS_WRITE
-        self.mm = mmap.mmap(self.fd, HEADER_SIZE, access=access)
+        try:
+            self.mm = mmap.mmap(self.fd, HEADER_SIZE, access=access)
+        except ValueError:
+            # The file shrank below the header since the size was read.
+            raise self._fail("file is %d bytes, too short for the 40-byte ring header; "
+                             "accepted: a 40-byte version-1 header followed by capacity x "
+                             "56-byte slots" % os.fstat(self.fd).st_size) from None
         if not self.peek and NATIVE_LITTLE_ENDIAN:
             # ctypes views: loads and stores are single aligned 8-byte accesses.
             # (They are native-endian, hence only on little-endian hosts.)

@@ -202,3 +202,22 @@ fn a_file_truncated_between_reading_and_committing_is_an_error_not_a_fault() {
     assert!(err.to_string().contains("truncated"), "{err}");
     assert!(consumer.header().is_err());
 }
+
+#[test]
+fn opening_a_fifo_is_refused_at_once() {
+    // Opening a FIFO for reading would wait for a writer: the reader opens
+    // without blocking and refuses what is not a regular file.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("agent");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for mode in [ReadMode::Peek, ReadMode::Consume] {
+        let err = RingReader::open(&fifo, mode)
+            .err()
+            .expect("a FIFO is refused");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+}

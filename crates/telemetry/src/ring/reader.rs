@@ -1,7 +1,7 @@
 //! The consumer side of a ring file: validates everything before it maps.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -188,9 +188,13 @@ impl RingReader {
     /// Opens and validates a ring file. The header is checked against the file's
     /// size before anything is mapped.
     pub fn open(path: &Path, mode: ReadMode) -> Result<RingReader, RingError> {
+        // O_NONBLOCK: if the path turns out to be a FIFO (swapped in after a
+        // caller looked at it), opening it must not wait for a writer; the
+        // check below then refuses it. It changes nothing for a regular file.
         let file = OpenOptions::new()
             .read(true)
             .write(mode == ReadMode::Consume)
+            .custom_flags(libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| RingError::io(path, "open", e))?;
         let meta = file
