@@ -49,7 +49,17 @@ impl Exporter for BufferExporter {
     }
 
     fn export(&mut self, events: &[Event]) -> ExportOutcome {
+        let was_cut = self.ring.is_cut();
         let written = self.ring.push_batch(events);
+        if self.ring.is_cut() {
+            if !was_cut {
+                tracing::error!(
+                    path = %self.ring.path().display(),
+                    "the ring file was truncated by another process; its events are lost from now on"
+                );
+            }
+            return ExportOutcome::failed(events.len());
+        }
         ExportOutcome {
             delivered: written,
             dropped_full: events.len() - written,

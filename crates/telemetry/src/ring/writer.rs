@@ -29,7 +29,12 @@ pub struct TrailerCounts {
 pub struct RingWriter {
     path: PathBuf,
     map: Mapping,
-    _file: File,
+    file: File,
+    /// Bytes mapped: the whole file as created.
+    mapped: u64,
+    /// The file was found shorter than the mapping (truncated by someone
+    /// else): nothing is written into the mapping any more.
+    cut: bool,
     capacity: u64,
     mask: u64,
     trailer_at: usize,
@@ -223,7 +228,9 @@ impl RingWriter {
         Ok(RingWriter {
             path: tmp.to_owned(),
             map,
-            _file: file,
+            file,
+            mapped: size,
+            cut: false,
             capacity: cap,
             mask: cap - 1,
             trailer_at,
@@ -262,10 +269,31 @@ impl RingWriter {
             & self.mask
     }
 
+    /// Whether the file was found truncated by someone else: the writer then
+    /// writes nothing more (a write into the mapping past the file's end
+    /// would be a SIGBUS that ends the host).
+    pub fn is_cut(&self) -> bool {
+        self.cut
+    }
+
+    /// Checks (one `fstat`) that the file still holds everything mapped;
+    /// remembers when it does not.
+    fn still_whole(&mut self) -> bool {
+        if !self.cut {
+            let size = self.file.metadata().map(|m| m.len()).unwrap_or(0);
+            self.cut = size < self.mapped;
+        }
+        !self.cut
+    }
+
     /// Writes as many of `events` as fit, in order, then publishes `write_pos`
     /// once with release ordering. Events that do not fit are dropped and
-    /// counted. Returns how many were written.
+    /// counted. Returns how many were written: none if the file was
+    /// truncated under the writer ([`RingWriter::is_cut`]).
     pub fn push_batch(&mut self, events: &[Event]) -> usize {
+        if !self.still_whole() {
+            return 0;
+        }
         if (self.free_slots() as usize) < events.len() {
             // A reader may have advanced: re-read its position (masked, so a
             // hostile value can never move us outside the slots).
@@ -304,7 +332,10 @@ impl RingWriter {
     }
 
     /// Stores the running totals and a heartbeat in the trailer.
-    pub fn update_trailer(&self, counts: &TrailerCounts) {
+    pub fn update_trailer(&mut self, counts: &TrailerCounts) {
+        if !self.still_whole() {
+            return;
+        }
         let t = self.trailer_at;
         self.store_totals();
         self.map
@@ -318,6 +349,9 @@ impl RingWriter {
 
 impl Drop for RingWriter {
     fn drop(&mut self) {
+        if !self.still_whole() {
+            return;
+        }
         self.store_totals();
         self.map
             .u32_at(self.trailer_at + trailer::FLAGS)
