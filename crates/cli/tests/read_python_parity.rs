@@ -49,16 +49,22 @@ fn collector_rings(dir: &Path) {
 /// runs see the same input) and asserts equal stdout and exit codes. `target`
 /// is the file name inside the copy to read, or "" for the directory.
 fn assert_same(files: &Path, target: &str, args: &[&str]) -> String {
+    assert_same_in_zone(files, target, args, "UTC")
+}
+
+/// [`assert_same`] with both readers in time zone `tz` (the value of `TZ`).
+fn assert_same_in_zone(files: &Path, target: &str, args: &[&str], tz: &str) -> String {
     let tmp = tempfile::tempdir().unwrap();
     // The same directory name for both, so agent names and paths agree.
     let (py_dir, rs_dir) = (tmp.path().join("p/rings"), tmp.path().join("r/rings"));
     copy_dir(files, &py_dir);
     copy_dir(files, &rs_dir);
     let py = run(python_reader()
+        .env("TZ", tz)
         .args(args)
         .arg("--telemetry_path")
         .arg(py_dir.join(target)));
-    let rs = run(reader().args(args).arg(rs_dir.join(target)));
+    let rs = run(reader().env("TZ", tz).args(args).arg(rs_dir.join(target)));
     assert_eq!(
         py.status.code(),
         rs.status.code(),
@@ -222,5 +228,31 @@ fn awkward_rings_read_the_same() {
     assert!(
         err.contains("Events lost by the producer: 7 (staging buffer full: 3, ring full: 4)"),
         "{err}"
+    );
+}
+
+#[test]
+fn dates_follow_the_c_library_in_any_time_zone() {
+    // Both readers take local time from the C library, as NIXL's reader does:
+    // zones with leap seconds, half-hour offsets, and TZ values the C library
+    // does not know (which it reads as UTC) all print the same.
+    let rings = tempfile::tempdir().unwrap();
+    awkward_ring(rings.path());
+    for tz in [
+        "right/UTC",
+        "Asia/Kolkata",
+        "America/St_Johns",
+        "Europe/Berlin",
+        "garbage/zone",
+        "XXX24",
+        ":UTC",
+    ] {
+        assert_same_in_zone(rings.path(), "odd", &["--once", "--peek"], tz);
+    }
+    // The leap seconds are really applied (27 of them by 2025).
+    let text = assert_same_in_zone(rings.path(), "odd", &["--once", "--peek"], "right/UTC");
+    assert!(
+        text.contains("Timestamp: 2025-06-12 14:03:00.999999\n"),
+        "{text}"
     );
 }

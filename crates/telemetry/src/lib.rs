@@ -17,6 +17,7 @@ pub mod config;
 mod error;
 pub mod exporter;
 pub mod filter;
+pub mod local_time;
 pub mod ring;
 mod staging;
 mod stats;

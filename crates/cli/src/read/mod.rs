@@ -424,7 +424,7 @@ fn show_summary(
         }
         text.push_str(&format!(
             "Summary at {}\n\n",
-            chrono::Local::now().format("%Y-%m-%d %H:%M:%S")
+            format::local_date_time(nixl_telemetry::clock::system_now_us() / 1_000_000)
         ));
     }
     text.push_str(&tables);
