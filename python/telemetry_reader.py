@@ -394,6 +394,15 @@ class Ring:
         self.unread_at_open = (write_pos - read_pos) & self.mask
         self.read_trailer(size)
 
+    def finish(self):
+        """Closes a ring whose file was removed or replaced, after its last read,
+        keeping its last trailer for the totals."""
+        try:
+            self.read_trailer()
+        except ReaderError:
+            pass
+        self.close()
+
     def close(self):
         self._wp = self._rp = None      # release the buffer exports before closing
         if self.mm is not None:
@@ -736,13 +745,8 @@ class FileSource:
                 self.rejected = reason
             return
         self.rejected = None
-        old = self.ring
-        try:
-            old.read_trailer()
-        except ReaderError:
-            pass
-        old.close()
-        self.done.append(old)
+        self.ring.finish()
+        self.done.append(self.ring)
         self.ring = new
         log.info("%s: ring file replaced; finished reading the old one, now reading the new one "
                  "(version %d, capacity %d events, %d events unread)"
@@ -837,11 +841,7 @@ class DirSource:
             ring = self.open[name]
             if ring.retiring:
                 del self.open[name]
-                try:
-                    ring.read_trailer()
-                except ReaderError:
-                    pass
-                ring.close()
+                ring.finish()
                 self.done.append(ring)
                 log.info("Agent %s: ring file removed or replaced; finished reading it"
                          % ring.agent)

@@ -209,6 +209,13 @@ impl Ring {
         })
     }
 
+    /// Closes a ring whose file was removed or replaced, after its last read,
+    /// keeping its last trailer for the totals.
+    fn finish(&mut self) {
+        self.trailer();
+        self.reader = None;
+    }
+
     /// The trailer as it is now (or as it was when the file was retired).
     pub fn trailer(&mut self) -> Option<TrailerInfo> {
         if let Some(reader) = &self.reader {
@@ -283,8 +290,7 @@ impl FileSource {
             Ok(new) => {
                 self.rejected = None;
                 let mut old = std::mem::replace(&mut self.ring, new);
-                old.trailer();
-                old.reader = None;
+                old.finish();
                 self.done.push(old);
                 let ring = &mut self.ring;
                 log.info(format_args!(
@@ -491,8 +497,7 @@ impl DirSource {
         while index < self.open.len() {
             if self.open[index].retiring {
                 let mut ring = self.open.remove(index);
-                ring.trailer();
-                ring.reader = None;
+                ring.finish();
                 log.info(format_args!(
                     "Agent {}: ring file removed or replaced; finished reading it",
                     ring.agent
