@@ -103,11 +103,11 @@ extern "C" {
 #define NIXL_TELEMETRY_STATS_V1_SIZE 80
 
 /* One agent's telemetry. Opaque; create, use from any thread, destroy once. */
-typedef struct nixl_telemetry nixl_telemetry_t;
+typedef struct nixl_telemetry_s nixl_telemetry_t;
 
 /* A pre-resolved (category, name) pair: the fast path. Opaque. A handle may
  * outlive its telemetry: its records are then dropped and counted as late. */
-typedef struct nixl_telemetry_handle nixl_telemetry_handle_t;
+typedef struct nixl_telemetry_handle_s nixl_telemetry_handle_t;
 
 /* Settings for nixl_telemetry_create. Zero a struct, set struct_size and what
  * you need: 0 in a number and NULL or "" in a string mean the default. The
