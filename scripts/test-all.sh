@@ -20,5 +20,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests
 
+echo "== C API: install into a temporary prefix, pkg-config, CMake, valgrind"
+bash scripts/test-capi.sh
+
 echo "== cargo test"
 cargo test --workspace --locked

@@ -35,8 +35,3 @@ pub const C_API_VERSION: u32 = 1;
 pub const DIRECTION_READ: i32 = 0;
 /// `NIXL_TELEMETRY_DIRECTION_WRITE`: data left this agent (NIXL WRITE), `agent_tx_*`.
 pub const DIRECTION_WRITE: i32 = 1;
-
-/// The C API page, its examples compiled as doc tests where they are Rust.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/c-api.md")]
-struct CApiGuide;

@@ -15,7 +15,11 @@ fn names(events: &[nixl_telemetry::Event]) -> Vec<String> {
 fn the_c_example_records_its_transfer_loop_from_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("transfer_loop");
-    build_c(&[workspace_root().join("examples/c/transfer_loop.c")], &exe, &[]);
+    build_c(
+        &[workspace_root().join("examples/c/transfer_loop.c")],
+        &exe,
+        &[],
+    );
     let rings = dir.path().join("rings");
     let out = run(
         &exe,
@@ -33,7 +37,10 @@ fn the_c_example_records_its_transfer_loop_from_the_environment() {
     let events = read_ring(&rings.join("c-example"));
     let names = names(&events);
     assert_eq!(names.len(), 253);
-    assert_eq!(names[..2], ["agent_memory_registered", "example_peer_connected"]);
+    assert_eq!(
+        names[..2],
+        ["agent_memory_registered", "example_peer_connected"]
+    );
     assert_eq!(
         names[2..7],
         [
@@ -56,15 +63,28 @@ fn the_c_example_records_its_transfer_loop_from_the_environment() {
 fn the_cpp_example_records_its_transfer_loop_from_settings() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("transfer_loop");
-    build_cpp(&[workspace_root().join("examples/cpp/transfer_loop.cpp")], &exe, "c++11");
+    build_cpp(
+        &[workspace_root().join("examples/cpp/transfer_loop.cpp")],
+        &exe,
+        "c++11",
+    );
     let rings = dir.path().join("rings");
     let out = run(&exe, &[rings.to_str().unwrap(), "cpp-example", "40"], &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("recorded=162 delivered=162 dropped=0"), "{stdout}");
+    assert!(
+        stdout.contains("recorded=162 delivered=162 dropped=0"),
+        "{stdout}"
+    );
     let events = read_ring(&rings.join("cpp-example"));
     assert_eq!(events.len(), 162);
     assert_eq!(events[0].name(), "agent_memory_registered");
     assert_eq!(events[0].value, 2 << 16);
     assert_eq!(events[161].name(), "agent_memory_deregistered");
-    assert_eq!(events.iter().filter(|e| e.name() == "example_completions").count(), 40);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.name() == "example_completions")
+            .count(),
+        40
+    );
 }
