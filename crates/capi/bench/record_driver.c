@@ -5,8 +5,10 @@
  *
  * Commands on stdin, one per line; each answers one line on stdout:
  *   c1 <ops>      the C handle record on 1 thread          -> "<ns per op>"
- *   c2 <ops>      the C handle record on 2 threads at once -> "<ns per op of the slower thread>"
+ *   c2 <ops>      the C handle record on 2 threads at once -> "<ns per op of the slower thread> <overlap>"
  *   mutex2 <ops>  the mutex-protected vector, 2 threads    -> same
+ * (overlap: the time both loops ran at once over the longer loop; the
+ * machine may not run the two threads at the same time)
  *   stats         -> "<recorded> <delivered> <dropped>" of the telemetry
  *   quit
  * Between repeats (outside the timing) the telemetry is flushed and the
@@ -16,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,10 +94,12 @@ static uint64_t run_body(enum body body, uint64_t ops) {
 }
 
 /* Two persistent workers (each keeps its staging queue across repeats): they
- * wait at `start`, run the body, record their time and wait at `done`. */
+ * wait at `start`, spin until both are there, run the body, record when they
+ * ran and wait at `done`. */
 static pthread_barrier_t start, done;
+static atomic_int arrived;
 static enum body worker_body;
-static uint64_t worker_ops, worker_ns[2];
+static uint64_t worker_ops, worker_begin[2], worker_end[2];
 static int stopping;
 
 static void *worker(void *arg) {
@@ -104,17 +109,27 @@ static void *worker(void *arg) {
         if (stopping) {
             return NULL;
         }
-        worker_ns[id] = run_body(worker_body, worker_ops);
+        atomic_fetch_add(&arrived, 1);
+        while (atomic_load(&arrived) < 2) {
+        }
+        worker_begin[id] = now_ns();
+        run_body(worker_body, worker_ops);
+        worker_end[id] = now_ns();
         pthread_barrier_wait(&done);
     }
 }
 
-static double two_threads(enum body body, uint64_t ops) {
+static double two_threads(enum body body, uint64_t ops, double *overlap) {
     worker_body = body;
     worker_ops = ops;
+    atomic_store(&arrived, 0);
     pthread_barrier_wait(&start);
     pthread_barrier_wait(&done);
-    uint64_t slower = worker_ns[0] > worker_ns[1] ? worker_ns[0] : worker_ns[1];
+    uint64_t d0 = worker_end[0] - worker_begin[0], d1 = worker_end[1] - worker_begin[1];
+    uint64_t slower = d0 > d1 ? d0 : d1;
+    uint64_t first_end = worker_end[0] < worker_end[1] ? worker_end[0] : worker_end[1];
+    uint64_t last_begin = worker_begin[0] > worker_begin[1] ? worker_begin[0] : worker_begin[1];
+    *overlap = first_end > last_begin ? (double)(first_end - last_begin) / (double)slower : 0.0;
     return (double)slower / (double)ops;
 }
 
@@ -176,19 +191,19 @@ int main(void) {
             printf("error: expected 'c1|c2|mutex2 <ops 1..%d>', 'stats' or 'quit', got %s", MAX_OPS, line);
             continue;
         }
-        double ns;
+        double ns, overlap = 1.0;
         if (strcmp(command, "c1") == 0) {
             ns = (double)run_body(BODY_HANDLE, ops) / (double)ops;
         } else if (strcmp(command, "c2") == 0) {
-            ns = two_threads(BODY_HANDLE, ops);
+            ns = two_threads(BODY_HANDLE, ops, &overlap);
         } else if (strcmp(command, "mutex2") == 0) {
-            ns = two_threads(BODY_MUTEX, ops);
+            ns = two_threads(BODY_MUTEX, ops, &overlap);
         } else {
             printf("error: unknown command %s\n", command);
             continue;
         }
         between_repeats();
-        printf("%.3f\n", ns);
+        printf("%.3f %.3f\n", ns, overlap);
     }
 
     stopping = 1;

@@ -37,7 +37,8 @@ fn cargo_output_dir() -> PathBuf {
 
 /// A directory holding the library under its installed names
 /// (`libnixl_telemetry.so`, `libnixl_telemetry.so.1`, `libnixl_telemetry.a`),
-/// links to what cargo built for this test run. Made once per test process.
+/// links to what cargo built for this test run: one per profile, its links
+/// replaced atomically (test processes may run at once).
 pub fn library_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -50,17 +51,21 @@ pub fn library_dir() -> &'static Path {
             so.display(),
             a.display()
         );
-        let dir =
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-lib-{}", std::process::id()));
+        let profile = built
+            .parent()
+            .and_then(Path::file_name)
+            .map_or_else(|| "unknown".into(), |n| n.to_string_lossy().into_owned());
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-lib-{profile}"));
         std::fs::create_dir_all(&dir).unwrap();
         for (name, target) in [
             ("libnixl_telemetry.so", &so),
             ("libnixl_telemetry.so.1", &so),
             ("libnixl_telemetry.a", &a),
         ] {
-            let link = dir.join(name);
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(target, &link).unwrap();
+            let staged = dir.join(format!(".{name}.{}", std::process::id()));
+            let _ = std::fs::remove_file(&staged);
+            std::os::unix::fs::symlink(target, &staged).unwrap();
+            std::fs::rename(&staged, dir.join(name)).unwrap();
         }
         dir
     })
