@@ -2,8 +2,8 @@
 //! design in C, in one run:
 //!
 //! ```sh
-//! cargo bench -p nixl-telemetry-capi --bench c_record            # 201 rounds
-//! cargo bench -p nixl-telemetry-capi --bench c_record -- --quick # 41 rounds
+//! cargo bench -p nixl-telemetry-capi --bench c_record            # 2001 rounds, about a minute
+//! cargo bench -p nixl-telemetry-capi --bench c_record -- --quick # 201 rounds
 //! ```
 //!
 //! It compiles `bench/record_driver.c` (`cc -O2`) against the
@@ -208,11 +208,11 @@ impl Samples {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let mut rounds = 201;
+    let mut rounds = 2001;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
-            "--quick" => rounds = 41,
+            "--quick" => rounds = 201,
             "--rounds" => {
                 i += 1;
                 rounds = args
