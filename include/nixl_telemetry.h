@@ -45,8 +45,10 @@
  *  7. Growth. Structs start with `struct_size`: set it to sizeof the struct
  *     as this header declares it. Later versions only append fields. The
  *     library accepts a larger settings struct whose bytes past the fields it
- *     knows are zero, fills the stats fields both sides know and zeroes the
- *     rest; smaller than version 1 is NIXL_TELEMETRY_ERR_INVALID_ARGUMENT.
+ *     knows are zero, and a smaller one (an older header's) whose missing
+ *     fields then take their defaults; it fills the stats fields both sides
+ *     know and zeroes the rest. Smaller than version 1 (or over 4096 bytes)
+ *     is NIXL_TELEMETRY_ERR_INVALID_ARGUMENT.
  */
 #ifndef NIXL_TELEMETRY_H
 #define NIXL_TELEMETRY_H

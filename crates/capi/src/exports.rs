@@ -16,9 +16,10 @@ use crate::boundary;
 use crate::create;
 use crate::names;
 use crate::settings::{
-    check_struct_size, unknown_fields_set, NixlTelemetrySettings, SettingsText, SETTINGS_V1_SIZE,
+    check_struct_size, unknown_fields_set, NixlTelemetrySettings, SettingsText,
+    SETTINGS_KNOWN_SIZE, SETTINGS_V1_SIZE,
 };
-use crate::stats::{NixlTelemetryStats, STATS_V1_SIZE};
+use crate::stats::{NixlTelemetryStats, STATS_KNOWN_SIZE, STATS_V1_SIZE};
 use crate::status::{self, CapiError, ERR_NULL, OK};
 
 /// `nixl_telemetry_t`: one agent's telemetry (opaque to C).
@@ -125,8 +126,9 @@ fn null_out(what: &'static str) -> CapiError {
     }
 }
 
-/// Reads a caller's settings struct of `struct_size` bytes: the fields this
-/// library knows, after checking that any bytes past them are zero.
+/// Reads a caller's settings struct of `struct_size` bytes: the fields both
+/// sides know (fields an older caller lacks stay unset), after checking that
+/// any bytes past the fields this library knows are zero.
 ///
 /// # Safety
 /// `ptr` is non-NULL and points to a readable struct of at least the size in
@@ -137,20 +139,31 @@ unsafe fn read_settings(
     // SAFETY: `struct_size` is the first field of every version: readable.
     let size = unsafe { std::ptr::addr_of!((*ptr).struct_size).read() };
     let size = check_struct_size("settings.struct_size", size, SETTINGS_V1_SIZE)?;
-    if size > SETTINGS_V1_SIZE {
+    if size > SETTINGS_KNOWN_SIZE {
         // SAFETY: the caller's struct holds `size` readable bytes.
         let tail = unsafe {
             std::slice::from_raw_parts(
-                ptr.cast::<u8>().add(SETTINGS_V1_SIZE),
-                size - SETTINGS_V1_SIZE,
+                ptr.cast::<u8>().add(SETTINGS_KNOWN_SIZE),
+                size - SETTINGS_KNOWN_SIZE,
             )
         };
         if tail.iter().any(|&b| b != 0) {
             return Err(unknown_fields_set(size));
         }
     }
-    // SAFETY: at least SETTINGS_V1_SIZE readable, aligned bytes (checked above).
-    Ok(unsafe { ptr.read() })
+    let mut settings = NixlTelemetrySettings::UNSET;
+    // SAFETY: the caller's struct holds `size` readable bytes, `settings`
+    // holds SETTINGS_KNOWN_SIZE; the smaller count is copied. Every field is
+    // an integer or a pointer, for which any bytes are a valid value (the
+    // pointers are checked for NULL and trusted as the header requires).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            ptr.cast::<u8>(),
+            std::ptr::addr_of_mut!(settings).cast::<u8>(),
+            size.min(SETTINGS_KNOWN_SIZE),
+        );
+    }
+    Ok(settings)
 }
 
 // ---------------------------------------------------------------------------
@@ -608,12 +621,23 @@ pub unsafe extern "C" fn nixl_telemetry_stats(
             Err(e) => return e.status(),
         };
         let stats = NixlTelemetryStats::from_stats(&t.stats(), size as u32);
-        // SAFETY: the caller's struct holds `size >= STATS_V1_SIZE` writable
-        // bytes; the first STATS_V1_SIZE get the fields this library knows,
-        // the rest (fields of a newer header) are zeroed.
+        // SAFETY: the caller's struct holds `size` writable bytes: it gets
+        // the first min(size, STATS_KNOWN_SIZE) bytes of `stats` (the fields
+        // both sides know), and any bytes past STATS_KNOWN_SIZE (fields of a
+        // newer header) are zeroed.
         unsafe {
-            out.write(stats);
-            std::ptr::write_bytes(out.cast::<u8>().add(STATS_V1_SIZE), 0, size - STATS_V1_SIZE);
+            std::ptr::copy_nonoverlapping(
+                std::ptr::addr_of!(stats).cast::<u8>(),
+                out.cast::<u8>(),
+                size.min(STATS_KNOWN_SIZE),
+            );
+            if size > STATS_KNOWN_SIZE {
+                std::ptr::write_bytes(
+                    out.cast::<u8>().add(STATS_KNOWN_SIZE),
+                    0,
+                    size - STATS_KNOWN_SIZE,
+                );
+            }
         }
         OK
     })

@@ -48,7 +48,29 @@ pub struct NixlTelemetrySettings {
 }
 
 /// `NIXL_TELEMETRY_SETTINGS_V1_SIZE`: the size of version 1 of the settings, the smallest accepted.
-pub const SETTINGS_V1_SIZE: usize = std::mem::size_of::<NixlTelemetrySettings>();
+pub const SETTINGS_V1_SIZE: usize = 64;
+
+/// The size of the settings this library knows (grows when fields are appended).
+pub const SETTINGS_KNOWN_SIZE: usize = std::mem::size_of::<NixlTelemetrySettings>();
+
+const _: () = assert!(SETTINGS_KNOWN_SIZE >= SETTINGS_V1_SIZE);
+
+impl NixlTelemetrySettings {
+    /// Every field zero or NULL: the defaults, telemetry off. A caller's
+    /// struct is copied over it, so fields an older caller does not have
+    /// keep these values.
+    pub const UNSET: NixlTelemetrySettings = NixlTelemetrySettings {
+        struct_size: 0,
+        enabled: 0,
+        buffer_size: 0,
+        run_interval_ms: 0,
+        exporter: std::ptr::null(),
+        ring_directory: std::ptr::null(),
+        output_path: std::ptr::null(),
+        plugin_dirs: std::ptr::null(),
+        enabled_metrics: std::ptr::null(),
+    };
+}
 
 /// The largest `struct_size` looked at (a guard against garbage in the field).
 pub const MAX_STRUCT_SIZE: usize = 4096;
@@ -78,7 +100,7 @@ pub fn unknown_fields_set(size: usize) -> CapiError {
         what: "settings.struct_size",
         value: size.to_string(),
         accepted: format!(
-            "a struct of {SETTINGS_V1_SIZE} bytes, or a larger one whose bytes past {SETTINGS_V1_SIZE} are zero (fields this library does not know must be left unset)"
+            "a struct of {SETTINGS_V1_SIZE} to {SETTINGS_KNOWN_SIZE} bytes, or a larger one whose bytes past {SETTINGS_KNOWN_SIZE} are zero (fields this library does not know must be left unset)"
         ),
     }
 }
@@ -176,13 +198,7 @@ mod tests {
         NixlTelemetrySettings {
             struct_size: SETTINGS_V1_SIZE as u32,
             enabled: 1,
-            buffer_size: 0,
-            run_interval_ms: 0,
-            exporter: std::ptr::null(),
-            ring_directory: std::ptr::null(),
-            output_path: std::ptr::null(),
-            plugin_dirs: std::ptr::null(),
-            enabled_metrics: std::ptr::null(),
+            ..NixlTelemetrySettings::UNSET
         }
     }
 
@@ -293,7 +309,7 @@ mod tests {
 
     #[test]
     fn struct_sizes() {
-        assert_eq!(SETTINGS_V1_SIZE, 64);
+        assert_eq!(SETTINGS_KNOWN_SIZE, SETTINGS_V1_SIZE);
         assert!(check_struct_size("s", 64, 64).is_ok());
         assert!(check_struct_size("s", 128, 64).is_ok());
         for bad in [0, 63, 4097, u32::MAX] {

@@ -39,6 +39,11 @@ pub struct NixlTelemetryStats {
 /// `NIXL_TELEMETRY_STATS_V1_SIZE`: the size of version 1 of the stats, the smallest accepted.
 pub const STATS_V1_SIZE: usize = 80;
 
+/// The size of the stats this library knows (grows when fields are appended).
+pub const STATS_KNOWN_SIZE: usize = std::mem::size_of::<NixlTelemetryStats>();
+
+const _: () = assert!(STATS_KNOWN_SIZE >= STATS_V1_SIZE);
+
 impl NixlTelemetryStats {
     /// The C form of `stats`, with `struct_size` set to what the caller gave.
     pub fn from_stats(stats: &TelemetryStats, struct_size: u32) -> NixlTelemetryStats {
