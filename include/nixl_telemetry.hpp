@@ -18,7 +18,7 @@
  * Every other member is noexcept and returns the C status (int32_t, 0 = ok).
  * Each factory has a noexcept twin (try_from_env, try_create, try_handle)
  * returning the status and writing the message into a std::string, for code
- * built without exceptions.
+ * built without exceptions (-fno-exceptions: only the twins are declared).
  */
 #ifndef NIXL_TELEMETRY_HPP
 #define NIXL_TELEMETRY_HPP
@@ -78,11 +78,15 @@ inline void set_message(std::string *message, const char *text) noexcept {
     if (message == nullptr) {
         return;
     }
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
     try {
         message->assign(text);
     } catch (...) {
         /* No memory for the message: the status still says what failed. */
     }
+#else
+    message->assign(text);
+#endif
 }
 } // namespace detail
 
@@ -153,6 +157,7 @@ public:
     Telemetry(const Telemetry &) = delete;
     Telemetry &operator=(const Telemetry &) = delete;
 
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
     /* Configured from the NIXL_TELEMETRY_* variables. Throws Error. */
     static Telemetry from_env(const std::string &agent_name) {
         Telemetry telemetry;
@@ -175,6 +180,7 @@ public:
         }
         return telemetry;
     }
+#endif
 
     /* from_env without exceptions: the status; out receives the telemetry,
      * *message (if not NULL) the error message. */
@@ -199,6 +205,7 @@ public:
         return status;
     }
 
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
     /* A handle for (category, name). Throws Error (an empty or non-UTF-8
      * name, an unknown category, an empty Telemetry). */
     Handle handle(Category category, const std::string &name) const {
@@ -210,6 +217,7 @@ public:
         }
         return handle;
     }
+#endif
 
     /* handle without exceptions. */
     int32_t try_handle(Category category, const char *name, Handle &out,

@@ -11,8 +11,8 @@
 #     installed telemetry_reader (and the Python reader);
 #  4. a C++ host outside the prefix loads the installed CSV plug-in from the
 #     directory the loader searches, with no search variable set;
-#  5. the bad-input program under valgrind --error-exitcode=1 --leak-check=full,
-#     and the multi-threaded recorder program, both built through pkg-config;
+#  5. the bad-input program and the multi-threaded recorder program, built
+#     through pkg-config, under valgrind --error-exitcode=1 --leak-check=full;
 #  6. `cargo install --path crates/cli` into a temporary root.
 #
 # Needs root (or sudo) only when something must be installed. Cargo builds go
@@ -164,7 +164,9 @@ check_ring "$work/rings/c-bad-inputs" 18 c_handle_event handle_name_longer_than_
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -o "$work/threads" crates/capi/tests/c/threads.c \
     $(pkg-config --cflags --libs nixl-telemetry) -pthread || fail "cc threads.c"
-LD_LIBRARY_PATH="$prefix/lib" "$work/threads" "$work/rings" || fail "the threads program"
+LD_LIBRARY_PATH="$prefix/lib" valgrind --quiet --error-exitcode=1 --leak-check=full \
+    --errors-for-leak-kinds=definite,possible "$work/threads" "$work/rings" > "$work/valgrind.out" 2>&1 \
+    || { cat "$work/valgrind.out"; fail "the threads program under valgrind"; }
 check_ring "$work/rings/c-threads" 40000
 
 # --- 6. cargo install of the tools alone ---------------------------------------

@@ -317,6 +317,40 @@ fn headers_compile_as_cplusplus_and_c() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // Without exceptions only the noexcept twins exist, and they compile.
+    let no_exceptions = dir.path().join("no_exceptions.cpp");
+    std::fs::write(
+        &no_exceptions,
+        "#include \"nixl_telemetry.hpp\"\n\
+         int main() {\n\
+             nixl_telemetry::Telemetry t;\n\
+             nixl_telemetry::Handle h;\n\
+             nixl_telemetry::Telemetry::try_from_env(\"a\", t, nullptr);\n\
+             t.try_handle(nixl_telemetry::Category::Custom, \"x\", h, nullptr);\n\
+             return h.record(1) == NIXL_TELEMETRY_OK ? 0 : 1;\n\
+         }\n",
+    )
+    .unwrap();
+    let out = Command::new("c++")
+        .args([
+            "-std=c++11",
+            "-fno-exceptions",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+            "-I",
+        ])
+        .arg(workspace_root().join("include"))
+        .arg(&no_exceptions)
+        .output()
+        .expect("c++ runs");
+    assert!(
+        out.status.success(),
+        "-fno-exceptions: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c = dir.path().join("use.c");
     std::fs::write(
         &c,
