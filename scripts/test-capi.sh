@@ -96,6 +96,13 @@ for f in lib/libnixl_telemetry.so.1 lib/libnixl_telemetry.so lib/libnixl_telemet
          bin/nixl-telemetry bin/telemetry_reader; do
     [ -e "$prefix/$f" ] || fail "$prefix/$f was not installed"
 done
+# Every plug-in the workspace builds, no more, no less.
+want_plugins="$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+print(sorted("lib%s.so" % t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"]
+             if "cdylib" in t["kind"] and t["name"].startswith("telemetry_exporter_")))')"
+got_plugins="$(cd "$prefix/lib/nixl/telemetry_exporters" && python3 -c 'import os; print(sorted(os.listdir(".")))')"
+[ "$want_plugins" = "$got_plugins" ] || fail "installed plug-ins $got_plugins, want $want_plugins"
 readelf -d "$prefix/lib/libnixl_telemetry.so.1" | grep -q 'SONAME.*\[libnixl_telemetry\.so\.1\]' \
     || fail "libnixl_telemetry.so.1 has no soname libnixl_telemetry.so.1"
 "$prefix/bin/nixl-telemetry" --help > /dev/null || fail "the installed nixl-telemetry does not run"
