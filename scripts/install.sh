@@ -8,8 +8,8 @@
 #   P/lib/pkgconfig/nixl-telemetry.pc
 #   P/lib/cmake/NixlTelemetry/      find_package(NixlTelemetry): NixlTelemetry::nixl_telemetry
 #                                   (shared) and NixlTelemetry::nixl_telemetry_static
-#   P/lib/nixl/telemetry_exporters/ every exporter plug-in the workspace builds
-#                                   (libtelemetry_exporter_*.so)
+#   P/lib/nixl/telemetry_exporters/ every exporter plug-in the workspace ships
+#                                   (libtelemetry_exporter_*.so; not test fixtures)
 #   P/bin/nixl-telemetry, P/bin/telemetry_reader
 #
 # The prefix defaults to /usr/local. The library and the tools are built with
@@ -60,13 +60,17 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 
-# Every exporter plug-in of the workspace: packages with a cdylib target named
-# telemetry_exporter_<name>. Prints "<target dir>" then "<package> <lib name>" lines.
+# Every exporter plug-in the workspace ships: packages with a cdylib target named
+# telemetry_exporter_<name>, except those marked `publish = false` (the test
+# fixtures, such as the testkit plug-in, which panics or fails on demand and has
+# no place in a user's prefix). Prints "<target dir>" then "<package> <lib name>" lines.
 metadata="$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 m = json.load(sys.stdin)
 print(m["target_directory"])
 for p in m["packages"]:
+    if p.get("publish") == []:
+        continue
     for t in p["targets"]:
         if "cdylib" in t["kind"] and t["name"].startswith("telemetry_exporter_"):
             print(p["name"], t["name"])
