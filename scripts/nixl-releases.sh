@@ -10,7 +10,8 @@
 #                                                     the release's reader on a COPY of PATH
 #   scripts/nixl-releases.sh prometheus VER OUT [ARGS] workload with the release's Prometheus
 #                                                     plug-in on a free loopback port; /metrics -> OUT
-#   scripts/nixl-releases.sh matrix [VER...]          the compatibility matrix (default: every release)
+#   scripts/nixl-releases.sh matrix [--out DIR] [--no-build] [VER...]
+#                                                     the compatibility matrix (default: every release)
 #   scripts/nixl-releases.sh fixtures VER OUTDIR     small rings + the release reader's output
 #   scripts/nixl-releases.sh list                     the known releases
 #
@@ -245,10 +246,17 @@ main() {
     read) cmd_read "$@" ;;
     prometheus) cmd_prometheus "$@" ;;
     matrix)
+        local v opts=()
+        while [ $# -ge 1 ] && [ "${1#-}" != "$1" ]; do
+            case "$1" in
+            --out) opts+=("$1" "${2:?--out needs a directory}"); shift 2 ;;
+            --no-build) opts+=("$1"); shift ;;
+            *) die "matrix options: --out DIR (keep the run's files), --no-build; got '$1'" ;;
+            esac
+        done
         [ $# -ge 1 ] || set -- $RELEASES
-        local v
         for v in "$@"; do install_one "$v"; done
-        NIXL_RELEASES_SH="$0" python3 "$HERE/nixl_matrix.py" --root "$ROOT" "$@"
+        NIXL_RELEASES_SH="$0" python3 "$HERE/nixl_matrix.py" --root "$ROOT" "${opts[@]}" "$@"
         ;;
     fixtures) cmd_fixtures "$@" ;;
     list) echo "$RELEASES" ;;
