@@ -61,6 +61,13 @@ install_one() {
         echo "nixl $v: installed in $d (reused)" >&2
     else
         echo "nixl $v: installing into $d" >&2
+        if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+            # Debian's python3 keeps venv's pip bootstrap in a separate package.
+            [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null ||
+                die "python3 cannot create virtual environments (install python3-venv)"
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        fi
+        rm -rf "$d"
         python3 -m venv "$d"
         "$d/bin/pip" install --quiet --no-deps "nixl-cu12==$v" numpy
     fi

@@ -20,5 +20,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests
 
+echo "== NIXL releases: compatibility matrix against the oldest and newest release"
+bash scripts/test-nixl-releases.sh
+
 echo "== cargo test"
 cargo test --workspace --locked
