@@ -67,6 +67,22 @@ CATEGORY_OF_NAME = {
 CATEGORY_NAMES = ["MEMORY", "TRANSFER", "CONNECTION", "BACKEND", "ERROR", "PERFORMANCE",
                   "SYSTEM", "CUSTOM"]
 AGENTS = ("initiator", "target")
+# Workload options of every run: the defaults plus two refused requests (error events).
+WORKLOAD_ARGS = ["--errors", "2"]
+
+
+def emit_line(category, name, value):
+    """One `nixl-telemetry emit` input line recording an event the way an agent would.
+
+    Errors go through the error form (the status string), as an agent records them; the
+    writer names them by the layout's rule (`NIXL_ERR_X` in version 1 and 1.1's version 2,
+    the type of `agent_err_x` in the typed layouts)."""
+    if value == 1 and (name.startswith("NIXL_ERR_") or name.startswith("agent_err_")):
+        status = name if name.startswith("NIXL_ERR_") else "NIXL_ERR_" + name[len("agent_err_"):].upper()
+        return json.dumps({"error": status})
+    if category is None:
+        category = CATEGORY_OF_NAME.get(name, "CUSTOM")
+    return json.dumps({"category": category, "name": name, "value": value})
 
 
 def series(release):
@@ -227,11 +243,7 @@ class Matrix:
         reference = references.get("initiator")
         if not reference:
             return Cell("no reference events", False, "(a) produced no events to emit")
-        lines = []
-        for _ts, category, name, value in reference:
-            if category is None:
-                category = CATEGORY_OF_NAME.get(name, "CUSTOM")
-            lines.append(json.dumps({"category": category, "name": name, "value": value}))
+        lines = [emit_line(category, name, value) for _ts, category, name, value in reference]
         events_file = os.path.join(out_dir, "emit.jsonl")
         with open(events_file, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
@@ -265,7 +277,7 @@ class Matrix:
     # ------------------------------------------------------------ (c)
     def column_c(self, release, references, out_dir):
         nixl_prom = os.path.join(out_dir, "nixl.prom")
-        proc = run(["bash", self.sh, "prometheus", release, nixl_prom], env=self.env)
+        proc = run(["bash", self.sh, "prometheus", release, nixl_prom] + WORKLOAD_ARGS, env=self.env)
         if proc.returncode != 0:
             return Cell("FAIL: NIXL scrape", False, first_line(proc.stderr))
         our_text = ""
@@ -290,11 +302,7 @@ class Matrix:
         return Cell(f"PASS ({len(extra)} extra families of ours)", True)
 
     def our_prometheus(self, agent, reference, out_dir):
-        lines = []
-        for _ts, category, name, value in reference:
-            if category is None:
-                category = CATEGORY_OF_NAME.get(name, "CUSTOM")
-            lines.append(json.dumps({"category": category, "name": name, "value": value}))
+        lines = [emit_line(category, name, value) for _ts, category, name, value in reference]
         events_file = os.path.join(out_dir, f"prom-{agent}.jsonl")
         with open(events_file, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
@@ -468,7 +476,7 @@ def main():
         os.makedirs(out_dir, exist_ok=True)
         rings = os.path.join(out_dir, "rings")
         print(f"== {release}", file=sys.stderr)
-        proc = run(["bash", sh, "write", release, rings], env=m.env)
+        proc = run(["bash", sh, "write", release, rings] + WORKLOAD_ARGS, env=m.env)
         if proc.returncode != 0:
             cell = Cell("FAIL: workload", False, first_line(proc.stderr))
             a_cells, refs, b_cell = {"rust": cell, "python": cell}, {}, cell

@@ -11,11 +11,13 @@ order:
 3. the initiator loads the target's metadata;
 4. ``--writes`` WRITE transfers of ``--write-size`` bytes, one after the other;
 5. ``--reads`` READ transfers of ``--read-size`` bytes, one after the other;
-6. deregisters both regions (the initiator first);
-7. sleeps ``--settle`` seconds (several telemetry flush intervals);
-8. if ``--scrape URL`` is given, fetches it into ``--scrape-out`` (retrying until every
+6. ``--errors`` times (default 0), asks for a WRITE to an agent that does not exist,
+   which NIXL refuses with NIXL_ERR_NOT_FOUND (recorded as an error event);
+7. deregisters both regions (the initiator first);
+8. sleeps ``--settle`` seconds (several telemetry flush intervals);
+9. if ``--scrape URL`` is given, fetches it into ``--scrape-out`` (retrying until every
    ``--scrape-expect`` regular expression matches), while both agents are still alive;
-9. exits (the agents are destroyed last).
+10. exits (the agents are destroyed last).
 
 Only the initiator posts transfers, so its ring holds the transfer events; both rings
 hold the registration events.
@@ -35,6 +37,8 @@ def parse_args():
     p.add_argument("--write-size", type=int, default=4096, help="bytes per WRITE")
     p.add_argument("--reads", type=int, default=2, help="number of READ transfers")
     p.add_argument("--read-size", type=int, default=8192, help="bytes per READ")
+    p.add_argument("--errors", type=int, default=0,
+                   help="number of refused transfer requests (NIXL_ERR_NOT_FOUND)")
     p.add_argument("--settle", type=float, default=0.6, help="seconds to let telemetry flush")
     p.add_argument("--scrape", help="URL to fetch after the transfers (Prometheus /metrics)")
     p.add_argument("--scrape-out", help="file the scraped text is written to")
@@ -42,7 +46,7 @@ def parse_args():
                    help="regular expression that must match the scrape before it is kept "
                         "(repeatable)")
     args = p.parse_args()
-    for name in ("region", "writes", "write_size", "reads", "read_size"):
+    for name in ("region", "writes", "write_size", "reads", "read_size", "errors"):
         if getattr(args, name) < 0:
             p.error(f"--{name.replace('_', '-')} must be >= 0")
     if max(args.write_size, args.read_size) > args.region:
@@ -115,6 +119,15 @@ def main():
     r_remote = initiator.get_xfer_descs([(dst_addr, args.read_size, 0)], "DRAM")
     for _ in range(args.reads):
         transfer(initiator, "READ", r_local, r_remote, "target")
+
+    for _ in range(args.errors):
+        try:
+            initiator.initialize_xfer("WRITE", w_local, w_local, "no_such_agent")
+        except Exception as e:  # NIXL raises its own exception types per status
+            if "NIXL_ERR_NOT_FOUND" not in str(e):
+                raise RuntimeError(f"expected NIXL_ERR_NOT_FOUND, got {e!r}") from e
+        else:
+            raise RuntimeError("a transfer to an unknown agent was accepted")
 
     initiator.remove_remote_agent("target")
     initiator.deregister_memory(src_reg)
