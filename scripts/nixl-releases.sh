@@ -179,15 +179,20 @@ cmd_prometheus() {
     [ -f "$sp/.nixl_cu12.mesonpy.libs/plugins/libtelemetry_exporter_prometheus.so" ] ||
         die "release $v ships no Prometheus plug-in"
     port="$(free_port)"
+    # Scrape once both deregistrations are exposed. The plug-ins of 1.0 and 1.1 serve only
+    # the first agent of a process (the initiator), and 1.0 names the family without _total.
+    local expect=('agent_memory_deregistered(_total)?\{[^}]*agent_name="initiator"[^}]*\} [1-9]')
+    case "$v" in
+    1.0.* | 1.1.*) ;;
+    *) expect+=('agent_memory_deregistered(_total)?\{[^}]*agent_name="target"[^}]*\} [1-9]') ;;
+    esac
     (
         unset NIXL_TELEMETRY_DIR NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH
         export NIXL_TELEMETRY_ENABLE=y NIXL_TELEMETRY_EXPORTER=prometheus
         export NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR="$sp/.nixl_cu12.mesonpy.libs/plugins"
         export NIXL_TELEMETRY_PROMETHEUS_PORT="$port" NIXL_TELEMETRY_PROMETHEUS_LOCAL=y
         run_workload "$v" --scrape "http://127.0.0.1:$port/metrics" --scrape-out "$out" \
-            --scrape-expect 'agent_memory_deregistered_total\{[^}]*agent_name="initiator"[^}]*\} [1-9]' \
-            --scrape-expect 'agent_memory_deregistered_total\{[^}]*agent_name="target"[^}]*\} [1-9]' \
-            "$@" >&2
+            "${expect[@]/#/--scrape-expect=}" "$@" >&2
     )
 }
 
