@@ -245,8 +245,12 @@ cmd_fixtures() {
 }
 
 main() {
-    [ $# -ge 1 ] || die "usage: $0 install|write|read|prometheus|matrix|list ... (see the head of this script)"
+    [ $# -ge 1 ] || die "usage: $0 install|write|read|prometheus|matrix|fixtures|list ... ($0 --help)"
     local cmd="$1"
+    if [ "$cmd" = -h ] || [ "$cmd" = --help ] || [ "$cmd" = help ]; then
+        sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+        return 0
+    fi
     shift
     case "$cmd" in
     install)

@@ -11,8 +11,9 @@ For each release given:
     the release is read by the release's own reader, which must print exactly the events
     emitted (the events of the release's own initiator ring from (a)).
 (c) 1.5.x only: the release's Prometheus plug-in and ours, fed the same workload, expose
-    the same families, types, label sets, bucket boundaries and values (timing values are
-    measured, so only their counts and bucket boundaries are compared).
+    the same families, types, label sets, bucket boundaries and values (timing values and
+    the HTTP server's exposer_* values are measured, so only their presence, counts and
+    bucket boundaries are compared; HELP texts are reported as notes).
 
 A release whose reader crashes as shipped is compared against a repaired copy of that
 reader (scripts/nixl_elf_repair.py) and the cell says so. Exit status 0 when every cell
@@ -22,6 +23,7 @@ passes, 1 otherwise. Details of every failing cell follow the table.
 import argparse
 import datetime
 import json
+import math
 import os
 import re
 import shutil
@@ -379,6 +381,10 @@ def parse_exposition(text):
 
 
 def is_timing_value(sample_name, labels):
+    """Whether a sample's value is measured (so differs between runs): the transfer and
+    post times, and everything of the HTTP server's own `exposer_*` families."""
+    if sample_name.startswith("exposer_"):
+        return True
     base = sample_name
     for suffix in ("_total", "_us_sum", "_us_bucket"):
         if base.endswith(suffix):
@@ -427,7 +433,7 @@ def compare_expositions(nixl, ours):
                 differences.append(
                     f"family {family}: ours adds label(s) {', '.join(f'{k}={have[k]!r}' for k in sorted(extra))} "
                     f"(NIXL's label set: {', '.join(sorted(want))})")
-            if not is_timing_value(name, labels) and v != value:
+            if not is_timing_value(name, labels) and not same_value(v, value):
                 differences.append(f"sample {name}{format_labels(want)}: {fmt(value)} in NIXL, {fmt(v)} in ours")
         # Bucket boundaries: ours must not have buckets NIXL lacks.
         if n["type"] == "histogram":
@@ -449,8 +455,14 @@ def format_labels(labels):
     return "{" + ",".join(f'{k}="{labels[k]}"' for k in sorted(labels)) + "}"
 
 
+def same_value(a, b):
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
 def fmt(value):
-    return str(int(value)) if value == int(value) else repr(value)
+    if math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return repr(value)
 
 
 # ---------------------------------------------------------------- main

@@ -6,5 +6,5 @@
 # run (about 130 MB). Every release: scripts/nixl-releases.sh matrix (docs/compatibility.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || set -- 1.0.1 1.5.1
+[ $# -ge 1 ] || set -- 1.0.0 1.5.1
 exec bash scripts/nixl-releases.sh matrix "$@"
