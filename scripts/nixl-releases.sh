@@ -10,7 +10,7 @@
 #                                                     the release's reader on a COPY of PATH
 #   scripts/nixl-releases.sh prometheus VER OUT [ARGS] workload with the release's Prometheus
 #                                                     plug-in on a free loopback port; /metrics -> OUT
-#   scripts/nixl-releases.sh matrix [--out DIR] [--no-build] [VER...]
+#   scripts/nixl-releases.sh matrix [--out DIR] [--no-build] [--only a,b,c] [VER...]
 #                                                     the compatibility matrix (default: every release)
 #   scripts/nixl-releases.sh fixtures VER OUTDIR     small rings + the release reader's output
 #   scripts/nixl-releases.sh list                     the known releases
@@ -267,7 +267,8 @@ main() {
             case "$1" in
             --out) opts+=("$1" "${2:?--out needs a directory}"); shift 2 ;;
             --no-build) opts+=("$1"); shift ;;
-            *) die "matrix options: --out DIR (keep the run's files), --no-build; got '$1'" ;;
+            --only) opts+=("$1" "${2:?--only needs a list such as a,b}"); shift 2 ;;
+            *) die "matrix options: --out DIR (keep the run's files), --no-build, --only a,b,c; got '$1'" ;;
             esac
         done
         [ $# -ge 1 ] || set -- $RELEASES
