@@ -23,5 +23,8 @@ python3 -m unittest discover -s python/tests
 echo "== C API: install into a temporary prefix, pkg-config, CMake, valgrind"
 bash scripts/test-capi.sh
 
+echo "== NIXL releases: compatibility matrix against the oldest and newest release"
+bash scripts/test-nixl-releases.sh
+
 echo "== cargo test"
 cargo test --workspace --locked
