@@ -26,6 +26,11 @@ use crate::render::{counter_header, header, Format};
 use crate::server::{self, ServerHandle};
 use crate::settings::ServerLimits;
 
+/// This machine's host name as the `hostname` label shows it.
+pub fn hostname() -> &'static str {
+    crate::hostname::hostname()
+}
+
 /// What an HTTP endpoint serves: bodies rendered on demand, cached by key.
 pub trait BodySource: Send + Sync + 'static {
     /// A value that changes whenever the body would: a cached body rendered at
