@@ -4,5 +4,5 @@
 //! definitions allowed the cdylib exports this crate's entry points; the
 //! `descriptor_is_prometheus_mp` test checks that the built library says so.
 fn main() {
-    println!("cargo:rustc-cdylib-link-arg=-Wl,--allow-multiple-definition");
+    println!("cargo:rustc-link-arg=-Wl,--allow-multiple-definition");
 }
