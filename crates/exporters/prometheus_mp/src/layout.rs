@@ -151,7 +151,7 @@ const _: () = {
     assert!(off::BOUNDS + 8 * MAX_BOUNDS == off::FIXED);
     assert!(off::FIXED + 8 * FIXED_READINGS == off::HISTOGRAMS);
     assert!(bucket(HISTOGRAM_COUNT, 0) <= off::SERIES);
-    assert!(off::SERIES % 64 == 0 && SERIES_ENTRY % 8 == 0);
+    assert!(off::SERIES.is_multiple_of(64) && SERIES_ENTRY.is_multiple_of(8));
     assert!(entry::NAME + text_len::SERIES_NAME == SERIES_ENTRY);
 };
 

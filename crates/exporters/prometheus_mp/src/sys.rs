@@ -37,7 +37,7 @@ impl StoreMapping {
 
     fn checked(&self, offset: usize, size: usize) -> *mut u8 {
         assert!(
-            offset % size == 0 && offset + size <= self.map.len(),
+            offset.is_multiple_of(size) && offset + size <= self.map.len(),
             "store offset {offset} (size {size}) out of bounds or unaligned"
         );
         // The mapping is page-aligned, so an aligned offset is an aligned address.

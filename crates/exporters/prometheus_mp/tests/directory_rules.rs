@@ -192,7 +192,7 @@ fn released_stores_stay_until_the_ttl_then_are_reaped() {
     assert!(seen.reaped.is_empty());
     std::thread::sleep(Duration::from_millis(900));
     let later = collector.scan().unwrap();
-    assert_eq!(later.reaped, [path.clone()]);
+    assert_eq!(later.reaped, std::slice::from_ref(&path));
     assert!(!path.exists());
     // The owner's own store is alive (locked) however old its last update.
     assert_eq!(later.stores.len(), 1);
