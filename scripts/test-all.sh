@@ -20,5 +20,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests
 
+echo "== prometheus_mp parity with NIXL 1.5.1 (installs nixl-cu12 into the cache)"
+bash scripts/test-prometheus-mp.sh
+
 echo "== cargo test"
 cargo test --workspace --locked

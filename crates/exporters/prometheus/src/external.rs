@@ -165,24 +165,47 @@ pub struct AgentReading {
     pub series: Vec<RuntimeSeries>,
 }
 
+/// One agent's labels after `category`, escaped once per rendering:
+/// `,hostname="…",agent_name="…"…`, and its `le` values.
+struct Prepared {
+    labels: Vec<u8>,
+    les: Vec<String>,
+}
+
+impl Prepared {
+    fn new(agent: &AgentReading) -> Prepared {
+        let mut labels = Vec::with_capacity(128);
+        for (name, value) in &agent.labels {
+            labels.push(b',');
+            labels.extend_from_slice(name.as_bytes());
+            labels.extend_from_slice(b"=\"");
+            escape_label_value(&mut labels, value);
+            labels.push(b'"');
+        }
+        let les = agent
+            .bounds
+            .iter()
+            .map(|&b| format_bound(b))
+            .chain(std::iter::once("+Inf".to_owned()))
+            .collect();
+        Prepared { labels, les }
+    }
+}
+
 /// `sample{category="…",labels…[,extra]} `.
 fn line(
     out: &mut Vec<u8>,
     sample: &str,
-    category: Category,
-    labels: &[(String, String)],
+    category: &str,
+    prepared: &Prepared,
     extra: Option<(&str, &str)>,
 ) {
     out.extend_from_slice(sample.as_bytes());
     out.extend_from_slice(b"{category=\"");
-    out.extend_from_slice(category.to_string().as_bytes());
+    out.extend_from_slice(category.as_bytes());
     out.push(b'"');
-    let extra = extra.iter().map(|&(k, v)| (k, v));
-    for (name, value) in labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .chain(extra)
-    {
+    out.extend_from_slice(&prepared.labels);
+    if let Some((name, value)) = extra {
         out.push(b',');
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"=\"");
@@ -201,10 +224,11 @@ fn value(out: &mut Vec<u8>, value: impl itoa::Integer) {
 fn scalars(
     out: &mut Vec<u8>,
     format: Format,
-    agents: &[AgentReading],
+    agents: &[(&AgentReading, Prepared)],
     range: std::ops::Range<usize>,
 ) {
     for family in &SCALARS[range] {
+        let category = family.category.to_string();
         match family.kind {
             Kind::Counter => counter_header(
                 out,
@@ -215,8 +239,8 @@ fn scalars(
             ),
             Kind::Gauge => header(out, format, family.sample, "gauge", family.help),
         }
-        for agent in agents {
-            line(out, family.sample, family.category, &agent.labels, None);
+        for (agent, prepared) in agents {
+            line(out, family.sample, &category, prepared, None);
             match family.source {
                 Source::Slot(s) => value(out, agent.fixed[s]),
                 Source::RegisteredNow => value(
@@ -237,6 +261,10 @@ pub fn render_readings(agents: &[AgentReading], format: Format) -> Vec<u8> {
         .map(|a| 64 + a.series.len() + 2 * a.bounds.len())
         .sum();
     let mut out = Vec::with_capacity(4096 + series * 160);
+    let agents: Vec<(&AgentReading, Prepared)> =
+        agents.iter().map(|a| (a, Prepared::new(a))).collect();
+    let agents = &agents[..];
+    let performance = Category::PERFORMANCE.to_string();
 
     scalars(&mut out, format, agents, 0..SCALARS.len() - SYSTEM_SCALARS);
 
@@ -251,39 +279,29 @@ pub fn render_readings(agents: &[AgentReading], format: Format) -> Vec<u8> {
         let bucket = format!("{}_bucket", histogram.family);
         let sum = format!("{}_sum", histogram.family);
         let count = format!("{}_count", histogram.family);
-        for agent in agents {
+        for (agent, prepared) in agents {
             let mut cumulative = 0u64;
-            for (i, &n) in agent.histograms[h].iter().enumerate() {
+            for (&n, le) in agent.histograms[h].iter().zip(&prepared.les) {
                 cumulative = cumulative.saturating_add(n);
-                let le = match agent.bounds.get(i) {
-                    Some(&b) => format_bound(b),
-                    None => "+Inf".to_owned(),
-                };
-                line(
-                    &mut out,
-                    &bucket,
-                    Category::PERFORMANCE,
-                    &agent.labels,
-                    Some(("le", &le)),
-                );
+                line(&mut out, &bucket, &performance, prepared, Some(("le", le)));
                 value(&mut out, cumulative);
             }
-            line(&mut out, &sum, Category::PERFORMANCE, &agent.labels, None);
+            line(&mut out, &sum, &performance, prepared, None);
             value(&mut out, agent.fixed[histogram.sum_slot]);
-            line(&mut out, &count, Category::PERFORMANCE, &agent.labels, None);
+            line(&mut out, &count, &performance, prepared, None);
             value(&mut out, cumulative);
         }
     }
 
     counter_header(&mut out, format, ERRORS_SAMPLE, ERRORS_HELP, false);
-    for agent in agents {
+    for (agent, prepared) in agents {
         for s in &agent.series {
             if let SeriesName::Error(status) = &s.name {
                 line(
                     &mut out,
                     ERRORS_SAMPLE,
-                    s.category,
-                    &agent.labels,
+                    &s.category.to_string(),
+                    prepared,
                     Some(("status", status)),
                 );
                 value(&mut out, s.value);
@@ -299,18 +317,18 @@ pub fn render_readings(agents: &[AgentReading], format: Format) -> Vec<u8> {
     );
 
     // Per-name families, merged over agents, by name.
-    let mut named: BTreeMap<&str, Vec<(&AgentReading, &RuntimeSeries)>> = BTreeMap::new();
-    for agent in agents {
+    let mut named: BTreeMap<&str, Vec<(&Prepared, &RuntimeSeries)>> = BTreeMap::new();
+    for (agent, prepared) in agents {
         for s in &agent.series {
             if let SeriesName::Counter(sample) = &s.name {
-                named.entry(sample).or_default().push((agent, s));
+                named.entry(sample).or_default().push((prepared, s));
             }
         }
     }
     for (sample, series) in named {
         counter_header(&mut out, format, sample, PER_NAME_HELP, false);
-        for (agent, s) in series {
-            line(&mut out, sample, s.category, &agent.labels, None);
+        for (prepared, s) in series {
+            line(&mut out, sample, &s.category.to_string(), prepared, None);
             value(&mut out, s.value);
         }
     }
