@@ -8,7 +8,8 @@
 //! `flock` on the lock file named after the address, binds the address and,
 //! on each scrape, reads every store and publishes every rank as its own
 //! series, labelled `hostname`, `agent_name`, `pid`, `agent_instance` and
-//! `local_rank`. When the owner dies, a writer takes over at its next export.
+//! `local_rank`. When the owner dies, a writer takes over at the end of its
+//! next flush pass.
 //! Names, types, help texts and buckets are those of the single-process
 //! `prometheus` plug-in, whose rendering and HTTP server this crate reuses.
 //! See `docs/prometheus-mp.md`.
@@ -116,15 +117,15 @@ impl MultiProcessExporter {
         })
     }
 
-    /// Turns `events` into totals and publishes them to the store; then, if
-    /// no live process serves the run, becomes the owner.
+    /// Turns `events` into totals and publishes them to the store (no lock,
+    /// no system call).
     pub fn record(&mut self, events: &[Event]) {
         self.store.record(events);
-        self.election.try_take();
     }
 
-    /// Marks the store as alive now and, if no live process serves the run,
-    /// becomes the owner (the host calls this after every flush pass).
+    /// Marks the store as updated now and, if no live process serves the
+    /// run, becomes the owner (one `flock` attempt). The plug-in's `flush`,
+    /// which the host calls after every flush pass, does this.
     pub fn tick(&mut self) {
         self.store.heartbeat();
         self.election.try_take();
