@@ -5,11 +5,13 @@
 //!     [-- [write] [scrape] [--seconds S] [--processes N] [--scrapes K]]
 //! ```
 //!
-//! * `write`: the flush thread's cost per event, `record` of a 4096-event
-//!   batch (transfers, post times, memory, errors, backend counters), for the
-//!   single-process exporter and for this one (which publishes into its
-//!   memory-mapped store), in alternating rounds of `--seconds` (default 1)
-//!   each, 5 rounds; prints ns/event and the ratio.
+//! * `write`: the flush thread's cost per event, `record` of a batch of
+//!   4096, then of 64, events (transfers, post times, memory, errors,
+//!   backend counters), for the single-process exporter and for this one
+//!   (which publishes into its memory-mapped store, then, as the plug-in's
+//!   `flush` does after every pass, stamps it and tries the owner lock), in
+//!   alternating rounds of `--seconds` (default 1) each, 5 rounds; prints
+//!   ns/event and the ratios.
 //! * `scrape`: N (default 64) real processes (this binary re-run as writers),
 //!   each with its own store holding the transfer families, 12 error statuses
 //!   and 20 backend counters; this process owns the endpoint; K (default 500)
@@ -112,26 +114,53 @@ fn time_per_event(seconds: f64, mut record: impl FnMut(&[Event]), events: &[Even
 
 fn write_path(seconds: f64) {
     let dir = tempfile::tempdir().unwrap();
-    let events = batch();
+    let all = batch();
     let mut single =
         PrometheusExporter::with_settings("single", &Settings::new("127.0.0.1:0".parse().unwrap()))
             .unwrap();
-    let mut multi = MultiProcessExporter::with_settings("multi", &settings(dir.path())).unwrap();
-    let (mut s_all, mut m_all) = (Vec::new(), Vec::new());
-    for round in 0..5 {
-        let s = time_per_event(seconds, |e| single.record(e), &events);
-        let m = time_per_event(seconds, |e| multi.record(e), &events);
-        println!("write round {round}: single {s:.2} ns/event, prometheus_mp {m:.2} ns/event, ratio {:.3}", m / s);
-        s_all.push(s);
-        m_all.push(m);
+    // Not the owner: `tick` then tries the owner lock (one flock) per pass,
+    // the most a writer ever does.
+    let _owner = MultiProcessExporter::with_settings("owner", &settings(dir.path())).unwrap();
+    let mut s = settings(dir.path());
+    s.base.listen = _owner.local_addr().unwrap();
+    let mut multi = MultiProcessExporter::with_settings("multi", &s).unwrap();
+    assert!(!multi.is_owner());
+    let start = Instant::now();
+    for _ in 0..1_000_000 {
+        multi.tick();
     }
-    s_all.sort_by(f64::total_cmp);
-    m_all.sort_by(f64::total_cmp);
-    let (s, m) = (s_all[2], m_all[2]);
     println!(
-        "write median: single {s:.2} ns/event, prometheus_mp {m:.2} ns/event, ratio {:.3} (batches of {BATCH})",
-        m / s
+        "tick alone (stamp the store, maybe try the owner lock): {:.1} ns",
+        start.elapsed().as_nanos() as f64 / 1e6
     );
+    for size in [BATCH, 64] {
+        let events = &all[..size];
+        let (mut s_all, mut m_all) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            s_all.push(time_per_event(seconds, |e| single.record(e), events));
+            m_all.push(time_per_event(
+                seconds,
+                |e| {
+                    multi.record(e);
+                    multi.tick();
+                },
+                events,
+            ));
+        }
+        let ratios: Vec<String> = s_all
+            .iter()
+            .zip(&m_all)
+            .map(|(s, m)| format!("{:.3}", m / s))
+            .collect();
+        s_all.sort_by(f64::total_cmp);
+        m_all.sort_by(f64::total_cmp);
+        let (s, m) = (s_all[2], m_all[2]);
+        println!(
+            "write, batches of {size}: single {s:.2} ns/event, prometheus_mp (record + tick) {m:.2} ns/event, median ratio {:.3}; per round {}",
+            m / s,
+            ratios.join(" ")
+        );
+    }
 }
 
 /// A writer process: one store with series, then waits for stdin to close.

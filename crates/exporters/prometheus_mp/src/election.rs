@@ -1,6 +1,7 @@
 //! Which process serves the run: the one holding the `flock` of the lock file
 //! named after the address. Every exporter tries to take it when created and
-//! again at each export and flush; the holder binds the address and serves
+//! again at the end of each flush pass (at most once per
+//! [`TAKEOVER_INTERVAL`]); the holder binds the address and serves
 //! every store of the directory until it ends (its lock is released with its
 //! descriptor, so a killed owner and a clean exit look the same).
 
@@ -8,7 +9,7 @@ use std::fs::File;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use telemetry_exporter_prometheus::external::{serve, HttpServer};
 use telemetry_exporter_prometheus::ServerLimits;
@@ -19,6 +20,9 @@ use crate::scan::Collector;
 
 /// Wait before binding again after the address could not be bound.
 const BIND_BACKOFF: Duration = Duration::from_secs(1);
+/// The most often a writer tries the owner lock (a system call): a takeover
+/// happens at the first flush pass this long after the previous attempt.
+pub const TAKEOVER_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The owner's endpoint.
 #[derive(Debug)]
@@ -38,7 +42,8 @@ pub struct Election {
     listen: SocketAddr,
     limits: ServerLimits,
     collector: Arc<Collector>,
-    next_attempt: Instant,
+    /// No attempt before this time (ms since the epoch, the stores' clock).
+    next_attempt_ms: u64,
     warned_bind: bool,
 }
 
@@ -61,7 +66,7 @@ impl Election {
             listen,
             limits,
             collector,
-            next_attempt: Instant::now(),
+            next_attempt_ms: 0,
             warned_bind: false,
         })
     }
@@ -76,16 +81,26 @@ impl Election {
         self.serving.as_ref().map(|s| s.addr)
     }
 
-    /// Becomes the owner if no live process is: takes the lock, binds, serves.
-    pub fn try_take(&mut self) {
-        if self.serving.is_some() || Instant::now() < self.next_attempt {
+    /// Becomes the owner if no live process is: takes the lock, binds,
+    /// serves. `now_ms`: the current time, ms since the epoch (the caller
+    /// has just read the clock). A wait that reaches further ahead than the
+    /// longest one means the clock went back: then it is not honoured.
+    pub fn try_take(&mut self, now_ms: u64) {
+        if self.serving.is_some() {
+            return;
+        }
+        let ahead = self.next_attempt_ms.saturating_sub(now_ms);
+        if ahead > 0 && ahead <= BIND_BACKOFF.as_millis() as u64 {
             return;
         }
         match self.lock.try_lock() {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                self.next_attempt_ms = now_ms + TAKEOVER_INTERVAL.as_millis() as u64;
+                return;
+            }
             Err(std::fs::TryLockError::Error(e)) => {
-                self.backoff();
+                self.backoff(now_ms);
                 if !std::mem::replace(&mut self.warned_bind, true) {
                     tracing::warn!(lock = %self.lock_path.display(), error = %e, "prometheus_mp cannot lock its owner lock file; this process only writes");
                 }
@@ -109,7 +124,7 @@ impl Election {
             Err(e) => {
                 // Held from outside the run: let go, so a sibling can try.
                 let _ = self.lock.unlock();
-                self.backoff();
+                self.backoff(now_ms);
                 if !std::mem::replace(&mut self.warned_bind, true) {
                     tracing::warn!(address = %self.listen, error = %e, "prometheus_mp elected this process but cannot bind the address; retrying");
                 }
@@ -117,8 +132,8 @@ impl Election {
         }
     }
 
-    fn backoff(&mut self) {
-        self.next_attempt = Instant::now() + BIND_BACKOFF;
+    fn backoff(&mut self, now_ms: u64) {
+        self.next_attempt_ms = now_ms + BIND_BACKOFF.as_millis() as u64;
     }
 }
 

@@ -38,6 +38,7 @@ use nixl_telemetry_abi::Event;
 use telemetry_exporter_prometheus::external::BodySource;
 use telemetry_exporter_prometheus::Format;
 
+pub use election::TAKEOVER_INTERVAL;
 pub use error::MpError;
 pub use settings::MpSettings;
 
@@ -109,7 +110,7 @@ impl MultiProcessExporter {
                 return Err(e);
             }
         };
-        election.try_take();
+        election.try_take(store::now_ms());
         Ok(MultiProcessExporter {
             election,
             store,
@@ -127,8 +128,9 @@ impl MultiProcessExporter {
     /// run, becomes the owner (one `flock` attempt). The plug-in's `flush`,
     /// which the host calls after every flush pass, does this.
     pub fn tick(&mut self) {
-        self.store.heartbeat();
-        self.election.try_take();
+        let now = store::now_ms();
+        self.store.heartbeat(now);
+        self.election.try_take(now);
     }
 
     /// Whether this exporter serves the run.

@@ -313,11 +313,11 @@ impl StoreWriter {
         self.publish();
     }
 
-    /// Marks the store as updated now (the stale TTL counts from here).
-    pub fn heartbeat(&self) {
+    /// Marks the store as updated at `now_ms` (the stale TTL counts from here).
+    pub fn heartbeat(&self, now_ms: u64) {
         self.map
             .u64_at(off::UPDATED_MS)
-            .store(now_ms(), Ordering::Release);
+            .store(now_ms, Ordering::Release);
     }
 
     #[inline]

@@ -13,7 +13,9 @@ use nixl_telemetry_abi::{Category, Event};
 use telemetry_exporter_prometheus::{Buckets, Format, Settings};
 use telemetry_exporter_prometheus_mp::layout::{self, FILE_SIZE};
 use telemetry_exporter_prometheus_mp::scan::{open_store, read_store, Collector, Skip};
-use telemetry_exporter_prometheus_mp::{MpError, MpSettings, MultiProcessExporter};
+use telemetry_exporter_prometheus_mp::{
+    MpError, MpSettings, MultiProcessExporter, TAKEOVER_INTERVAL,
+};
 
 fn settings(dir: &Path, port: u16) -> MpSettings {
     let mut base = Settings::new(SocketAddr::from(([127, 0, 0, 1], port)));
@@ -113,6 +115,8 @@ fn the_second_exporter_of_an_address_only_writes_and_takes_over_when_the_first_e
     let body = scrape(addr);
     assert_eq!(body.matches("agent_tx_bytes_total{").count(), 2, "{body}");
     drop(first);
+    // Attempts are spaced by TAKEOVER_INTERVAL: the next one after it succeeds.
+    std::thread::sleep(TAKEOVER_INTERVAL + Duration::from_millis(20));
     second.tick();
     assert!(second.is_owner());
     let body = scrape(addr);
