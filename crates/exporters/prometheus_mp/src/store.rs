@@ -302,7 +302,9 @@ impl StoreWriter {
         Ok(self.file.metadata()?.uid())
     }
 
-    /// Records `events` in order, then publishes.
+    /// Records `events` in order, then publishes. The store's update time
+    /// is set by [`StoreWriter::heartbeat`] (the plug-in's `flush`, after
+    /// every pass), not here: one clock read per pass rather than per batch.
     pub fn record(&mut self, events: &[Event]) {
         for event in events {
             self.record_one(event);
@@ -448,14 +450,19 @@ impl StoreWriter {
         let s = seq.load(Ordering::Relaxed);
         seq.store(s.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
-        for (i, &v) in self.fixed.iter().enumerate() {
-            map.u64_at(layout::fixed(i)).store(v, Ordering::Relaxed);
+        for (dst, &v) in map
+            .u64_slice(layout::fixed(0), FIXED_READINGS)
+            .iter()
+            .zip(&self.fixed)
+        {
+            dst.store(v, Ordering::Relaxed);
         }
         for h in 0..2 {
             if std::mem::take(&mut self.histogram_touched[h]) {
                 let n = self.buckets.bounds().len() + 1;
-                for (b, &v) in self.histograms[h][..n].iter().enumerate() {
-                    map.u64_at(layout::bucket(h, b)).store(v, Ordering::Relaxed);
+                let dst = map.u64_slice(layout::bucket(h, 0), n);
+                for (d, &v) in dst.iter().zip(&self.histograms[h][..n]) {
+                    d.store(v, Ordering::Relaxed);
                 }
             }
         }
@@ -467,8 +474,6 @@ impl StoreWriter {
         }
         self.dirty.clear();
         seq.store(s.wrapping_add(2), Ordering::Release);
-        map.u64_at(off::UPDATED_MS)
-            .store(now_ms(), Ordering::Release);
     }
 }
 

@@ -53,6 +53,19 @@ impl StoreMapping {
         unsafe { AtomicU64::from_ptr(ptr.cast()) }
     }
 
+    /// The `n` consecutive u64 from `offset` as atomics.
+    pub(crate) fn u64_slice(&self, offset: usize, n: usize) -> &[AtomicU64] {
+        let ptr = self.checked(offset, 8);
+        assert!(
+            offset + 8 * n <= self.map.len(),
+            "store words {offset}..+{n} out of bounds"
+        );
+        // SAFETY: in bounds and 8-aligned (checked); AtomicU64 has the size
+        // and alignment of u64; the mapping lives as long as `self`; every
+        // access to these words from this process is atomic.
+        unsafe { std::slice::from_raw_parts(ptr.cast::<AtomicU64>(), n) }
+    }
+
     /// The u32 at `offset` as an atomic.
     pub(crate) fn u32_at(&self, offset: usize) -> &AtomicU32 {
         let ptr = self.checked(offset, 4);
@@ -139,10 +152,12 @@ mod tests {
         map.u64_at(8)
             .store(0x0102_0304_0506_0708, Ordering::Release);
         map.u32_at(4).store(7, Ordering::Release);
+        map.u64_slice(24, 2)[1].store(9, Ordering::Release);
         map.write_bytes(16, b"abc");
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes[8..16], 0x0102_0304_0506_0708u64.to_ne_bytes());
         assert_eq!(bytes[4..8], 7u32.to_ne_bytes());
+        assert_eq!(bytes[32..40], 9u64.to_ne_bytes());
         assert_eq!(&bytes[16..19], b"abc");
     }
 
