@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | 0 | 8 | magic `NXTLMPS` + 0x01 |
 //! | 8 | 4 | layout version (1) |
-//! | 12 | 4 | header length ([`SERIES`]) |
+//! | 12 | 4 | header length ([`off::SERIES`]) |
 //! | 16 | 8 | file size ([`FILE_SIZE`]) |
 //! | 24 | 8 | publish sequence: odd while a publish is under way |
 //! | 32 | 8 | last update, ms since the Unix epoch |

@@ -342,3 +342,46 @@ fn readers_never_see_a_publish_half_done() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(reader.join().unwrap() > 0);
 }
+
+/// Counts the warnings logged while it is the default subscriber.
+struct WarningCounter(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl tracing::Subscriber for WarningCounter {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn each_hostile_file_is_warned_about_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let exporter =
+        MultiProcessExporter::with_settings("owner", &settings(dir.path(), free_port())).unwrap();
+    let real = std::fs::read(exporter.store_path()).unwrap();
+    let mut foreign = real.clone();
+    foreign[..8].copy_from_slice(b"NIXLMPS1");
+    plant(dir.path(), "magic", &foreign);
+    plant(dir.path(), "short", &real[..100]);
+    std::os::unix::fs::symlink("/etc/hostname", dir.path().join("nixl-mp.1.0.link.store")).unwrap();
+    let warnings = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = WarningCounter(std::sync::Arc::clone(&warnings));
+    tracing::subscriber::with_default(counter, || {
+        for _ in 0..3 {
+            let body = String::from_utf8(exporter.render(Format::Text)).unwrap();
+            assert_eq!(body.matches("agent_tx_bytes_total{").count(), 1);
+        }
+    });
+    assert_eq!(warnings.load(std::sync::atomic::Ordering::Relaxed), 3);
+}
