@@ -158,6 +158,17 @@ impl StoreWriter {
         identity: &StoreIdentity,
         buckets: &Buckets,
     ) -> Result<StoreWriter, MpError> {
+        StoreWriter::create_in(dir, identity, buckets, true)
+    }
+
+    /// [`StoreWriter::create`], with `O_TMPFILE` tried only if `unnamed`
+    /// (otherwise the temporary name and rename, as where it is missing).
+    fn create_in(
+        dir: &Path,
+        identity: &StoreIdentity,
+        buckets: &Buckets,
+        unnamed: bool,
+    ) -> Result<StoreWriter, MpError> {
         let texts = [
             (
                 off::LISTEN,
@@ -191,7 +202,11 @@ impl StoreWriter {
                 source,
             }
         };
-        let unnamed = create_unnamed(dir).map_err(file_error("create a store in", dir))?;
+        let unnamed = if unnamed {
+            create_unnamed(dir).map_err(file_error("create a store in", dir))?
+        } else {
+            None
+        };
         let (file, temporary) = match unnamed {
             Some(f) => (f, None),
             None => {
@@ -491,5 +506,58 @@ fn key(category: i32, name: &[u8]) -> NameKey {
     NameKey {
         category,
         name: padded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::{open_store, read_store};
+
+    fn identity() -> StoreIdentity {
+        StoreIdentity {
+            listen: "127.0.0.1:9".to_owned(),
+            hostname: "h".to_owned(),
+            agent_name: "a".to_owned(),
+            pid: std::process::id(),
+            agent_instance: 7,
+            local_rank: Some("2".to_owned()),
+        }
+    }
+
+    fn check(unnamed: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let buckets = Buckets::new(&[1.0, 2.0]).unwrap();
+        let mut w = StoreWriter::create_in(dir.path(), &identity(), &buckets, unnamed).unwrap();
+        w.record(&[Event::new(1, Category::PERFORMANCE, "agent_xfer_time", 2)]);
+        // Exactly the store, under its final name: nothing temporary is left.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert!(files::is_store_name(&names[0]), "{names:?}");
+        // Locked by its writer: another descriptor cannot take the lock.
+        let file = open_store(w.path(), w.uid().unwrap()).unwrap();
+        assert!(matches!(
+            file.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        let read = read_store(&file).unwrap();
+        assert_eq!(read.agent_instance, 7);
+        assert_eq!(read.local_rank.as_deref(), Some("2"));
+        assert_eq!(read.reading.histograms[0], [0, 1, 0]);
+        drop(w);
+        file.try_lock().unwrap();
+    }
+
+    #[test]
+    fn an_unnamed_store_is_locked_named_and_readable() {
+        check(true);
+    }
+
+    #[test]
+    fn the_rename_fallback_leaves_the_same_store() {
+        check(false);
     }
 }
