@@ -3,7 +3,8 @@
 //! Prometheus server scraping them, `kill -9` of the owner, a rank leaving
 //! before the stale TTL, a second run on another port. Needs `prometheus` on
 //! PATH (`bash scripts/prometheus-test-env.sh` installs it). Every process is
-//! killed when the test ends, pass or fail.
+//! killed when the test ends, pass or fail. The exposition also goes through
+//! `promtool check metrics`.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -330,6 +331,8 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
             (tx_bytes_by_rank(&body) == expected).then_some(())
         },
     );
+    let (_, body) = http_get(addr, "/metrics").unwrap();
+    promtool::assert_exporter_output_accepted(&body);
     let pids: Vec<u32> = ranks.iter().map(|r| r.child.id()).collect();
     let owners = listeners(port, &pids);
     assert_eq!(owners.len(), 1, "exactly one rank binds: {owners:?}");

@@ -385,3 +385,28 @@ fn each_hostile_file_is_warned_about_once() {
     });
     assert_eq!(warnings.load(std::sync::atomic::Ordering::Relaxed), 3);
 }
+
+#[test]
+fn a_directory_others_can_write_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let base = tempfile::tempdir().unwrap();
+    let open_dir = base.path().join("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let private = base.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (dir, expected) in [(&open_dir, 1), (&private, 0)] {
+        let warnings = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = WarningCounter(std::sync::Arc::clone(&warnings));
+        tracing::subscriber::with_default(counter, || {
+            MultiProcessExporter::with_settings("a", &settings(dir, free_port())).unwrap();
+        });
+        assert_eq!(
+            warnings.load(std::sync::atomic::Ordering::Relaxed),
+            expected,
+            "{}",
+            dir.display()
+        );
+    }
+}
