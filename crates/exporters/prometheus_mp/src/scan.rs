@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -291,6 +291,8 @@ pub struct Collector {
     stale_ttl: Duration,
     /// Files already warned about (each is reported once).
     warned: Mutex<HashSet<PathBuf>>,
+    /// Whether failing to list the directory was reported (until it works again).
+    warned_listing: AtomicBool,
     renders: AtomicU64,
 }
 
@@ -303,6 +305,7 @@ impl Collector {
             uid,
             stale_ttl,
             warned: Mutex::new(HashSet::new()),
+            warned_listing: AtomicBool::new(false),
             renders: AtomicU64::new(0),
         }
     }
@@ -366,10 +369,13 @@ impl Collector {
         let outcome = match self.scan() {
             Ok(o) => o,
             Err(e) => {
-                tracing::warn!(dir = %self.dir.display(), error = %e, "prometheus_mp cannot list its directory");
+                if !self.warned_listing.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(dir = %self.dir.display(), error = %e, "prometheus_mp cannot list its directory; scrapes show no rank until it can (reported once)");
+                }
                 return Vec::new();
             }
         };
+        self.warned_listing.store(false, Ordering::Relaxed);
         let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
         for (path, skip) in &outcome.skipped {
             if warned.insert(path.clone()) {
