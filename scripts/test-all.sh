@@ -26,5 +26,8 @@ bash scripts/test-capi.sh
 echo "== NIXL releases: compatibility matrix against the oldest and newest release"
 bash scripts/test-nixl-releases.sh
 
+echo "== prometheus_mp parity with NIXL 1.5.1 (installs nixl-cu12 into the cache)"
+bash scripts/test-prometheus-mp.sh
+
 echo "== cargo test"
 cargo test --workspace --locked

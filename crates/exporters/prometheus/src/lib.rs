@@ -20,6 +20,7 @@
 mod agent;
 mod endpoint;
 mod error;
+pub mod external;
 mod families;
 mod hostname;
 mod http;

@@ -30,7 +30,7 @@ impl Format {
 }
 
 /// The `# HELP` / `# TYPE` lines of one family.
-fn header(out: &mut Vec<u8>, format: Format, family: &str, type_name: &str, help: &str) {
+pub(crate) fn header(out: &mut Vec<u8>, format: Format, family: &str, type_name: &str, help: &str) {
     out.extend_from_slice(b"# HELP ");
     out.extend_from_slice(family.as_bytes());
     out.push(b' ');
@@ -53,7 +53,13 @@ fn header(out: &mut Vec<u8>, format: Format, family: &str, type_name: &str, help
 /// The header of a counter whose samples are called `sample`: in OpenMetrics
 /// the family drops `_total`, unless that name belongs to another family, in
 /// which case the counter is declared `unknown` under its full name.
-fn counter_header(out: &mut Vec<u8>, format: Format, sample: &str, help: &str, collides: bool) {
+pub(crate) fn counter_header(
+    out: &mut Vec<u8>,
+    format: Format,
+    sample: &str,
+    help: &str,
+    collides: bool,
+) {
     match (format, sample.strip_suffix("_total")) {
         (Format::OpenMetrics, Some(family)) if !collides => {
             header(out, format, family, "counter", help)

@@ -18,6 +18,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::endpoint::Directory;
+use crate::external::BodySource;
 use crate::http::{self, Method, Parsed, Status};
 use crate::render::{render, Format};
 use crate::settings::ServerLimits;
@@ -77,10 +78,38 @@ impl Drop for ServerHandle {
     }
 }
 
+/// The agents of one process's endpoint are a body source: the key is the
+/// directory version and the sum of the agents' publish counters.
+impl BodySource for Directory {
+    fn key(&self) -> (u64, u64) {
+        let list = self.current();
+        (
+            list.version,
+            list.agents
+                .iter()
+                .fold(0u64, |sum, a| sum.wrapping_add(a.version())),
+        )
+    }
+
+    fn render(&self, format: Format) -> Vec<u8> {
+        render(&self.current().agents, format)
+    }
+}
+
 /// Starts serving `directory` on `listener` (already bound) in a new thread.
 pub(crate) fn spawn(
     listener: std::net::TcpListener,
     directory: Arc<Directory>,
+    limits: ServerLimits,
+) -> io::Result<ServerHandle> {
+    spawn_source(listener, directory, limits)
+}
+
+/// Starts serving the bodies of `directory` on `listener` (already bound) in
+/// a new thread.
+pub(crate) fn spawn_source(
+    listener: std::net::TcpListener,
+    directory: Arc<dyn BodySource>,
     limits: ServerLimits,
 ) -> io::Result<ServerHandle> {
     let local = listener.local_addr()?;
@@ -138,7 +167,7 @@ struct CachedBody {
 
 /// The state requests are answered from.
 struct Core {
-    directory: Arc<Directory>,
+    directory: Arc<dyn BodySource>,
     /// Per format: the plain body, then its gzip.
     cache: [Option<CachedBody>; 4],
     /// Renderings so far: the clock requests are stamped with when read.
@@ -155,13 +184,7 @@ impl Core {
     /// that, and requests read before a rendering share it, so the server
     /// renders about once per loop iteration however often agents publish.
     fn plain(&mut self, format: Format, read_at: u64) -> ((u64, u64), Arc<[u8]>) {
-        let list = self.directory.current();
-        let key = (
-            list.version,
-            list.agents
-                .iter()
-                .fold(0u64, |sum, a| sum.wrapping_add(a.version())),
-        );
+        let key = self.directory.key();
         let slot = &mut self.cache[format.index() * 2];
         if let Some(cached) = slot {
             if cached.key == key || cached.seq > read_at {
@@ -169,7 +192,7 @@ impl Core {
             }
         }
         self.renders += 1;
-        let body: Arc<[u8]> = render(&list.agents, format).into();
+        let body: Arc<[u8]> = self.directory.render(format).into();
         *slot = Some(CachedBody {
             key,
             seq: self.renders,

@@ -1,0 +1,412 @@
+//! The owner's side: on every scrape, read every store of the directory and
+//! render each rank as its own series.
+//!
+//! Nothing in the directory is trusted. A file named like a store is opened
+//! without following links and without blocking, and is skipped (with one
+//! warning per file) unless it is a regular file of this user with the
+//! store's exact size, magic, version and header. It is copied with `pread`
+//! (never mapped: a file truncated under the reader cannot fault it), and
+//! every field is read with bounds checks. A store whose writer has released
+//! it (its lock can be taken) and whose last update is older than the stale
+//! TTL is reaped; a file that is not a store of ours is never removed.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use nixl_telemetry_abi::Category;
+use telemetry_exporter_prometheus::external::{
+    render_readings, AgentReading, BodySource, RuntimeSeries, SeriesName, FIXED_READINGS,
+};
+use telemetry_exporter_prometheus::Format;
+
+use crate::files;
+use crate::layout::{
+    self, decode_text, entry, off, read_u32, read_u64, text_len, BUCKET_SLOTS, FILE_SIZE,
+    MAX_BOUNDS, MAX_SERIES, SERIES_ENTRY,
+};
+use crate::store::now_ms;
+
+/// Copies of a store taken while its writer published, before giving up.
+const READ_ATTEMPTS: usize = 16;
+
+/// One store as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreReading {
+    /// The exporter's listen address.
+    pub listen: String,
+    /// Last update, ms since the epoch.
+    pub updated_ms: u64,
+    /// The process id.
+    pub pid: u32,
+    /// The exporter's ordinal in its process.
+    pub agent_instance: u32,
+    /// The local rank, if set.
+    pub local_rank: Option<String>,
+    /// The rank's readings, labels included.
+    pub reading: AgentReading,
+}
+
+/// Why a file was not read as a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// Not a regular file (a link, FIFO, directory, device...).
+    NotRegular(&'static str),
+    /// Owned by another user.
+    ForeignOwner(u32),
+    /// Not of a store's size.
+    Size(u64),
+    /// Not a store of this layout.
+    Format(String),
+    /// Still being published after every attempt.
+    Busy,
+    /// Could not be opened or read.
+    Io(String),
+    /// Removed between listing and opening (not worth a warning).
+    Vanished,
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skip::NotRegular(kind) => write!(f, "not a regular file ({kind})"),
+            Skip::ForeignOwner(uid) => write!(f, "owned by another user (uid {uid})"),
+            Skip::Size(n) => write!(f, "{n} bytes, a store has {FILE_SIZE}"),
+            Skip::Format(why) => write!(f, "not a store of this layout: {why}"),
+            Skip::Busy => write!(f, "its writer kept publishing during every read"),
+            Skip::Io(e) => write!(f, "cannot be read: {e}"),
+            Skip::Vanished => write!(f, "removed while being read"),
+        }
+    }
+}
+
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` as an untrusted store and checks its kind, owner and size.
+pub fn open_store(path: &Path, uid: u32) -> Result<File, Skip> {
+    let file = files::open_untrusted(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            Skip::NotRegular("a symbolic link")
+        } else if e.kind() == io::ErrorKind::NotFound {
+            Skip::Vanished
+        } else {
+            Skip::Io(e.to_string())
+        }
+    })?;
+    let meta = file.metadata().map_err(|e| Skip::Io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(Skip::NotRegular(kind_of(&meta)));
+    }
+    if meta.uid() != uid {
+        return Err(Skip::ForeignOwner(meta.uid()));
+    }
+    if meta.len() != FILE_SIZE as u64 {
+        return Err(Skip::Size(meta.len()));
+    }
+    Ok(file)
+}
+
+fn format_error(why: impl Into<String>) -> Skip {
+    Skip::Format(why.into())
+}
+
+/// Reads a consistent copy of the store behind `file` (already checked by
+/// [`open_store`]).
+pub fn read_store(file: &File) -> Result<StoreReading, Skip> {
+    let io = |e: io::Error| Skip::Io(e.to_string());
+    let mut head = vec![0u8; off::SERIES];
+    for _ in 0..READ_ATTEMPTS {
+        file.read_exact_at(&mut head, 0).map_err(io)?;
+        if head[off::MAGIC..off::MAGIC + 8] != layout::MAGIC {
+            return Err(format_error("wrong magic"));
+        }
+        let version = read_u32(&head, off::VERSION).unwrap_or(0);
+        if version != layout::VERSION {
+            return Err(format_error(format!(
+                "layout version {version}, this reader reads {}",
+                layout::VERSION
+            )));
+        }
+        if read_u32(&head, off::HEADER_LEN) != Some(off::SERIES as u32)
+            || read_u64(&head, off::FILE_SIZE) != Some(FILE_SIZE as u64)
+        {
+            return Err(format_error("wrong header length or file size field"));
+        }
+        let seq = read_u64(&head, off::SEQ).unwrap_or(1);
+        if seq & 1 == 1 {
+            std::thread::yield_now();
+            continue;
+        }
+        let count = read_u32(&head, off::SERIES_COUNT).unwrap_or(u32::MAX) as usize;
+        if count > MAX_SERIES {
+            return Err(format_error(format!(
+                "{count} series, at most {MAX_SERIES}"
+            )));
+        }
+        let mut entries = vec![0u8; count * SERIES_ENTRY];
+        file.read_exact_at(&mut entries, off::SERIES as u64)
+            .map_err(io)?;
+        fence(Ordering::Acquire);
+        let mut again = [0u8; 8];
+        file.read_exact_at(&mut again, off::SEQ as u64)
+            .map_err(io)?;
+        if u64::from_ne_bytes(again) != seq {
+            std::thread::yield_now();
+            continue;
+        }
+        return parse(&head, &entries, count);
+    }
+    Err(Skip::Busy)
+}
+
+fn parse(head: &[u8], entries: &[u8], count: usize) -> Result<StoreReading, Skip> {
+    let bad = |what: &str| format_error(format!("bad {what}"));
+    let text = |offset, size, what: &str| decode_text(head, offset, size).ok_or_else(|| bad(what));
+    let listen = text(off::LISTEN, text_len::LISTEN, "listen address")?;
+    let hostname = text(off::HOSTNAME, text_len::HOSTNAME, "host name")?;
+    let agent_name = text(off::AGENT, text_len::AGENT, "agent name")?;
+    let rank = text(off::RANK, text_len::RANK, "local rank")?;
+    let has_rank = read_u32(head, off::HAS_RANK).ok_or_else(|| bad("rank flag"))? == 1;
+    let local_rank = has_rank.then_some(rank);
+    let pid = read_u32(head, off::PID).ok_or_else(|| bad("pid"))?;
+    let agent_instance = read_u32(head, off::AGENT_INSTANCE).ok_or_else(|| bad("instance"))?;
+    let updated_ms = read_u64(head, off::UPDATED_MS).ok_or_else(|| bad("update time"))?;
+    let bound_count = read_u32(head, off::BOUND_COUNT).ok_or_else(|| bad("bound count"))? as usize;
+    if bound_count == 0 || bound_count > MAX_BOUNDS {
+        return Err(bad("bound count"));
+    }
+    let mut bounds = Vec::with_capacity(bound_count);
+    for i in 0..bound_count {
+        let b = f64::from_bits(read_u64(head, off::BOUNDS + 8 * i).ok_or_else(|| bad("bound"))?);
+        if !b.is_finite() || b <= 0.0 || bounds.last().is_some_and(|&p| b <= p) {
+            return Err(bad("bounds"));
+        }
+        bounds.push(b);
+    }
+    let mut fixed = [0u64; FIXED_READINGS];
+    for (i, v) in fixed.iter_mut().enumerate() {
+        *v = read_u64(head, layout::fixed(i)).ok_or_else(|| bad("reading"))?;
+    }
+    let histograms = [0, 1].map(|h| {
+        (0..=bound_count)
+            .map(|b| read_u64(head, layout::bucket(h, b)).unwrap_or(0))
+            .collect::<Vec<u64>>()
+    });
+    debug_assert!(bound_count < BUCKET_SLOTS);
+    let mut series = Vec::with_capacity(count);
+    for i in 0..count {
+        let at = SERIES_ENTRY * i;
+        let value = read_u64(entries, at + entry::VALUE).ok_or_else(|| bad("series"))?;
+        let category = read_u32(entries, at + entry::CATEGORY).ok_or_else(|| bad("series"))?;
+        let kind = read_u32(entries, at + entry::KIND).ok_or_else(|| bad("series"))?;
+        let name = decode_text(entries, at + entry::NAME, text_len::SERIES_NAME)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| bad("series name"))?;
+        let name = match kind {
+            layout::KIND_ERROR => SeriesName::Error(name),
+            layout::KIND_COUNTER if valid_metric_name(&name) => SeriesName::Counter(name),
+            _ => return Err(bad("series kind or name")),
+        };
+        series.push(RuntimeSeries {
+            category: Category(category as i32),
+            name,
+            value,
+        });
+    }
+    let mut labels = vec![
+        ("hostname".to_owned(), hostname),
+        ("agent_name".to_owned(), agent_name),
+        ("pid".to_owned(), pid.to_string()),
+        ("agent_instance".to_owned(), agent_instance.to_string()),
+    ];
+    if let Some(rank) = &local_rank {
+        labels.push(("local_rank".to_owned(), rank.clone()));
+    }
+    Ok(StoreReading {
+        listen,
+        updated_ms,
+        pid,
+        agent_instance,
+        local_rank,
+        reading: AgentReading {
+            labels,
+            bounds,
+            fixed,
+            histograms,
+            series,
+        },
+    })
+}
+
+/// A counter name from a file must be a valid metric name: it goes into the
+/// exposition unquoted.
+fn valid_metric_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What a scan of the directory found.
+#[derive(Debug, Default)]
+pub struct ScanOutcome {
+    /// The stores published, in the order they are rendered.
+    pub stores: Vec<StoreReading>,
+    /// Files skipped, with the reason.
+    pub skipped: Vec<(PathBuf, Skip)>,
+    /// Stores reaped.
+    pub reaped: Vec<PathBuf>,
+    /// Live stores of other addresses.
+    pub other_runs: Vec<(PathBuf, String)>,
+}
+
+/// Reads the directory of one run for the owner of one address.
+#[derive(Debug)]
+pub struct Collector {
+    dir: PathBuf,
+    listen: String,
+    uid: u32,
+    stale_ttl: Duration,
+    /// Files already warned about (each is reported once).
+    warned: Mutex<HashSet<PathBuf>>,
+    /// Whether failing to list the directory was reported (until it works again).
+    warned_listing: AtomicBool,
+    renders: AtomicU64,
+}
+
+impl Collector {
+    /// A collector of `dir` for the owner of `listen`, trusting files of `uid`.
+    pub fn new(dir: PathBuf, listen: String, uid: u32, stale_ttl: Duration) -> Collector {
+        Collector {
+            dir,
+            listen,
+            uid,
+            stale_ttl,
+            warned: Mutex::new(HashSet::new()),
+            warned_listing: AtomicBool::new(false),
+            renders: AtomicU64::new(0),
+        }
+    }
+
+    /// Reads every store, reaping the stale ones.
+    pub fn scan(&self) -> io::Result<ScanOutcome> {
+        let mut out = ScanOutcome::default();
+        let now = now_ms();
+        let ttl = self.stale_ttl.as_millis() as u64;
+        for path in files::store_paths(&self.dir)? {
+            let file = match open_store(&path, self.uid) {
+                Ok(f) => f,
+                Err(Skip::Vanished) => continue,
+                Err(skip) => {
+                    out.skipped.push((path, skip));
+                    continue;
+                }
+            };
+            let store = match read_store(&file) {
+                Ok(s) => s,
+                Err(skip) => {
+                    out.skipped.push((path, skip));
+                    continue;
+                }
+            };
+            if store.listen != self.listen {
+                // Another run's store, or a rank given another port: if its
+                // writer is alive it is a misconfiguration; it is not ours to
+                // publish or reap either way.
+                if file.try_lock().is_err() {
+                    out.other_runs.push((path, store.listen));
+                }
+                continue;
+            }
+            if now.saturating_sub(store.updated_ms) > ttl && file.try_lock().is_ok() {
+                // Released and stale: reap it, if the name still is this file.
+                let same = std::fs::symlink_metadata(&path)
+                    .ok()
+                    .zip(file.metadata().ok())
+                    .is_some_and(|(a, b)| a.ino() == b.ino() && a.dev() == b.dev());
+                if same && std::fs::remove_file(&path).is_ok() {
+                    out.reaped.push(path);
+                }
+                continue;
+            }
+            out.stores.push(store);
+        }
+        out.stores.sort_by(|a, b| {
+            let rank = |s: &StoreReading| {
+                s.local_rank
+                    .as_deref()
+                    .map(|r| (r.parse::<u64>().unwrap_or(u64::MAX), r.to_owned()))
+            };
+            (rank(a), a.pid, a.agent_instance).cmp(&(rank(b), b.pid, b.agent_instance))
+        });
+        Ok(out)
+    }
+
+    /// Scans and reports what is worth reporting (each file once).
+    pub fn collect(&self) -> Vec<AgentReading> {
+        let outcome = match self.scan() {
+            Ok(o) => o,
+            Err(e) => {
+                if !self.warned_listing.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(dir = %self.dir.display(), error = %e, "prometheus_mp cannot list its directory; scrapes show no rank until it can (reported once)");
+                }
+                return Vec::new();
+            }
+        };
+        self.warned_listing.store(false, Ordering::Relaxed);
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        for (path, skip) in &outcome.skipped {
+            if warned.insert(path.clone()) {
+                tracing::warn!(file = %path.display(), reason = %skip, "prometheus_mp skips a file of its directory (reported once)");
+            }
+        }
+        for (path, other) in &outcome.other_runs {
+            if warned.insert(path.clone()) {
+                tracing::warn!(
+                    file = %path.display(),
+                    its_address = %other,
+                    our_address = %self.listen,
+                    "a live process exports to another address from this prometheus_mp directory: two runs share one NIXL_TELEMETRY_MULTIPROC_DIR; give each run its own"
+                );
+            }
+        }
+        for path in &outcome.reaped {
+            warned.remove(path);
+            tracing::info!(file = %path.display(), "prometheus_mp reaped a released, stale store");
+        }
+        outcome.stores.into_iter().map(|s| s.reading).collect()
+    }
+}
+
+impl BodySource for Collector {
+    fn key(&self) -> (u64, u64) {
+        // Stores change without telling: every scrape reads them again.
+        (self.renders.fetch_add(1, Ordering::Relaxed), 0)
+    }
+
+    fn render(&self, format: Format) -> Vec<u8> {
+        render_readings(&self.collect(), format)
+    }
+}

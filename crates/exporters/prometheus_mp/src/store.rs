@@ -1,0 +1,563 @@
+//! The writer side: one agent's totals, kept by the flush thread and
+//! published lock-free into the agent's store.
+//!
+//! The store is created without a name (`O_TMPFILE`), locked, sized and
+//! filled in, and only then linked into the directory, so no reader ever
+//! sees a half-made store, and the lock (held for the process's life) is
+//! what tells readers the writer is alive. Where the filesystem has no
+//! `O_TMPFILE`, a hidden temporary name and a rename do the same.
+//!
+//! A publish is a sequence lock: the sequence is made odd, the numbers that
+//! changed are stored, the sequence is made even again. Readers copy the
+//! store and retry when the sequence moved.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
+
+use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
+use telemetry_exporter_prometheus::external::{
+    effect, series_for, EventEffect, SeriesName, FIXED_READINGS, UNMAPPED_READING,
+};
+use telemetry_exporter_prometheus::{Buckets, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+
+use crate::error::MpError;
+use crate::files;
+use crate::layout::{self, entry, off, text_len, BUCKET_SLOTS, FILE_SIZE, MAX_SERIES};
+use crate::sys::{link_unnamed, StoreMapping};
+
+/// Who a store speaks for: the labels of its series.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreIdentity {
+    /// The exporter's listen address, as text.
+    pub listen: String,
+    /// The host name.
+    pub hostname: String,
+    /// The agent's name.
+    pub agent_name: String,
+    /// The process id.
+    pub pid: u32,
+    /// The exporter's ordinal in its process.
+    pub agent_instance: u32,
+    /// The local rank, if known.
+    pub local_rank: Option<String>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Key of the name cache: the category and the NUL-padded name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct NameKey {
+    category: i32,
+    name: [u8; EVENT_NAME_CAPACITY],
+}
+
+impl Hash for NameKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_i32(self.category);
+        state.write(&self.name);
+    }
+}
+
+/// A multiplicative hash for the bounded name cache (keys are the host's own
+/// event names).
+#[derive(Default, Clone, Copy)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from_ne_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Index meaning "counted as unmapped".
+const UNMAPPED: u32 = u32::MAX;
+
+/// One agent's store and the totals behind it.
+pub struct StoreWriter {
+    map: StoreMapping,
+    /// Holds the lock for the writer's life.
+    file: File,
+    path: PathBuf,
+    buckets: Buckets,
+    fixed: [u64; FIXED_READINGS],
+    histograms: [[u64; BUCKET_SLOTS]; 2],
+    histogram_touched: [bool; 2],
+    values: Vec<u64>,
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
+    names: HashMap<NameKey, u32, BuildHasherDefault<NameHasher>>,
+    series_index: HashMap<(SeriesName, i32), u32>,
+    names_taken: usize,
+    warned_limit: bool,
+    changed: bool,
+}
+
+impl std::fmt::Debug for StoreWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreWriter")
+            .field("path", &self.path)
+            .field("series", &self.values.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn text(what: &'static str, value: &str, size: usize) -> Result<Vec<u8>, MpError> {
+    layout::encode_text(value, size).ok_or_else(|| MpError::TooLong {
+        what,
+        value: value.to_owned(),
+        limit: size - 2,
+    })
+}
+
+/// Creates an unnamed file in `dir`, or `None` where the filesystem cannot.
+fn create_unnamed(dir: &Path) -> io::Result<Option<File>> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir);
+    match opened {
+        Ok(f) => Ok(Some(f)),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::ENOENT)
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl StoreWriter {
+    /// Creates, locks, fills in and names the store of `identity` in `dir`.
+    pub fn create(
+        dir: &Path,
+        identity: &StoreIdentity,
+        buckets: &Buckets,
+    ) -> Result<StoreWriter, MpError> {
+        StoreWriter::create_in(dir, identity, buckets, true)
+    }
+
+    /// [`StoreWriter::create`], with `O_TMPFILE` tried only if `unnamed`
+    /// (otherwise the temporary name and rename, as where it is missing).
+    fn create_in(
+        dir: &Path,
+        identity: &StoreIdentity,
+        buckets: &Buckets,
+        unnamed: bool,
+    ) -> Result<StoreWriter, MpError> {
+        let texts = [
+            (
+                off::LISTEN,
+                text("listen address", &identity.listen, text_len::LISTEN)?,
+            ),
+            (
+                off::HOSTNAME,
+                text("host name", &identity.hostname, text_len::HOSTNAME)?,
+            ),
+            (
+                off::AGENT,
+                text("agent name", &identity.agent_name, text_len::AGENT)?,
+            ),
+            (
+                off::RANK,
+                text(
+                    "local rank",
+                    identity.local_rank.as_deref().unwrap_or(""),
+                    text_len::RANK,
+                )?,
+            ),
+        ];
+        let bounds = buckets.bounds();
+        assert!(bounds.len() <= layout::MAX_BOUNDS, "checked by MpSettings");
+        let path = dir.join(files::store_name(identity.pid, identity.agent_instance));
+        let file_error = |action: &'static str, path: &Path| {
+            let path = path.to_owned();
+            move |source| MpError::File {
+                action,
+                path,
+                source,
+            }
+        };
+        let unnamed = if unnamed {
+            create_unnamed(dir).map_err(file_error("create a store in", dir))?
+        } else {
+            None
+        };
+        let (file, temporary) = match unnamed {
+            Some(f) => (f, None),
+            None => {
+                let tmp = dir.join(format!(
+                    ".{}.tmp",
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                ));
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(&tmp)
+                    .map_err(file_error("create the store", &tmp))?;
+                (f, Some(tmp))
+            }
+        };
+        let cleanup = |temporary: &Option<PathBuf>| {
+            if let Some(tmp) = temporary {
+                let _ = std::fs::remove_file(tmp);
+            }
+        };
+        let result = (|| {
+            file.try_lock().map_err(|e| MpError::File {
+                action: "lock the new store",
+                path: path.clone(),
+                source: io::Error::from(e),
+            })?;
+            file.set_len(FILE_SIZE as u64)
+                .map_err(file_error("size the store", &path))?;
+            let map =
+                StoreMapping::new(&file, FILE_SIZE).map_err(file_error("map the store", &path))?;
+            for (offset, bytes) in &texts {
+                map.write_bytes(*offset, bytes);
+            }
+            let now = now_ms();
+            map.u32_at(off::VERSION)
+                .store(layout::VERSION, Ordering::Relaxed);
+            map.u32_at(off::HEADER_LEN)
+                .store(off::SERIES as u32, Ordering::Relaxed);
+            map.u64_at(off::FILE_SIZE)
+                .store(FILE_SIZE as u64, Ordering::Relaxed);
+            map.u64_at(off::UPDATED_MS).store(now, Ordering::Relaxed);
+            map.u64_at(off::CREATED_MS).store(now, Ordering::Relaxed);
+            map.u32_at(off::PID).store(identity.pid, Ordering::Relaxed);
+            map.u32_at(off::HAS_RANK)
+                .store(u32::from(identity.local_rank.is_some()), Ordering::Relaxed);
+            map.u32_at(off::BOUND_COUNT)
+                .store(bounds.len() as u32, Ordering::Relaxed);
+            map.u32_at(off::AGENT_INSTANCE)
+                .store(identity.agent_instance, Ordering::Relaxed);
+            for (i, &b) in bounds.iter().enumerate() {
+                map.u64_at(off::BOUNDS + 8 * i)
+                    .store(b.to_bits(), Ordering::Relaxed);
+            }
+            fence(Ordering::Release);
+            map.write_bytes(off::MAGIC, &layout::MAGIC);
+            match &temporary {
+                None => link_unnamed(&file, &path).map_err(file_error("name the store", &path))?,
+                Some(tmp) => {
+                    std::fs::rename(tmp, &path).map_err(file_error("name the store", &path))?
+                }
+            }
+            Ok(map)
+        })();
+        let map = match result {
+            Ok(map) => map,
+            Err(e) => {
+                cleanup(&temporary);
+                return Err(e);
+            }
+        };
+        let mut writer = StoreWriter {
+            map,
+            file,
+            path,
+            buckets: buckets.clone(),
+            fixed: [0; FIXED_READINGS],
+            histograms: [[0; BUCKET_SLOTS]; 2],
+            histogram_touched: [false; 2],
+            values: Vec::new(),
+            dirty: Vec::new(),
+            is_dirty: Vec::new(),
+            names: HashMap::default(),
+            series_index: HashMap::new(),
+            names_taken: 0,
+            warned_limit: false,
+            changed: false,
+        };
+        for status in KNOWN_ERROR_STATUSES {
+            let index = writer.push_series(SeriesName::Error(status.to_owned()), Category::ERROR);
+            let raw = format!("NIXL_ERR_{}", status.to_ascii_uppercase());
+            writer
+                .names
+                .insert(key(Category::ERROR.0, raw.as_bytes()), index);
+        }
+        Ok(writer)
+    }
+
+    /// The store's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The user the store belongs to (this process's).
+    pub fn uid(&self) -> io::Result<u32> {
+        Ok(self.file.metadata()?.uid())
+    }
+
+    /// Records `events` in order, then publishes. The store's update time
+    /// is set by [`StoreWriter::heartbeat`] (the plug-in's `flush`, after
+    /// every pass), not here: one clock read per pass rather than per batch.
+    pub fn record(&mut self, events: &[Event]) {
+        for event in events {
+            self.record_one(event);
+        }
+        if !events.is_empty() {
+            self.changed = true;
+        }
+        self.publish();
+    }
+
+    /// Marks the store as updated at `now_ms` (the stale TTL counts from here).
+    pub fn heartbeat(&self, now_ms: u64) {
+        self.map
+            .u64_at(off::UPDATED_MS)
+            .store(now_ms, Ordering::Release);
+    }
+
+    #[inline]
+    fn record_one(&mut self, event: &Event) {
+        let category = Category(event.category);
+        let name = event.name_bytes();
+        match effect(category, name) {
+            EventEffect::Builtin {
+                sum,
+                last,
+                histogram,
+            } => {
+                self.fixed[sum] = self.fixed[sum].saturating_add(event.value);
+                if let Some(l) = last {
+                    self.fixed[l] = event.value;
+                }
+                if let Some(h) = histogram {
+                    let b = self.buckets.index(event.value);
+                    self.histograms[h][b] += 1;
+                    self.histogram_touched[h] = true;
+                }
+            }
+            EventEffect::PerName => self.per_name(event, category, name),
+            EventEffect::Unmapped => self.fixed[UNMAPPED_READING] += 1,
+        }
+    }
+
+    #[inline]
+    fn per_name(&mut self, event: &Event, category: Category, name: &[u8]) {
+        let k = key(event.category, name);
+        let index = match self.names.get(&k) {
+            Some(&i) => i,
+            None => self.map_name(k, category, name),
+        };
+        if index == UNMAPPED {
+            self.fixed[UNMAPPED_READING] += 1;
+            return;
+        }
+        let i = index as usize;
+        let amount = if category == Category::ERROR {
+            1
+        } else {
+            event.value
+        };
+        self.values[i] = self.values[i].saturating_add(amount);
+        if !self.is_dirty[i] {
+            self.is_dirty[i] = true;
+            self.dirty.push(index);
+        }
+    }
+
+    /// Maps a name seen for the first time, as the single-process exporter
+    /// does: past [`MAX_NAMES_PER_AGENT`] names, only errors whose status
+    /// already has a series still count there (unremembered).
+    #[cold]
+    fn map_name(&mut self, k: NameKey, category: Category, name: &[u8]) -> u32 {
+        let series = series_for(category, name);
+        if self.names_taken >= MAX_NAMES_PER_AGENT {
+            if let Some(s @ SeriesName::Error(_)) = &series {
+                if let Some(&i) = self.series_index.get(&(s.clone(), category.0)) {
+                    return i;
+                }
+            }
+            if !self.warned_limit {
+                self.warned_limit = true;
+                tracing::warn!(
+                    store = %self.path.display(),
+                    name = %String::from_utf8_lossy(name),
+                    limit = MAX_NAMES_PER_AGENT,
+                    "too many distinct event names; further ones are counted in agent_telemetry_unmapped_events_total"
+                );
+            }
+            return UNMAPPED;
+        }
+        self.names_taken += 1;
+        let index = match series {
+            Some(s) => match self.series_index.get(&(s.clone(), category.0)) {
+                Some(&i) => i,
+                None if layout::encode_text(series_text(&s), text_len::SERIES_NAME).is_some() => {
+                    self.push_series(s, category)
+                }
+                None => UNMAPPED,
+            },
+            None => UNMAPPED,
+        };
+        self.names.insert(k, index);
+        index
+    }
+
+    /// Adds a series entry and makes it visible (value 0).
+    fn push_series(&mut self, name: SeriesName, category: Category) -> u32 {
+        let index = self.values.len();
+        assert!(index < MAX_SERIES, "bounded by MAX_NAMES_PER_AGENT");
+        let at = layout::series(index);
+        let (kind, text) = match &name {
+            SeriesName::Error(s) => (layout::KIND_ERROR, s),
+            SeriesName::Counter(s) => (layout::KIND_COUNTER, s),
+        };
+        let bytes =
+            layout::encode_text(text, text_len::SERIES_NAME).expect("checked by the caller");
+        self.map.write_bytes(at + entry::NAME, &bytes);
+        self.map
+            .u64_at(at + entry::VALUE)
+            .store(0, Ordering::Relaxed);
+        self.map
+            .u32_at(at + entry::CATEGORY)
+            .store(category.0 as u32, Ordering::Relaxed);
+        self.map
+            .u32_at(at + entry::KIND)
+            .store(kind, Ordering::Relaxed);
+        // The entry is complete before the count that shows it.
+        self.map
+            .u32_at(off::SERIES_COUNT)
+            .store(index as u32 + 1, Ordering::Release);
+        self.values.push(0);
+        self.is_dirty.push(false);
+        self.series_index.insert((name, category.0), index as u32);
+        index as u32
+    }
+
+    /// Copies what changed into the store under the sequence lock.
+    fn publish(&mut self) {
+        if !std::mem::take(&mut self.changed) {
+            return;
+        }
+        let map = &self.map;
+        let seq = map.u64_at(off::SEQ);
+        let s = seq.load(Ordering::Relaxed);
+        seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        for (dst, &v) in map
+            .u64_slice(layout::fixed(0), FIXED_READINGS)
+            .iter()
+            .zip(&self.fixed)
+        {
+            dst.store(v, Ordering::Relaxed);
+        }
+        for h in 0..2 {
+            if std::mem::take(&mut self.histogram_touched[h]) {
+                let n = self.buckets.bounds().len() + 1;
+                let dst = map.u64_slice(layout::bucket(h, 0), n);
+                for (d, &v) in dst.iter().zip(&self.histograms[h][..n]) {
+                    d.store(v, Ordering::Relaxed);
+                }
+            }
+        }
+        for &i in &self.dirty {
+            let i = i as usize;
+            map.u64_at(layout::series(i) + entry::VALUE)
+                .store(self.values[i], Ordering::Relaxed);
+            self.is_dirty[i] = false;
+        }
+        self.dirty.clear();
+        seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+}
+
+/// The text a series entry holds.
+fn series_text(name: &SeriesName) -> &str {
+    match name {
+        SeriesName::Error(s) | SeriesName::Counter(s) => s,
+    }
+}
+
+fn key(category: i32, name: &[u8]) -> NameKey {
+    let mut padded = [0u8; EVENT_NAME_CAPACITY];
+    let n = name.len().min(EVENT_NAME_CAPACITY);
+    padded[..n].copy_from_slice(&name[..n]);
+    NameKey {
+        category,
+        name: padded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::{open_store, read_store};
+
+    fn identity() -> StoreIdentity {
+        StoreIdentity {
+            listen: "127.0.0.1:9".to_owned(),
+            hostname: "h".to_owned(),
+            agent_name: "a".to_owned(),
+            pid: std::process::id(),
+            agent_instance: 7,
+            local_rank: Some("2".to_owned()),
+        }
+    }
+
+    fn check(unnamed: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let buckets = Buckets::new(&[1.0, 2.0]).unwrap();
+        let mut w = StoreWriter::create_in(dir.path(), &identity(), &buckets, unnamed).unwrap();
+        w.record(&[Event::new(1, Category::PERFORMANCE, "agent_xfer_time", 2)]);
+        // Exactly the store, under its final name: nothing temporary is left.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert!(files::is_store_name(&names[0]), "{names:?}");
+        // Locked by its writer: another descriptor cannot take the lock.
+        let file = open_store(w.path(), w.uid().unwrap()).unwrap();
+        assert!(matches!(
+            file.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        let read = read_store(&file).unwrap();
+        assert_eq!(read.agent_instance, 7);
+        assert_eq!(read.local_rank.as_deref(), Some("2"));
+        assert_eq!(read.reading.histograms[0], [0, 1, 0]);
+        drop(w);
+        file.try_lock().unwrap();
+    }
+
+    #[test]
+    fn an_unnamed_store_is_locked_named_and_readable() {
+        check(true);
+    }
+
+    #[test]
+    fn the_rename_fallback_leaves_the_same_store() {
+        check(false);
+    }
+}
