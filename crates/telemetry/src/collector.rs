@@ -16,8 +16,8 @@ use crate::transfer_record;
 /// Below this, the flush thread yields instead of sleeping.
 const MIN_WAIT: Duration = Duration::from_micros(50);
 
-/// Name of the event that reports losses.
-pub const EVENTS_DROPPED_EVENT: &str = "agent_telemetry_events_dropped";
+/// Name of the event that reports losses ([`nixl_telemetry_abi::names::EVENTS_DROPPED`]).
+pub const EVENTS_DROPPED_EVENT: &str = nixl_telemetry_abi::names::EVENTS_DROPPED;
 
 /// State owned by whoever flushes (the flush thread or an explicit flush).
 struct FlushState {

@@ -18,22 +18,10 @@ use crate::staging::When;
 use crate::stats::TelemetryStats;
 use crate::transfer_record;
 
-/// `agent_memory_registered` (MEMORY, bytes).
-pub const MEMORY_REGISTERED: &str = "agent_memory_registered";
-/// `agent_memory_deregistered` (MEMORY, bytes).
-pub const MEMORY_DEREGISTERED: &str = "agent_memory_deregistered";
-/// `agent_tx_bytes` (TRANSFER, bytes).
-pub const TX_BYTES: &str = "agent_tx_bytes";
-/// `agent_rx_bytes` (TRANSFER, bytes).
-pub const RX_BYTES: &str = "agent_rx_bytes";
-/// `agent_tx_requests_num` (TRANSFER, count).
-pub const TX_REQUESTS: &str = "agent_tx_requests_num";
-/// `agent_rx_requests_num` (TRANSFER, count).
-pub const RX_REQUESTS: &str = "agent_rx_requests_num";
-/// `agent_xfer_time` (PERFORMANCE, µs).
-pub const XFER_TIME: &str = "agent_xfer_time";
-/// `agent_xfer_post_time` (PERFORMANCE, µs).
-pub const XFER_POST_TIME: &str = "agent_xfer_post_time";
+pub use nixl_telemetry_abi::names::{
+    MEMORY_DEREGISTERED, MEMORY_REGISTERED, RX_BYTES, RX_REQUESTS, TX_BYTES, TX_REQUESTS,
+    XFER_POST_TIME, XFER_TIME,
+};
 
 /// The direction of a completed transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

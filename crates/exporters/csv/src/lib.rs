@@ -23,7 +23,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 /// The variable naming the file when the host passes no output path.
@@ -125,7 +125,7 @@ pub struct CsvExporter {
 impl CsvExporter {
     /// The file from the parameters or `lookup(NIXL_TELEMETRY_CSV_FILE)`.
     pub fn output_file(
-        params: &PluginParams<'_>,
+        params: &RustPluginParams<'_>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<PathBuf, String> {
         match params.output_path.filter(|p| !p.is_empty()) {
@@ -143,8 +143,8 @@ impl CsvExporter {
     }
 }
 
-impl PluginExporter for CsvExporter {
-    fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+impl RustPluginExporter for CsvExporter {
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
         let path = Self::output_file(params, |name| std::env::var(name).ok())?;
         let writer = CsvWriter::open(&path)
             .map_err(|e| format!("cannot open CSV file {} for appending: {e}", path.display()))?;
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn output_path_wins_over_the_variable() {
-        let params = PluginParams {
+        let params = RustPluginParams {
             agent_name: "a",
             max_events_buffered: 8,
             output_path: Some("/from/host.csv"),
@@ -224,7 +224,7 @@ mod tests {
             CsvExporter::output_file(&params, env).unwrap(),
             PathBuf::from("/from/host.csv")
         );
-        let params = PluginParams {
+        let params = RustPluginParams {
             output_path: None,
             ..params
         };

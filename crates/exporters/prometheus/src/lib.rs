@@ -33,7 +33,7 @@ mod thread_priority;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 pub use agent::MAX_NAMES_PER_AGENT;
@@ -115,8 +115,8 @@ fn full_message(error: &dyn std::error::Error) -> String {
     text
 }
 
-impl PluginExporter for PrometheusExporter {
-    fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+impl RustPluginExporter for PrometheusExporter {
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
         let settings = Settings::from_env(params.output_path).map_err(|e| full_message(&e))?;
         PrometheusExporter::with_settings(params.agent_name, &settings)
             .map_err(|e| full_message(&e))

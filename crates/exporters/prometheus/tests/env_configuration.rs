@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use common::c_entry::{create, destroy, export, free_addr};
 use common::{ev, scrape};
-use nixl_telemetry_abi::plugin::EXPORT_OK;
+use nixl_telemetry_abi::c_abi::EXPORT_OK;
 use nixl_telemetry_abi::Category;
 
 #[test]

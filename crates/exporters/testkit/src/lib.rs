@@ -18,7 +18,7 @@
 
 use std::io::Write;
 
-use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 /// What the exporter does, from `output_path`.
@@ -52,8 +52,8 @@ impl TestkitExporter {
     }
 }
 
-impl PluginExporter for TestkitExporter {
-    fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+impl RustPluginExporter for TestkitExporter {
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
         let spec = params.output_path.unwrap_or("ok");
         let (mode, log) = match spec.split_once(':') {
             Some((mode, log)) => (mode, Some(log)),

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
 use libloading::Library;
-use nixl_telemetry_abi::plugin::{
-    CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, ExporterParams, FlushFn,
+use nixl_telemetry_abi::c_abi::{
+    CExporterParams, CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, FlushFn,
     PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL, PLUGIN_API_VERSION,
 };
 use nixl_telemetry_abi::Event;
@@ -353,7 +353,7 @@ impl RawExporter {
         output_path: Option<&CString>,
     ) -> Result<RawExporter, (PluginLibrary, String)> {
         let functions = library.loaded().functions;
-        let params = ExporterParams {
+        let params = CExporterParams {
             agent_name: agent_name.as_ptr(),
             max_events_buffered,
             output_path: output_path.map_or(std::ptr::null(), |p| p.as_ptr()),

@@ -3,7 +3,7 @@
 //! * [`search`]: where `libtelemetry_exporter_<name>.so` is looked for.
 //! * `library` (private): loading, the descriptor checks, and every call into a
 //!   plug-in, the only unsafe code here.
-//! * [`PluginExporter`]: the [`Exporter`] the collector talks to. It counts
+//! * [`LoadedPluginExporter`]: the [`Exporter`] the collector talks to. It counts
 //!   failed calls as lost events, logs them at a bounded rate, and disables a
 //!   plug-in that reports a panic.
 //!
@@ -17,7 +17,7 @@ use std::ffi::CString;
 use std::path::Path;
 use std::time::Instant;
 
-use nixl_telemetry_abi::plugin::{library_file_name, EXPORT_OK, EXPORT_PANICKED};
+use nixl_telemetry_abi::c_abi::{library_file_name, EXPORT_OK, EXPORT_PANICKED};
 use nixl_telemetry_abi::Event;
 
 use super::{ExportOutcome, Exporter};
@@ -34,7 +34,7 @@ pub use search::{search_dirs, SearchOrigin, SearchedPath};
 ///
 /// Dropping it destroys the plug-in's exporter; when it was the last exporter
 /// of its library, `nixl_telemetry_plugin_fini` runs and the library is unloaded.
-pub struct PluginExporter {
+pub struct LoadedPluginExporter {
     name: String,
     agent: String,
     raw: RawExporter,
@@ -43,9 +43,9 @@ pub struct PluginExporter {
     flush_failures: FailureLog,
 }
 
-impl std::fmt::Debug for PluginExporter {
+impl std::fmt::Debug for LoadedPluginExporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginExporter")
+        f.debug_struct("LoadedPluginExporter")
             .field("name", &self.name)
             .field("agent", &self.agent)
             .field("path", &self.path())
@@ -54,7 +54,7 @@ impl std::fmt::Debug for PluginExporter {
     }
 }
 
-impl PluginExporter {
+impl LoadedPluginExporter {
     /// Finds, loads and instantiates plug-in `name` for `agent`: searches
     /// [`search_dirs`], loads the first `libtelemetry_exporter_<name>.so` found
     /// (or shares it when this process already loaded it), checks its
@@ -64,7 +64,7 @@ impl PluginExporter {
         name: &str,
         config: &TelemetryConfig,
         agent: &str,
-    ) -> Result<PluginExporter, PluginError> {
+    ) -> Result<LoadedPluginExporter, PluginError> {
         // The configuration checks the name it reads; a name given in code is
         // checked here, so no caller can reach a file outside the search path.
         if crate::config::check_plugin_name("plug-in name", name).is_err() {
@@ -106,7 +106,7 @@ impl PluginExporter {
             path = %raw.library().path().display(),
             "exporter plug-in instantiated"
         );
-        Ok(PluginExporter {
+        Ok(LoadedPluginExporter {
             name: name.to_owned(),
             agent: agent.to_owned(),
             raw,
@@ -194,7 +194,7 @@ impl PluginExporter {
     }
 }
 
-impl Exporter for PluginExporter {
+impl Exporter for LoadedPluginExporter {
     fn name(&self) -> &str {
         &self.name
     }
@@ -258,7 +258,7 @@ impl Exporter for PluginExporter {
     }
 }
 
-impl Drop for PluginExporter {
+impl Drop for LoadedPluginExporter {
     fn drop(&mut self) {
         if let Some(report) = self.export_failures.pending() {
             self.log_export_failure(report);

@@ -1,4 +1,4 @@
-//! Writing an exporter plug-in in Rust: implement [`PluginExporter`] and call
+//! Writing an exporter plug-in in Rust: implement [`RustPluginExporter`] and call
 //! [`export_plugin!`](crate::export_plugin).
 //!
 //! The generated C functions catch every panic: a panicking exporter answers
@@ -7,14 +7,14 @@
 //! unwinds into the host.
 //!
 //! ```
-//! use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+//! use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 //! use nixl_telemetry_abi::Event;
 //!
 //! /// Counts events and forgets them.
 //! struct Counting { seen: u64 }
 //!
-//! impl PluginExporter for Counting {
-//!     fn create(_params: &PluginParams<'_>) -> Result<Self, String> {
+//! impl RustPluginExporter for Counting {
+//!     fn create(_params: &RustPluginParams<'_>) -> Result<Self, String> {
 //!         Ok(Counting { seen: 0 })
 //!     }
 //!     fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
@@ -30,12 +30,12 @@
 use core::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::c_abi::{write_error, CExporterParams, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED};
 use crate::event::Event;
-use crate::plugin::{write_error, ExporterParams, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED};
 
 /// The parameters a plug-in exporter is created with, borrowed from the host.
 #[derive(Debug, Clone, Copy)]
-pub struct PluginParams<'a> {
+pub struct RustPluginParams<'a> {
     /// The agent's name.
     pub agent_name: &'a str,
     /// `NIXL_TELEMETRY_BUFFER_SIZE`: the most events one batch will hold.
@@ -50,9 +50,9 @@ pub struct PluginParams<'a> {
 /// `&mut self`. An `Err` is reported to the host as a failed call; the text is
 /// logged by the plug-in through the `log`-free channel of its choice (the ABI
 /// carries no message for export calls).
-pub trait PluginExporter: Sized + Send + 'static {
+pub trait RustPluginExporter: Sized + Send + 'static {
     /// Creates an exporter; the error text reaches the host's error message.
-    fn create(params: &PluginParams<'_>) -> Result<Self, String>;
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String>;
     /// Exports events in the order given.
     fn export_batch(&mut self, events: &[Event]) -> Result<(), String>;
     /// Makes what was exported durable or visible; called after each flush batch.
@@ -95,10 +95,10 @@ unsafe fn c_str<'a>(ptr: *const c_char, field: &str) -> Result<Option<&'a str>, 
 /// `create_exporter` for `T`.
 ///
 /// # Safety
-/// `params` must be NULL or point to valid [`ExporterParams`]; `err` must be NULL
+/// `params` must be NULL or point to valid [`CExporterParams`]; `err` must be NULL
 /// or valid for writes of `err_len` bytes.
-pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
-    params: *const ExporterParams,
+pub unsafe extern "C" fn create_exporter<T: RustPluginExporter>(
+    params: *const CExporterParams,
     err: *mut c_char,
     err_len: usize,
 ) -> *mut c_void {
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
             .ok_or_else(|| "agent_name is NULL".to_owned())?;
         // SAFETY: as above.
         let output_path = unsafe { c_str(raw.output_path, "output_path") }?;
-        let params = PluginParams {
+        let params = RustPluginParams {
             agent_name,
             max_events_buffered: raw.max_events_buffered,
             output_path,
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
 /// # Safety
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time.
-unsafe fn with_exporter<T: PluginExporter>(
+unsafe fn with_exporter<T: RustPluginExporter>(
     exporter: *mut c_void,
     f: impl FnOnce(&mut T) -> Result<(), String>,
 ) -> i32 {
@@ -173,7 +173,7 @@ unsafe fn with_exporter<T: PluginExporter>(
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time; `event` must be NULL or point to a
 /// valid event.
-pub unsafe extern "C" fn export_event<T: PluginExporter>(
+pub unsafe extern "C" fn export_event<T: RustPluginExporter>(
     exporter: *mut c_void,
     event: *const Event,
 ) -> i32 {
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn export_event<T: PluginExporter>(
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time; `events` must be valid for `count`
 /// events (or `count` 0).
-pub unsafe extern "C" fn export_batch<T: PluginExporter>(
+pub unsafe extern "C" fn export_batch<T: RustPluginExporter>(
     exporter: *mut c_void,
     events: *const Event,
     count: usize,
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn export_batch<T: PluginExporter>(
 /// # Safety
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time.
-pub unsafe extern "C" fn flush<T: PluginExporter>(exporter: *mut c_void) -> i32 {
+pub unsafe extern "C" fn flush<T: RustPluginExporter>(exporter: *mut c_void) -> i32 {
     // SAFETY: per the caller's contract.
     unsafe { with_exporter::<T>(exporter, |e| e.flush()) }
 }
@@ -224,7 +224,7 @@ pub unsafe extern "C" fn flush<T: PluginExporter>(exporter: *mut c_void) -> i32 
 /// # Safety
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`],
 /// destroyed only once.
-pub unsafe extern "C" fn destroy_exporter<T: PluginExporter>(exporter: *mut c_void) {
+pub unsafe extern "C" fn destroy_exporter<T: RustPluginExporter>(exporter: *mut c_void) {
     if exporter.is_null() {
         return;
     }
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn destroy_exporter<T: PluginExporter>(exporter: *mut c_vo
     let _ = catch_unwind(AssertUnwindSafe(move || drop(cell)));
 }
 
-/// Exports a [`PluginExporter`] as a NIXL telemetry plug-in: defines
+/// Exports a [`RustPluginExporter`] as a NIXL telemetry plug-in: defines
 /// `nixl_telemetry_plugin_init` and `nixl_telemetry_plugin_fini`.
 ///
 /// Use it once per `cdylib`, with string literals for `name` and `version`:
@@ -244,22 +244,22 @@ pub unsafe extern "C" fn destroy_exporter<T: PluginExporter>(exporter: *mut c_vo
 macro_rules! export_plugin {
     ($exporter:ty, name = $name:literal, version = $version:expr $(,)?) => {
         #[doc(hidden)]
-        pub static NIXL_TELEMETRY_PLUGIN_DESCRIPTOR: $crate::plugin::PluginDescriptor =
-            $crate::plugin::PluginDescriptor {
-                api_version: $crate::plugin::PLUGIN_API_VERSION,
-                struct_size: ::core::mem::size_of::<$crate::plugin::PluginDescriptor>() as u32,
+        pub static NIXL_TELEMETRY_PLUGIN_DESCRIPTOR: $crate::c_abi::PluginDescriptor =
+            $crate::c_abi::PluginDescriptor {
+                api_version: $crate::c_abi::PLUGIN_API_VERSION,
+                struct_size: ::core::mem::size_of::<$crate::c_abi::PluginDescriptor>() as u32,
                 name: ::core::concat!($name, "\0").as_ptr().cast(),
                 version: ::core::concat!($version, "\0").as_ptr().cast(),
-                create_exporter: Some($crate::export::create_exporter::<$exporter>),
-                export_event: Some($crate::export::export_event::<$exporter>),
-                export_batch: Some($crate::export::export_batch::<$exporter>),
-                flush: Some($crate::export::flush::<$exporter>),
-                destroy_exporter: Some($crate::export::destroy_exporter::<$exporter>),
+                create_exporter: Some($crate::rust_plugin::create_exporter::<$exporter>),
+                export_event: Some($crate::rust_plugin::export_event::<$exporter>),
+                export_batch: Some($crate::rust_plugin::export_batch::<$exporter>),
+                flush: Some($crate::rust_plugin::flush::<$exporter>),
+                destroy_exporter: Some($crate::rust_plugin::destroy_exporter::<$exporter>),
             };
 
         /// Returns this plug-in's descriptor.
         #[no_mangle]
-        pub extern "C" fn nixl_telemetry_plugin_init() -> *const $crate::plugin::PluginDescriptor {
+        pub extern "C" fn nixl_telemetry_plugin_init() -> *const $crate::c_abi::PluginDescriptor {
             &NIXL_TELEMETRY_PLUGIN_DESCRIPTOR
         }
 
@@ -280,8 +280,8 @@ mod tests {
         panic_on_value: Option<u64>,
     }
 
-    impl PluginExporter for Recording {
-        fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+    impl RustPluginExporter for Recording {
+        fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
             match params.output_path {
                 Some("fail") => Err(format!("cannot export for {}", params.agent_name)),
                 Some("panic") => panic!("boom in create"),
@@ -311,7 +311,7 @@ mod tests {
     fn create(output: Option<&str>) -> (*mut c_void, String) {
         let agent = CString::new("agent-a").unwrap();
         let out = output.map(|o| CString::new(o).unwrap());
-        let params = ExporterParams {
+        let params = CExporterParams {
             agent_name: agent.as_ptr(),
             max_events_buffered: 16,
             output_path: out.as_ref().map_or(core::ptr::null(), |o| o.as_ptr()),
@@ -337,7 +337,7 @@ mod tests {
         assert_eq!(desc.api_version, 1);
         assert_eq!(
             desc.struct_size as usize,
-            core::mem::size_of::<crate::plugin::PluginDescriptor>()
+            core::mem::size_of::<crate::c_abi::PluginDescriptor>()
         );
         // SAFETY: static NUL-terminated strings.
         let name = unsafe { CStr::from_ptr(desc.name) };

@@ -33,7 +33,7 @@ pub const EXPORT_PANICKED: i32 = -2;
 /// `nixl_telemetry_exporter_params_t`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct ExporterParams {
+pub struct CExporterParams {
     /// The agent's name, NUL-terminated; never NULL.
     pub agent_name: *const c_char,
     /// `NIXL_TELEMETRY_BUFFER_SIZE`.
@@ -44,7 +44,7 @@ pub struct ExporterParams {
 
 /// `create_exporter`: NULL on failure, with a NUL-terminated reason in `err`.
 pub type CreateExporterFn = unsafe extern "C" fn(
-    params: *const ExporterParams,
+    params: *const CExporterParams,
     err: *mut c_char,
     err_len: usize,
 ) -> *mut c_void;
@@ -94,9 +94,9 @@ unsafe impl Send for PluginDescriptor {}
 
 #[cfg(target_pointer_width = "64")]
 const _: () = {
-    assert!(size_of::<ExporterParams>() == 24);
-    assert!(offset_of!(ExporterParams, max_events_buffered) == 8);
-    assert!(offset_of!(ExporterParams, output_path) == 16);
+    assert!(size_of::<CExporterParams>() == 24);
+    assert!(offset_of!(CExporterParams, max_events_buffered) == 8);
+    assert!(offset_of!(CExporterParams, output_path) == 16);
     assert!(size_of::<PluginDescriptor>() == 64);
     assert!(offset_of!(PluginDescriptor, struct_size) == 4);
     assert!(offset_of!(PluginDescriptor, name) == 8);
