@@ -11,7 +11,6 @@ use crate::clock;
 use crate::exporter::{ExportOutcome, Exporter};
 use crate::staging::{Consumer, QueueCounts, Staging};
 use crate::stats::{DropCounts, TelemetryStats};
-use crate::transfer_record;
 
 /// Below this, the flush thread yields instead of sleeping.
 const MIN_WAIT: Duration = Duration::from_micros(50);
@@ -314,11 +313,8 @@ impl Collector {
     }
 }
 
-/// Moves up to `max` slots of `consumer` into `out`, packed slots expanded
-/// into their events. Returns the slots moved.
+/// Moves up to `max` slots of `consumer` into `out` as the events they stand
+/// for. Returns the slots moved.
 fn drain_expanded(consumer: &mut Consumer, out: &mut Vec<Event>, max: usize) -> usize {
-    let from = out.len();
-    let drained = consumer.drain_into(out, max);
-    transfer_record::expand(out, from, drained.extra);
-    drained.slots
+    consumer.drain_into(out, max)
 }

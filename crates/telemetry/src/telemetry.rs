@@ -16,7 +16,6 @@ use crate::exporter::{self, Exporter};
 use crate::filter::MetricFilter;
 use crate::staging::When;
 use crate::stats::TelemetryStats;
-use crate::transfer_record;
 
 pub use nixl_telemetry_abi::names::{
     MEMORY_DEREGISTERED, MEMORY_REGISTERED, RX_BYTES, RX_REQUESTS, TX_BYTES, TX_REQUESTS,
@@ -52,8 +51,8 @@ pub struct EventHandle {
 }
 
 impl EventHandle {
-    /// A handle that records nothing.
-    pub fn noop(category: Category, name: &str) -> EventHandle {
+    /// A handle that records nothing (usable in a `const` or `static`).
+    pub const fn noop(category: Category, name: &str) -> EventHandle {
         EventHandle {
             shared: None,
             category,
@@ -65,9 +64,10 @@ impl EventHandle {
     #[inline(always)]
     pub fn record(&self, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push(When::Now, |ts| {
-                Event::with_encoded_name(ts, self.category, self.name, value)
-            });
+            shared
+                .collector
+                .staging
+                .push_event(When::Now, self.category, || self.name, value);
         }
     }
 
@@ -75,9 +75,12 @@ impl EventHandle {
     #[inline(always)]
     pub fn record_at(&self, timestamp_us: u64, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push(When::At(timestamp_us), |ts| {
-                Event::with_encoded_name(ts, self.category, self.name, value)
-            });
+            shared.collector.staging.push_event(
+                When::At(timestamp_us),
+                self.category,
+                || self.name,
+                value,
+            );
         }
     }
 
@@ -239,10 +242,12 @@ impl Telemetry {
     pub fn record(&self, category: Category, name: &str, value: u64) {
         if let Some(shared) = &self.shared {
             if shared.filter.as_ref().is_none_or(|f| f.allows(name)) {
-                shared
-                    .collector
-                    .staging
-                    .push(When::Now, |ts| Event::new(ts, category, name, value));
+                shared.collector.staging.push_event(
+                    When::Now,
+                    category,
+                    || encode_name(name),
+                    value,
+                );
             }
         }
     }
@@ -294,9 +299,7 @@ impl Telemetry {
                 shared
                     .collector
                     .staging
-                    .push_packed(transfer_record::EXTRA_EVENTS, when, |ts| {
-                        transfer_record::pack(ts, duration_us, direction, bytes)
-                    })
+                    .push_transfer(when, duration_us, direction, bytes)
             }
             // Disabled: nothing to record, no clock to read.
             (None, None, None) => {}
