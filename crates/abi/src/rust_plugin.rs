@@ -44,12 +44,13 @@ pub struct RustPluginParams<'a> {
     pub output_path: Option<&'a str>,
 }
 
-/// An exporter implemented in Rust and exported through the C ABI.
+/// An exporter implemented in Rust and exported through the C ABI (the
+/// plug-in side; the host's side is `nixl_telemetry`'s `LoadedPluginExporter`).
 ///
 /// The host calls one exporter from one thread at a time, so methods take
-/// `&mut self`. An `Err` is reported to the host as a failed call; the text is
-/// logged by the plug-in through the `log`-free channel of its choice (the ABI
-/// carries no message for export calls).
+/// `&mut self`. An `Err` is reported to the host as a failed call, and its
+/// text reaches the host's log through `nixl_telemetry_exporter_last_error`
+/// (the host logs each distinct text once, not once per failing call).
 pub trait RustPluginExporter: Sized + Send + 'static {
     /// Creates an exporter; the error text reaches the host's error message.
     fn create(params: &RustPluginParams<'_>) -> Result<Self, String>;
@@ -65,6 +66,8 @@ pub trait RustPluginExporter: Sized + Send + 'static {
 pub struct ExporterCell<T> {
     inner: T,
     poisoned: bool,
+    /// The reason of the most recent failed call, for `last_error`.
+    last_error: Option<String>,
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -125,6 +128,7 @@ pub unsafe extern "C" fn create_exporter<T: RustPluginExporter>(
             let cell = Box::new(ExporterCell {
                 inner: exporter,
                 poisoned: false,
+                last_error: None,
             });
             return Box::into_raw(cell).cast();
         }
@@ -159,11 +163,43 @@ unsafe fn with_exporter<T: RustPluginExporter>(
     }
     match catch_unwind(AssertUnwindSafe(|| f(&mut cell.inner))) {
         Ok(Ok(())) => EXPORT_OK,
-        Ok(Err(_)) => EXPORT_FAILED,
-        Err(_) => {
+        Ok(Err(reason)) => {
+            cell.last_error = Some(reason);
+            EXPORT_FAILED
+        }
+        Err(payload) => {
             cell.poisoned = true;
+            cell.last_error = Some(format!("panicked: {}", panic_message(&*payload)));
             EXPORT_PANICKED
         }
+    }
+}
+
+/// `nixl_telemetry_exporter_last_error` for `T`: the reason of the exporter's
+/// most recent failed call.
+///
+/// # Safety
+/// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
+/// yet destroyed, used by one thread at a time; `err` must be NULL or valid for
+/// writes of `err_len` bytes.
+pub unsafe extern "C" fn last_error<T: RustPluginExporter>(
+    exporter: *mut c_void,
+    err: *mut c_char,
+    err_len: usize,
+) -> usize {
+    if exporter.is_null() {
+        return 0;
+    }
+    // SAFETY: per the caller's contract the pointer came from Box<ExporterCell<T>>
+    // and no other thread uses it now.
+    let cell = unsafe { &*exporter.cast::<ExporterCell<T>>() };
+    match &cell.last_error {
+        Some(reason) => {
+            // SAFETY: per the caller's contract on `err` and `err_len`.
+            unsafe { write_error(err, err_len, reason) };
+            reason.len()
+        }
+        None => 0,
     }
 }
 
@@ -266,6 +302,22 @@ macro_rules! export_plugin {
         /// Called once before the host unloads the library.
         #[no_mangle]
         pub extern "C" fn nixl_telemetry_plugin_fini() {}
+
+        /// The reason of an exporter's most recent failed call.
+        ///
+        /// # Safety
+        /// As for `nixl_telemetry_exporter_last_error` in the plug-in ABI:
+        /// `exporter` comes from this plug-in's `create_exporter` and is not yet
+        /// destroyed; `err` is NULL or valid for `err_len` bytes.
+        #[no_mangle]
+        pub unsafe extern "C" fn nixl_telemetry_exporter_last_error(
+            exporter: *mut ::core::ffi::c_void,
+            err: *mut ::core::ffi::c_char,
+            err_len: usize,
+        ) -> usize {
+            // SAFETY: the caller's contract is the one of `last_error`.
+            unsafe { $crate::rust_plugin::last_error::<$exporter>(exporter, err, err_len) }
+        }
     };
 }
 
@@ -390,6 +442,26 @@ mod tests {
             assert_eq!(export_event::<Recording>(h, &bad), EXPORT_PANICKED);
             assert_eq!(export_event::<Recording>(h, &good), EXPORT_PANICKED);
             assert_eq!(flush::<Recording>(h), EXPORT_PANICKED);
+            destroy_exporter::<Recording>(h);
+        }
+    }
+
+    #[test]
+    fn a_failed_call_leaves_its_reason_for_the_host() {
+        let (h, _) = create(Some("panic-later"));
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: h is live; buf is valid for its length.
+        unsafe {
+            assert_eq!(
+                nixl_telemetry_exporter_last_error(h, buf.as_mut_ptr(), buf.len()),
+                0
+            );
+            let bad = Event::new(1, Category::CUSTOM, "x", 13);
+            assert_eq!(export_event::<Recording>(h, &bad), EXPORT_PANICKED);
+            let n = nixl_telemetry_exporter_last_error(h, buf.as_mut_ptr(), buf.len());
+            let text = CStr::from_ptr(buf.as_ptr()).to_str().unwrap();
+            assert_eq!(text, "panicked: unlucky value");
+            assert_eq!(n, text.len());
             destroy_exporter::<Recording>(h);
         }
     }

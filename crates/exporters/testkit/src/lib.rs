@@ -8,7 +8,8 @@
 //! | `panic-create` | panics in `create` |
 //! | `panic-export` | panics in `export_batch` when a batch holds an event of value 13 |
 //! | `panic-flush` | panics in `flush` |
-//! | `fail` | `export_batch` and `flush` return errors |
+//! | `fail` | `export_batch` and `flush` return errors (`testkit export fails as asked`, `testkit flush fails as asked`) |
+//! | `fail-cycling` | `export_batch` returns errors whose reasons cycle through three texts (`failure 0`, `failure 1`, `failure 2`) |
 //!
 //! With a log file, every call appends a line to it: `create <agent>`,
 //! `batch <n> <sum of values>`, `flush`, `drop <agent>`, so a test can see what
@@ -34,6 +35,8 @@ pub enum Mode {
     PanicFlush,
     /// Fail every export and flush.
     Fail,
+    /// Fail every export, the reason cycling through three texts.
+    FailCycling,
 }
 
 /// The fixture exporter.
@@ -42,6 +45,7 @@ pub struct TestkitExporter {
     mode: Mode,
     agent: String,
     log: Option<std::fs::File>,
+    batches: u64,
 }
 
 impl TestkitExporter {
@@ -65,6 +69,7 @@ impl RustPluginExporter for TestkitExporter {
             "panic-export" => Mode::PanicExport,
             "panic-flush" => Mode::PanicFlush,
             "fail" => Mode::Fail,
+            "fail-cycling" => Mode::FailCycling,
             other => return Err(format!("unknown testkit mode {other:?}")),
         };
         if mode == Mode::PanicCreate {
@@ -84,6 +89,7 @@ impl RustPluginExporter for TestkitExporter {
             mode,
             agent: params.agent_name.to_owned(),
             log,
+            batches: 0,
         };
         let line = format!("create {}", exporter.agent);
         exporter.log(&line);
@@ -93,11 +99,13 @@ impl RustPluginExporter for TestkitExporter {
     fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
         let sum: u64 = events.iter().map(|e| e.value).sum();
         self.log(&format!("batch {} {sum}", events.len()));
+        self.batches += 1;
         match self.mode {
             Mode::PanicExport if events.iter().any(|e| e.value == 13) => {
                 panic!("testkit panics on value 13 as asked")
             }
-            Mode::Fail => Err("testkit fails as asked".to_owned()),
+            Mode::Fail => Err("testkit export fails as asked".to_owned()),
+            Mode::FailCycling => Err(format!("failure {}", self.batches % 3)),
             _ => Ok(()),
         }
     }
@@ -106,7 +114,7 @@ impl RustPluginExporter for TestkitExporter {
         self.log("flush");
         match self.mode {
             Mode::PanicFlush => panic!("testkit panics in flush as asked"),
-            Mode::Fail => Err("testkit fails as asked".to_owned()),
+            Mode::Fail => Err("testkit flush fails as asked".to_owned()),
             _ => Ok(()),
         }
     }

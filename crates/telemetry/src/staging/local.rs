@@ -76,7 +76,7 @@ thread_local! {
 /// thread's storage is already torn down): the caller counts the events lost.
 ///
 /// `make` and `register` must not record into telemetry themselves (they build
-/// a slot and register a queue): the producer is borrowed while they run.
+/// a slot and register a queue): the producer is borrowed while `make` runs.
 #[inline(always)]
 pub(super) fn push(
     id: u64,
@@ -94,60 +94,62 @@ pub(super) fn push(
     let cache = unsafe { &*cache };
     // The mask is a no-op (`way < CACHE_WAYS`) that spares a bounds check.
     let way = way & (CACHE_WAYS - 1);
-    if cache.ids[way].get() == id {
-        // SAFETY: `producers[way]` points into a Box owned by this thread's
-        // TABLE, set together with `ids[way]`, and reset whenever an entry is
-        // removed or TABLE is torn down; only this thread touches them, and
-        // nothing reached from push_with re-enters them (`make` only builds a
-        // slot, see above), so this is the only reference.
-        unsafe { (*cache.producers[way].get()).push_with(extra, make) };
-        true
+    let producer = if cache.ids[way].get() == id {
+        cache.producers[way].get()
     } else {
-        push_slow(cache, id, way, extra, make, register)
-    }
+        // The slow path takes neither `make` nor its captures: nothing of the
+        // fast path waits on it.
+        match find_or_register(cache, id, way, register) {
+            Some(producer) => producer,
+            None => return false,
+        }
+    };
+    // SAFETY: `producer` points into a Box owned by this thread's TABLE: either
+    // `producers[way]`, set together with `ids[way]` and reset whenever an entry
+    // is removed or TABLE is torn down, or the entry `find_or_register` just
+    // found or added. Only this thread touches them, and nothing reached from
+    // push_with re-enters them (`make` only builds a slot, see above), so this
+    // is the only reference.
+    unsafe { (*producer).push_with(extra, make) };
+    true
 }
 
-/// Finds or registers the calling thread's queue for instance `id`, makes it
-/// the cached one, and pushes into it.
+/// Finds or registers the calling thread's queue for instance `id` and makes
+/// it the cached one in `way`; `None` when there is none to be had.
 #[cold]
 #[inline(never)]
-fn push_slow(
+fn find_or_register(
     cache: &LocalCache,
     id: u64,
     way: usize,
-    extra: u32,
-    make: impl FnOnce() -> StagedSlot,
     register: impl FnOnce() -> Option<SlotProducer>,
-) -> bool {
-    let pushed = TABLE.try_with(|table| {
-        // SAFETY: only this thread accesses the table and no reference into it
-        // is alive here (push_slow is not reachable from a push_with, and
-        // `register` does not record).
-        let entries = unsafe { &mut *table.entries.get() };
-        // Forget queues of instances that have shut down.
-        let before = entries.len();
-        entries.retain(|(_, p)| !p.is_closed());
-        if entries.len() != before {
-            cache.reset();
-        }
-        let index = match entries.iter().position(|(entry, _)| *entry == id) {
-            Some(i) => i,
-            None => match register() {
-                Some(producer) => {
-                    entries.push((id, Box::new(producer)));
+) -> Option<*mut SlotProducer> {
+    TABLE
+        .try_with(|table| {
+            // SAFETY: only this thread accesses the table and no reference into
+            // it is alive here (this is not reachable from a push_with, and
+            // `register` does not record).
+            let entries = unsafe { &mut *table.entries.get() };
+            // Forget queues of instances that have shut down.
+            let before = entries.len();
+            entries.retain(|(_, p)| !p.is_closed());
+            if entries.len() != before {
+                cache.reset();
+            }
+            let index = match entries.iter().position(|(entry, _)| *entry == id) {
+                Some(i) => i,
+                None => {
+                    entries.push((id, Box::new(register()?)));
                     entries.len() - 1
                 }
-                None => return false,
-            },
-        };
-        let producer: *mut SlotProducer = &mut *entries[index].1;
-        cache.ids[way].set(id);
-        cache.producers[way].set(producer);
-        // SAFETY: as in `push`: the pointer is into a live Box of TABLE.
-        unsafe { (*producer).push_with(extra, make) };
-        true
-    });
-    pushed == Ok(true)
+            };
+            let producer: *mut SlotProducer = &mut *entries[index].1;
+            cache.ids[way].set(id);
+            cache.producers[way].set(producer);
+            Some(producer)
+        })
+        .ok()
+        .flatten()
 }
 
 /// The instance ids this thread holds queues for (tests inspect the purge).

@@ -73,7 +73,7 @@ impl Staging {
         name: impl FnOnce() -> [u8; EVENT_NAME_CAPACITY],
         value: u64,
     ) {
-        self.push_slot(0, || StagedSlot::event(when, category, name(), value));
+        self.push_slot(0, move || StagedSlot::event(when, category, name(), value));
     }
 
     /// Records one completed transfer in one slot that stands for its three
@@ -86,7 +86,7 @@ impl Staging {
         direction: Direction,
         bytes: u64,
     ) {
-        self.push_slot(TRANSFER_EXTRA_EVENTS, || {
+        self.push_slot(TRANSFER_EXTRA_EVENTS, move || {
             StagedSlot::transfer(when, duration_us, direction, bytes)
         });
     }

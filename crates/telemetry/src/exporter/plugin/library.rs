@@ -19,7 +19,8 @@ use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
 use libloading::Library;
 use nixl_telemetry_abi::c_abi::{
     CExporterParams, CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, FlushFn,
-    PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL, PLUGIN_API_VERSION,
+    LastErrorFn, PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL,
+    LAST_ERROR_SYMBOL, PLUGIN_API_VERSION,
 };
 use nixl_telemetry_abi::Event;
 
@@ -40,6 +41,8 @@ struct Functions {
     export_batch: Option<ExportBatchFn>,
     flush: Option<FlushFn>,
     destroy_exporter: DestroyExporterFn,
+    /// The optional `nixl_telemetry_exporter_last_error` symbol.
+    last_error: Option<LastErrorFn>,
 }
 
 /// A library that passed every check, with its functions.
@@ -211,10 +214,15 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibr
     // SAFETY: as above, for `PluginFiniFn`.
     let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(FINI_SYMBOL) }
         .map_err(missing("nixl_telemetry_plugin_fini"))?;
+    // SAFETY: as above, for the optional `LastErrorFn`.
+    let last_error: Option<LastErrorFn> = unsafe { library.get::<LastErrorFn>(LAST_ERROR_SYMBOL) }
+        .ok()
+        .map(|symbol| *symbol);
     // SAFETY: the library is loaded and `init` has the ABI's signature.
     let descriptor = unsafe { init() };
     match read_descriptor(name, path, &searched, descriptor) {
-        Ok((functions, plugin_name, version)) => {
+        Ok((mut functions, plugin_name, version)) => {
+            functions.last_error = last_error;
             tracing::debug!(
                 plugin = name,
                 path = %path.display(),
@@ -304,6 +312,7 @@ fn read_descriptor(
         destroy_exporter: descriptor
             .destroy_exporter
             .ok_or_else(|| invalid("destroy_exporter is NULL"))?,
+        last_error: None,
     };
     // SAFETY: the descriptor's strings are NULL or NUL-terminated static data of
     // the loaded library.
@@ -409,6 +418,24 @@ impl RawExporter {
         let flush = self.functions.flush?;
         // SAFETY: as for `export_batch`.
         Some(unsafe { flush(self.handle.as_ptr()) })
+    }
+
+    /// The reason the plug-in gives for this exporter's most recent failed
+    /// call, through `nixl_telemetry_exporter_last_error`; `None` when it has
+    /// no such function or gives no reason.
+    pub(super) fn last_error(&mut self) -> Option<String> {
+        let last_error = self.functions.last_error?;
+        let mut err = [0u8; ERROR_BUFFER_LEN];
+        // SAFETY: as for `export_batch`; `err` is writable for its length.
+        let len = unsafe { last_error(self.handle.as_ptr(), err.as_mut_ptr().cast(), err.len()) };
+        if len == 0 {
+            return None;
+        }
+        err[ERROR_BUFFER_LEN - 1] = 0;
+        let reason = CStr::from_bytes_until_nul(&err)
+            .map(|s| s.to_string_lossy().trim().to_owned())
+            .unwrap_or_default();
+        (!reason.is_empty()).then_some(reason)
     }
 }
 

@@ -3,9 +3,11 @@
 //! * [`search`]: where `libtelemetry_exporter_<name>.so` is looked for.
 //! * `library` (private): loading, the descriptor checks, and every call into a
 //!   plug-in, the only unsafe code here.
-//! * [`LoadedPluginExporter`]: the [`Exporter`] the collector talks to. It counts
-//!   failed calls as lost events, logs them at a bounded rate, and disables a
-//!   plug-in that reports a panic.
+//! * [`LoadedPluginExporter`]: the host's side of one plug-in exporter, the
+//!   [`Exporter`] the collector talks to (a plug-in written in Rust implements
+//!   `nixl_telemetry_abi::rust_plugin::RustPluginExporter`). It counts failed
+//!   calls as lost events, logs them at a bounded rate, logs each distinct
+//!   reason the plug-in gives once, and disables a plug-in that reports a panic.
 //!
 //! See `docs/plugins.md` for the ABI, the lifetimes and the failure messages.
 
@@ -22,11 +24,11 @@ use nixl_telemetry_abi::Event;
 
 use super::{ExportOutcome, Exporter};
 use crate::config::TelemetryConfig;
-use failures::{FailureLog, FailureReport, REPORT_INTERVAL};
+use failures::{FailureLog, FailureReport, ReasonLog, ReasonVerdict, REPORT_INTERVAL};
 use library::{PluginLibrary, RawExporter};
 
 pub use crate::error::PluginError;
-pub use failures::REPORT_INTERVAL as FAILURE_REPORT_INTERVAL;
+pub use failures::{MAX_LOGGED_REASONS, REPORT_INTERVAL as FAILURE_REPORT_INTERVAL};
 pub use library::loaded_libraries;
 pub use search::{search_dirs, SearchOrigin, SearchedPath};
 
@@ -41,6 +43,7 @@ pub struct LoadedPluginExporter {
     disabled: bool,
     export_failures: FailureLog,
     flush_failures: FailureLog,
+    reasons: ReasonLog,
 }
 
 impl std::fmt::Debug for LoadedPluginExporter {
@@ -113,6 +116,7 @@ impl LoadedPluginExporter {
             disabled: false,
             export_failures: FailureLog::new(REPORT_INTERVAL),
             flush_failures: FailureLog::new(REPORT_INTERVAL),
+            reasons: ReasonLog::default(),
         })
     }
 
@@ -144,13 +148,41 @@ impl LoadedPluginExporter {
 
     fn disable(&mut self, function: &str) {
         self.disabled = true;
+        let reason = self.raw.last_error();
         tracing::error!(
             plugin = %self.name,
             agent = %self.agent,
             path = %self.path().display(),
             function,
+            reason = reason.as_deref().unwrap_or("(the plug-in gives none)"),
             "exporter plug-in panicked; it is disabled and every later event is counted as lost"
         );
+    }
+
+    /// Logs the reason the plug-in gives for a failed call of `function`, the
+    /// first time that reason is given.
+    fn log_reason(&mut self, function: &str) {
+        let Some(reason) = self.raw.last_error() else {
+            return;
+        };
+        match self.reasons.note(&reason) {
+            ReasonVerdict::New => tracing::warn!(
+                plugin = %self.name,
+                agent = %self.agent,
+                function,
+                reason = %reason,
+                "exporter plug-in call failed: {reason} (each distinct reason is logged once)"
+            ),
+            ReasonVerdict::LimitReached => tracing::warn!(
+                plugin = %self.name,
+                agent = %self.agent,
+                function,
+                reason = %reason,
+                "exporter plug-in call failed: {reason} (the plug-in has given {} distinct reasons; further new ones are not logged)",
+                failures::MAX_LOGGED_REASONS
+            ),
+            ReasonVerdict::Seen | ReasonVerdict::Dropped => {}
+        }
     }
 
     fn log_export_failure(&self, report: FailureReport) {
@@ -214,6 +246,7 @@ impl Exporter for LoadedPluginExporter {
                     ExportOutcome::failed(events.len())
                 }
                 code => {
+                    self.log_reason("export_batch");
                     self.note_export_failure(events.len(), code);
                     ExportOutcome::failed(events.len())
                 }
@@ -230,6 +263,7 @@ impl Exporter for LoadedPluginExporter {
                     break;
                 }
                 code => {
+                    self.log_reason("export_event");
                     outcome.failed += 1;
                     last_failure = code;
                 }
@@ -250,6 +284,7 @@ impl Exporter for LoadedPluginExporter {
             None | Some(EXPORT_OK) => {}
             Some(EXPORT_PANICKED) => self.disable("flush"),
             Some(code) => {
+                self.log_reason("flush");
                 if let Some(report) = self.flush_failures.record(Instant::now(), 0, code) {
                     self.log_flush_failure(report);
                 }
