@@ -1,3 +1,7 @@
+//! The errors of creating a telemetry instance ([`TelemetryError`]) and of
+//! loading an exporter plug-in ([`PluginError`]): each names what was wrong,
+//! the file or setting involved and what is accepted.
+
 use std::path::PathBuf;
 
 use crate::config::ConfigError;
@@ -88,7 +92,8 @@ pub enum PluginError {
         name: String,
         /// The file found.
         path: PathBuf,
-        /// The loader's message.
+        /// The loader's message (also the error's `source`).
+        #[source]
         cause: libloading::Error,
         /// Candidate paths up to and including the one found.
         searched: Vec<SearchedPath>,
@@ -106,7 +111,8 @@ pub enum PluginError {
         path: PathBuf,
         /// The missing symbol.
         symbol: &'static str,
-        /// The loader's message.
+        /// The loader's message (also the error's `source`).
+        #[source]
         cause: libloading::Error,
         /// Candidate paths up to and including the one found.
         searched: Vec<SearchedPath>,

@@ -133,6 +133,7 @@ struct BuiltIn {
 /// telemetry.flush();
 /// assert_eq!(telemetry.stats().delivered, 5);
 /// ```
+#[must_use = "dropping the telemetry flushes what is staged and stops its flush thread"]
 pub struct Telemetry {
     shared: Option<Arc<Shared>>,
     builtin: BuiltIn,
@@ -442,6 +443,7 @@ impl BuiltIn {
 /// Settings from code; every setter validates and returns an error naming the
 /// input, the value and what is accepted.
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct TelemetryBuilder {
     agent: String,
     config: TelemetryConfig,

@@ -168,7 +168,24 @@ fn an_unwritable_path_fails_creation_with_the_reason() {
 #[test]
 fn without_any_file_setting_creation_fails() {
     if std::env::var_os("NIXL_TELEMETRY_CSV_FILE").is_some() {
-        return; // the plug-in would use it; this case is covered by the CLI tests
+        // The plug-in would read it from this process's environment: check in
+        // a child process (this test binary, this test alone) without it.
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "without_any_file_setting_creation_fails",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env_remove("NIXL_TELEMETRY_CSV_FILE")
+            .output()
+            .expect("the test binary runs again as a child");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && said.contains("1 passed"),
+            "the check without NIXL_TELEMETRY_CSV_FILE failed:\n{said}"
+        );
+        return;
     }
     let plugins = csv_plugin_dir();
     let cfg = config(&[

@@ -142,6 +142,9 @@ fn a_file_that_is_not_a_library() {
         "{msg}"
     );
     assert_names_plugin_and_search(&msg, "text", dir.path());
+    // The loader's error is kept as the source, not only as text.
+    let source = std::error::Error::source(&err).expect("the loader's error is the source");
+    assert!(source.is::<libloading::Error>(), "{source:?}");
 }
 
 #[test]
@@ -165,6 +168,8 @@ fn a_library_without_the_init_symbol() {
         "{msg}"
     );
     assert_names_plugin_and_search(&msg, "noinit", dir.path());
+    let source = std::error::Error::source(&err).expect("the loader's error is the source");
+    assert!(source.is::<libloading::Error>(), "{source:?}");
 }
 
 #[test]

@@ -49,6 +49,7 @@ pub use settings::{Buckets, ServerLimits, Settings, SettingsError};
 /// the endpoint if needed); dropping it removes the agent's series, and the
 /// last agent of an endpoint closes the listener.
 #[derive(Debug)]
+#[must_use = "dropping it removes the agent's series (and closes the endpoint after its last agent)"]
 pub struct PrometheusExporter {
     writer: agent::AgentWriter,
     endpoint: Arc<endpoint::Endpoint>,

@@ -36,6 +36,7 @@ pub use search::{search_dirs, SearchOrigin, SearchedPath};
 ///
 /// Dropping it destroys the plug-in's exporter; when it was the last exporter
 /// of its library, `nixl_telemetry_plugin_fini` runs and the library is unloaded.
+#[must_use = "dropping it destroys the plug-in's exporter"]
 pub struct LoadedPluginExporter {
     name: String,
     agent: String,
