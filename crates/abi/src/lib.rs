@@ -3,7 +3,7 @@
 //! * [`event`]: the 56-byte event ([`Event`]) that is both a ring slot and the
 //!   plug-in ABI's `nixl_telemetry_event_t`, plus [`Category`].
 //! * [`names`]: the names of the events the host records itself.
-//! * [`env`]: the `NIXL_TELEMETRY_*` variable names, the one on/off parser and
+//! * [`env`](mod@env): the `NIXL_TELEMETRY_*` variable names, the one on/off parser and
 //!   the one rule for a variable that is not UTF-8.
 //! * [`text`]: label-value escaping of the Prometheus text formats.
 //! * [`ring`]: the version-1 ring-file layout (header offsets, slot size) and the

@@ -52,6 +52,14 @@ pub struct EventHandle {
 
 impl EventHandle {
     /// A handle that records nothing (usable in a `const` or `static`).
+    ///
+    /// ```
+    /// use nixl_telemetry::{Category, EventHandle};
+    ///
+    /// static NOT_YET: EventHandle = EventHandle::noop(Category::CUSTOM, "not_yet_wired");
+    /// NOT_YET.record(1);
+    /// assert!(!NOT_YET.is_enabled());
+    /// ```
     pub const fn noop(category: Category, name: &str) -> EventHandle {
         EventHandle {
             shared: None,
