@@ -98,6 +98,24 @@ pub enum PluginError {
         /// Candidate paths up to and including the one found.
         searched: Vec<SearchedPath>,
     },
+    /// The file is an ELF file cut short (a half-written install or a truncated
+    /// copy): loading it would kill the process inside the loader.
+    #[error(
+        "exporter plug-in {name:?}: {} is not a complete library: {defect}; reinstall the plug-in; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    IncompleteFile {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// What is wrong with it (also the error's `source`).
+        #[source]
+        defect: crate::exporter::plugin::ElfDefect,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
     /// A required symbol is not exported.
     #[error(
         "exporter plug-in {name:?}: {} does not export {symbol}: {cause}; {}",

@@ -1,5 +1,6 @@
-//! The only unsafe code of the plug-in loader: opening a library, reading its
-//! descriptor, and calling its functions.
+//! The only unsafe code of the plug-in loader: opening a library (after
+//! `elf_check` found it complete), reading its descriptor, and calling its
+//! functions.
 //!
 //! * [`PluginLibrary`] is a lease on a loaded, accepted library. One library is
 //!   loaded once per canonical path and shared by every exporter made from it
@@ -188,6 +189,16 @@ impl PluginLibrary {
 /// but `nixl_telemetry_plugin_init` (and the library's own constructors).
 fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibrary, PluginError> {
     let searched = || searched.to_vec();
+    // A truncated library would be mapped all the same, and the first touch of
+    // a segment's missing part kills the process (SIGBUS) inside dlopen.
+    super::elf_check::check_segments_inside_file(path).map_err(|defect| {
+        PluginError::IncompleteFile {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            defect,
+            searched: searched(),
+        }
+    })?;
     // SAFETY: loading a library runs its initialisers. That is the point of a
     // plug-in: the user chose this file through the search path.
     let library: Library = unsafe { UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL) }

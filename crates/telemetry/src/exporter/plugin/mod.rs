@@ -1,6 +1,8 @@
 //! Exporter plug-ins loaded at run time through the C ABI (`include/nixl_telemetry_plugin.h`).
 //!
 //! * [`search`]: where `libtelemetry_exporter_<name>.so` is looked for.
+//! * `elf_check` (private): a file whose loadable segments reach past its end
+//!   (a truncated copy) is refused before the loader maps it ([`ElfDefect`]).
 //! * `library` (private): loading, the descriptor checks, and every call into a
 //!   plug-in, the only unsafe code here.
 //! * [`LoadedPluginExporter`]: the host's side of one plug-in exporter, the
@@ -11,6 +13,7 @@
 //!
 //! See `docs/plugins.md` for the ABI, the lifetimes and the failure messages.
 
+mod elf_check;
 mod failures;
 mod library;
 pub mod search;
@@ -28,6 +31,7 @@ use failures::{FailureLog, FailureReport, ReasonLog, ReasonVerdict, REPORT_INTER
 use library::{PluginLibrary, RawExporter};
 
 pub use crate::error::PluginError;
+pub use elf_check::ElfDefect;
 pub use failures::{MAX_LOGGED_REASONS, REPORT_INTERVAL as FAILURE_REPORT_INTERVAL};
 pub use library::loaded_libraries;
 pub use search::{search_dirs, SearchOrigin, SearchedPath};
