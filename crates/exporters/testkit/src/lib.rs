@@ -9,6 +9,7 @@
 //! | `panic-export` | panics in `export_batch` when a batch holds an event of value 13 |
 //! | `panic-flush` | panics in `flush` |
 //! | `fail` | `export_batch` and `flush` return errors (`testkit export fails as asked`, `testkit flush fails as asked`) |
+//! | `block` | `export_batch` waits until the file `<log file>.release` exists (a log file is required) |
 //! | `fail-cycling` | `export_batch` returns errors whose reasons cycle through three texts (`failure 0`, `failure 1`, `failure 2`) |
 //!
 //! With a log file, every call appends a line to it: `create <agent>`,
@@ -37,6 +38,8 @@ pub enum Mode {
     Fail,
     /// Fail every export, the reason cycling through three texts.
     FailCycling,
+    /// Block in every export until `<log>.release` exists.
+    Block,
 }
 
 /// The fixture exporter.
@@ -45,6 +48,8 @@ pub struct TestkitExporter {
     mode: Mode,
     agent: String,
     log: Option<std::fs::File>,
+    /// `<log>.release`, for [`Mode::Block`].
+    release: Option<std::path::PathBuf>,
     batches: u64,
 }
 
@@ -70,11 +75,14 @@ impl RustPluginExporter for TestkitExporter {
             "panic-flush" => Mode::PanicFlush,
             "fail" => Mode::Fail,
             "fail-cycling" => Mode::FailCycling,
+            "block" if log.is_some() => Mode::Block,
+            "block" => return Err("testkit mode block needs a log file: block:<log>".to_owned()),
             other => return Err(format!("unknown testkit mode {other:?}")),
         };
         if mode == Mode::PanicCreate {
             panic!("testkit panics in create as asked");
         }
+        let log_path = log;
         let log = match log {
             Some(path) => Some(
                 std::fs::OpenOptions::new()
@@ -89,6 +97,7 @@ impl RustPluginExporter for TestkitExporter {
             mode,
             agent: params.agent_name.to_owned(),
             log,
+            release: log_path.map(|p| std::path::PathBuf::from(format!("{p}.release"))),
             batches: 0,
         };
         let line = format!("create {}", exporter.agent);
@@ -106,6 +115,14 @@ impl RustPluginExporter for TestkitExporter {
             }
             Mode::Fail => Err("testkit export fails as asked".to_owned()),
             Mode::FailCycling => Err(format!("failure {}", self.batches % 3)),
+            Mode::Block => {
+                if let Some(release) = &self.release {
+                    while !release.exists() {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
