@@ -215,7 +215,7 @@ pub(super) fn check_segments_inside_file(path: &Path) -> Result<(), ElfDefect> {
         } else {
             (layout.word_at(entry, 4), layout.word_at(entry, 16))
         };
-        let end = offset.checked_add(file_size).unwrap_or(u64::MAX);
+        let end = offset.saturating_add(file_size);
         if end > size {
             return Err(ElfDefect::SegmentCut {
                 index,
