@@ -41,7 +41,7 @@ pub use error::PrometheusError;
 pub use families::KNOWN_ERROR_STATUSES;
 pub use http::{METRICS_PATH, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use render::Format;
-pub use settings::{Buckets, ServerLimits, Settings, SettingsError};
+pub use settings::{Buckets, BucketsError, ServerLimits, Settings, SettingsError};
 
 /// The exporter of one agent.
 ///

@@ -507,6 +507,34 @@ mod tests {
     }
 
     #[test]
+    fn bucket_errors_are_typed() {
+        assert_eq!(Buckets::new(&[]).unwrap_err(), BucketsError::Empty);
+        assert_eq!(
+            Buckets::new(&[1.0, f64::INFINITY]).unwrap_err(),
+            BucketsError::NotFinite {
+                position: 2,
+                bound: f64::INFINITY
+            }
+        );
+        assert_eq!(
+            Buckets::new(&[5.0, 5.0]).unwrap_err(),
+            BucketsError::NotIncreasing {
+                position: 2,
+                bound: 5.0,
+                previous: 5.0
+            }
+        );
+        assert_eq!(
+            Buckets::new(&[5.0, 5.0]).unwrap_err().to_string(),
+            "bound 2 (5) is not greater than bound 1 (5): bounds must be strictly increasing"
+        );
+        assert!(matches!(
+            Buckets::new(&[1.0; MAX_BUCKETS + 1]),
+            Err(BucketsError::TooMany { given: 65 })
+        ));
+    }
+
+    #[test]
     fn values_fall_in_the_first_bucket_they_do_not_exceed() {
         let b = Buckets::new(&[0.5, 10.0, 25.5, 100.0]).unwrap();
         assert_eq!(b.index(0), 0);
