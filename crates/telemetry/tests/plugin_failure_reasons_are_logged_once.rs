@@ -1,6 +1,7 @@
-//! The reason a Rust plug-in gives for a failed call (its `Err(String)`)
-//! reaches the host's log through `nixl_telemetry_exporter_last_error`: each
-//! distinct reason once, however often the call fails.
+//! The reason a plug-in gives for a failed call (a Rust plug-in's
+//! `Err(String)`, or what a C plug-in's `nixl_telemetry_exporter_last_error`
+//! writes) reaches the host's log: each distinct reason once, however often
+//! the call fails. A plug-in without that symbol is logged by return code only.
 
 #[path = "support/capture.rs"]
 mod capture;
@@ -11,7 +12,7 @@ use std::path::Path;
 use capture::{Capture, Captured};
 use nixl_telemetry::exporter::plugin::LoadedPluginExporter;
 use nixl_telemetry::{Category, Event, Exporter, TelemetryConfig};
-use support::{build_rust_plugin, config, install_plugin};
+use support::{build_c_plugin, build_rust_plugin, config, install_plugin};
 
 fn testkit_config(dir: &Path, output: &str) -> TelemetryConfig {
     install_plugin(
@@ -114,5 +115,60 @@ fn a_panic_is_logged_with_its_message() {
             .contains("panicked: testkit panics in flush as asked"),
         "{}",
         errors[0].text
+    );
+}
+
+fn c_plugin_reasons(defines: &[&str]) -> Vec<Captured> {
+    let dir = tempfile::tempdir().unwrap();
+    build_c_plugin("hostile.c", dir.path(), "failing", defines);
+    let cfg = config(&[
+        ("NIXL_TELEMETRY_ENABLE", "1"),
+        ("NIXL_TELEMETRY_EXPORTER", "failing"),
+        (
+            "NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR",
+            dir.path().to_str().unwrap(),
+        ),
+    ]);
+    let capture = Capture::default();
+    capture.run(|| {
+        let mut e = LoadedPluginExporter::load("failing", &cfg, "agent-c").unwrap();
+        let batch = [Event::new(1, Category::CUSTOM, "ev", 1); 3];
+        for _ in 0..50 {
+            assert_eq!(e.export(&batch).failed, 3);
+            e.flush();
+        }
+        capture.events()
+    })
+}
+
+#[test]
+fn a_c_plugin_gives_its_reason_through_the_optional_symbol() {
+    let events = c_plugin_reasons(&["EXPORT_FAILS", "LAST_ERROR"]);
+    let reasons: Vec<_> = events
+        .iter()
+        .filter(|c| c.text.contains("the disk is on fire"))
+        .collect();
+    // Once for export_batch, and flush gives the same text: not again.
+    assert_eq!(reasons.len(), 1, "{events:#?}");
+    assert!(
+        reasons[0].text.contains("function=\"export_batch\"")
+            && reasons[0].text.contains("plugin=failing"),
+        "{}",
+        reasons[0].text
+    );
+}
+
+#[test]
+fn a_c_plugin_without_the_symbol_is_logged_by_code_only() {
+    let events = c_plugin_reasons(&["EXPORT_FAILS"]);
+    assert!(
+        !events
+            .iter()
+            .any(|c| c.text.contains("exporter plug-in call failed")),
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(|c| c.text.contains("failed to export")),
+        "{events:#?}"
     );
 }
