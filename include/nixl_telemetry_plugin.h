@@ -17,9 +17,14 @@
  *  - params and the strings it points to are valid only during create_exporter:
  *    copy what you keep. Events are valid only during the call.
  *  - Return NIXL_TELEMETRY_EXPORT_OK (0) on success, anything else on failure.
+ *    A plug-in may also export nixl_telemetry_exporter_last_error (optional):
+ *    the host then logs the reason of a failed call, each distinct reason once.
  *
- * This header is the C spelling of the Rust crate nixl-telemetry-abi; a test
- * checks that both have the same layout.
+ * This header is the C spelling of the Rust module nixl_telemetry_abi::c_abi
+ * (nixl_telemetry_exporter_params_t is CExporterParams there, nixl_telemetry_plugin_t
+ * is PluginDescriptor); a test checks that both have the same layout. Plug-ins
+ * written in Rust implement nixl_telemetry_abi::rust_plugin::RustPluginExporter
+ * instead of using this header.
  */
 #ifndef NIXL_TELEMETRY_PLUGIN_H
 #define NIXL_TELEMETRY_PLUGIN_H
@@ -96,6 +101,15 @@ NIXL_TELEMETRY_PLUGIN_EXPORT const nixl_telemetry_plugin_t *nixl_telemetry_plugi
 
 /* Called once before the library is unloaded, after every exporter is destroyed. */
 NIXL_TELEMETRY_PLUGIN_EXPORT void nixl_telemetry_plugin_fini(void);
+
+/* Optional (a plug-in need not define it; the host looks it up when loading).
+ * Writes the reason of exporter's most recent failed call into err, NUL-terminated
+ * and cut to err_len bytes, and returns the reason's full length in bytes, or 0
+ * when there is none. The host calls it right after export_event, export_batch or
+ * flush returned non-zero, from the thread that made that call, and logs each
+ * distinct reason once. */
+NIXL_TELEMETRY_PLUGIN_EXPORT size_t nixl_telemetry_exporter_last_error(void *exporter, char *err,
+                                                                        size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -266,20 +266,27 @@ pub fn truncate_name(name: &str) -> &str {
 }
 
 /// Encodes a name into the 32-byte field: cut by [`truncate_name`], NUL-padded.
-/// Looks at no more than the first 32 bytes of `name`.
-pub fn encode_name(name: &str) -> [u8; EVENT_NAME_CAPACITY] {
+/// Looks at no more than the first 32 bytes of `name`. A `const fn`, so names
+/// known at compile time are encoded at compile time.
+pub const fn encode_name(name: &str) -> [u8; EVENT_NAME_CAPACITY] {
     let bytes = name.as_bytes();
-    let limit = bytes.len().min(MAX_EVENT_NAME_LEN);
-    let mut end = match bytes[..limit].iter().position(|&b| b == 0) {
-        // A NUL is ASCII, hence always a character boundary.
-        Some(nul) => nul,
-        None => limit,
+    let limit = if bytes.len() < MAX_EVENT_NAME_LEN {
+        bytes.len()
+    } else {
+        MAX_EVENT_NAME_LEN
     };
+    // A NUL ends the name; it is ASCII, hence always a character boundary.
+    let mut end = 0;
+    while end < limit && bytes[end] != 0 {
+        end += 1;
+    }
     while !name.is_char_boundary(end) {
         end -= 1;
     }
     let mut out = [0u8; EVENT_NAME_CAPACITY];
-    out[..end].copy_from_slice(&bytes[..end]);
+    out.split_at_mut(end)
+        .0
+        .copy_from_slice(bytes.split_at(end).0);
     out
 }
 
@@ -340,6 +347,13 @@ mod tests {
             want[..cut.len()].copy_from_slice(cut);
             assert_eq!(encode_name(name), want, "{name:?}");
         }
+    }
+
+    #[test]
+    fn encode_name_runs_at_compile_time() {
+        const NAME: [u8; EVENT_NAME_CAPACITY] = encode_name("agent_tx_bytes");
+        assert_eq!(&NAME[..14], b"agent_tx_bytes");
+        assert!(NAME[14..].iter().all(|&b| b == 0));
     }
 
     #[test]

@@ -1,19 +1,29 @@
-//! The stable layouts of NIXL telemetry, written once and shared by every part.
+//! The stable contracts of NIXL telemetry, written once and shared by every part.
 //!
 //! * [`event`]: the 56-byte event ([`Event`]) that is both a ring slot and the
 //!   plug-in ABI's `nixl_telemetry_event_t`, plus [`Category`].
+//! * [`names`]: the names of the events the host records itself.
+//! * [`env`](mod@env): the `NIXL_TELEMETRY_*` variable names, the one on/off parser and
+//!   the one rule for a variable that is not UTF-8.
+//! * [`text`]: label-value escaping of the Prometheus text formats.
 //! * [`ring`]: the version-1 ring-file layout (header offsets, slot size) and the
 //!   trailer this project appends after the slots.
-//! * [`plugin`]: the exporter plug-in C ABI, version 1 (`nixl_telemetry_plugin_t`).
-//! * [`export`]: the Rust side for plug-in authors: the [`export::PluginExporter`]
-//!   trait and the [`export_plugin!`] macro that turns a type into a plug-in.
+//! * [`c_abi`]: the exporter plug-in C ABI, version 1, as both sides see it
+//!   (`nixl_telemetry_plugin_t`, [`c_abi::CExporterParams`]).
+//! * [`rust_plugin`]: the plug-in side, for plug-ins written in Rust: the
+//!   [`rust_plugin::RustPluginExporter`] trait and the [`export_plugin!`] macro
+//!   that turns a type into a plug-in. (The host side is
+//!   `nixl_telemetry::exporter::plugin::LoadedPluginExporter`.)
 //!
 //! This crate has no dependencies. Changing any layout here is a format change and
 //! needs a version bump (see `docs/ring-format.md` and `docs/plugins.md`).
 
+pub mod c_abi;
+pub mod env;
 pub mod event;
-pub mod export;
-pub mod plugin;
+pub mod names;
 pub mod ring;
+pub mod rust_plugin;
+pub mod text;
 
 pub use event::{Category, Event, EVENT_NAME_CAPACITY, MAX_EVENT_NAME_LEN};

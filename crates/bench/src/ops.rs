@@ -36,7 +36,7 @@ pub const HISTOGRAM_BUCKETS_US: [u64; 19] = [
 ];
 
 /// The event name every benchmark records.
-pub const NAME: &str = "agent_xfer_time";
+pub const NAME: &str = nixl_telemetry::XFER_TIME;
 
 /// Keeps a value on its own cache line (two lines: adjacent-line prefetch).
 #[repr(align(128))]

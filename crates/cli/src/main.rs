@@ -2,6 +2,8 @@
 //!
 //! Each subcommand lives in its own module; this file only dispatches.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

@@ -284,21 +284,12 @@ pub fn create_gpu_identifier<S: AsRef<str>>(gpus: &[S]) -> String {
     out
 }
 
-/// Appends a label value escaped as the Prometheus text format requires:
+/// Appends a label value escaped as the Prometheus text format requires
+/// (the one rule of [`nixl_telemetry_abi::text::escape_label_value`]):
 /// backslash → `\\`, double quote → `\"`, newline → `\n`.
+#[inline]
 pub fn escape_label_value_into(out: &mut String, value: &str) {
-    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
-        out.push_str(value);
-        return;
-    }
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            other => out.push(other),
-        }
-    }
+    nixl_telemetry_abi::text::escape_label_value(value, |piece| out.push_str(piece));
 }
 
 #[cfg(test)]

@@ -11,13 +11,12 @@ use crate::clock;
 use crate::exporter::{ExportOutcome, Exporter};
 use crate::staging::{Consumer, QueueCounts, Staging};
 use crate::stats::{DropCounts, TelemetryStats};
-use crate::transfer_record;
 
 /// Below this, the flush thread yields instead of sleeping.
 const MIN_WAIT: Duration = Duration::from_micros(50);
 
-/// Name of the event that reports losses.
-pub const EVENTS_DROPPED_EVENT: &str = "agent_telemetry_events_dropped";
+/// Name of the event that reports losses ([`nixl_telemetry_abi::names::EVENTS_DROPPED`]).
+pub const EVENTS_DROPPED_EVENT: &str = nixl_telemetry_abi::names::EVENTS_DROPPED;
 
 /// State owned by whoever flushes (the flush thread or an explicit flush).
 struct FlushState {
@@ -314,11 +313,8 @@ impl Collector {
     }
 }
 
-/// Moves up to `max` slots of `consumer` into `out`, packed slots expanded
-/// into their events. Returns the slots moved.
+/// Moves up to `max` slots of `consumer` into `out` as the events they stand
+/// for. Returns the slots moved.
 fn drain_expanded(consumer: &mut Consumer, out: &mut Vec<Event>, max: usize) -> usize {
-    let from = out.len();
-    let drained = consumer.drain_into(out, max);
-    transfer_record::expand(out, from, drained.extra);
-    drained.slots
+    consumer.drain_into(out, max)
 }

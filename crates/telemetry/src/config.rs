@@ -9,24 +9,26 @@ use std::time::Duration;
 
 use crate::filter::MetricFilter;
 
-/// `NIXL_TELEMETRY_ENABLE`
-pub const ENV_ENABLE: &str = "NIXL_TELEMETRY_ENABLE";
+use nixl_telemetry_abi::env;
+
+/// `NIXL_TELEMETRY_ENABLE` (defined in [`nixl_telemetry_abi::env`], as every variable).
+pub const ENV_ENABLE: &str = env::ENABLE;
 /// `NIXL_TELEMETRY_BUFFER_SIZE`
-pub const ENV_BUFFER_SIZE: &str = "NIXL_TELEMETRY_BUFFER_SIZE";
+pub const ENV_BUFFER_SIZE: &str = env::BUFFER_SIZE;
 /// `NIXL_TELEMETRY_RUN_INTERVAL`
-pub const ENV_RUN_INTERVAL: &str = "NIXL_TELEMETRY_RUN_INTERVAL";
+pub const ENV_RUN_INTERVAL: &str = env::RUN_INTERVAL;
 /// `NIXL_TELEMETRY_DIR`
-pub const ENV_DIR: &str = "NIXL_TELEMETRY_DIR";
+pub const ENV_DIR: &str = env::DIR;
 /// `NIXL_TELEMETRY_EXPORTER`
-pub const ENV_EXPORTER: &str = "NIXL_TELEMETRY_EXPORTER";
+pub const ENV_EXPORTER: &str = env::EXPORTER;
 /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`
-pub const ENV_OUTPUT_PATH: &str = "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH";
+pub const ENV_OUTPUT_PATH: &str = env::EXPORTER_OUTPUT_PATH;
 /// `NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR`
-pub const ENV_PLUGIN_DIR: &str = "NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR";
+pub const ENV_PLUGIN_DIR: &str = env::EXPORTER_PLUGIN_DIR;
 /// `NIXL_PLUGIN_DIR`
-pub const ENV_NIXL_PLUGIN_DIR: &str = "NIXL_PLUGIN_DIR";
+pub const ENV_NIXL_PLUGIN_DIR: &str = env::NIXL_PLUGIN_DIR;
 /// `NIXL_TELEMETRY_ENABLED_METRICS`
-pub const ENV_ENABLED_METRICS: &str = "NIXL_TELEMETRY_ENABLED_METRICS";
+pub const ENV_ENABLED_METRICS: &str = env::ENABLED_METRICS;
 
 /// Default events per ring and per staging buffer.
 pub const DEFAULT_BUFFER_SIZE: usize = 4096;
@@ -35,8 +37,6 @@ pub const DEFAULT_RUN_INTERVAL: Duration = Duration::from_millis(100);
 /// Largest accepted buffer size (2^26 events: 3.5 GiB of ring).
 pub const MAX_BUFFER_SIZE: usize = 1 << 26;
 
-const ENABLE_ACCEPTED: &str =
-    "on: y, yes, on, 1, true, enable; off: n, no, off, 0, false, disable (any case)";
 const BUFFER_SIZE_ACCEPTED: &str = "a power of two from 2 to 67108864 (events)";
 const RUN_INTERVAL_ACCEPTED: &str = "a whole number of milliseconds, at least 1";
 const EXPORTER_ACCEPTED: &str =
@@ -137,13 +137,10 @@ impl Default for TelemetryConfig {
     }
 }
 
-/// Parses `NIXL_TELEMETRY_ENABLE`'s spellings.
+/// Parses `NIXL_TELEMETRY_ENABLE`'s spellings ([`env::parse_switch`]).
 pub fn parse_enable(value: &str) -> Result<bool, ConfigError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "on" | "1" | "true" | "enable" => Ok(true),
-        "n" | "no" | "off" | "0" | "false" | "disable" => Ok(false),
-        _ => Err(ConfigError::invalid(ENV_ENABLE, value, ENABLE_ACCEPTED)),
-    }
+    env::parse_switch(value)
+        .ok_or_else(|| ConfigError::invalid(ENV_ENABLE, value, env::SWITCH_ACCEPTED))
 }
 
 /// Checks a buffer size: a power of two from 2 to [`MAX_BUFFER_SIZE`].
@@ -257,15 +254,9 @@ impl TelemetryConfig {
     /// would silently turn telemetry off or move its files).
     pub fn from_env() -> Result<TelemetryConfig, ConfigError> {
         for variable in VARIABLES {
-            if let Some(value) = std::env::var_os(variable) {
-                if value.to_str().is_none() {
-                    return Err(ConfigError::invalid(
-                        variable,
-                        &value.to_string_lossy(),
-                        "text in UTF-8 (paths included)",
-                    ));
-                }
-            }
+            env::var(variable).map_err(|e| {
+                ConfigError::invalid(e.variable, &e.value_lossy, env::UTF8_ACCEPTED)
+            })?;
         }
         Self::from_lookup(|name| std::env::var(name).ok())
     }

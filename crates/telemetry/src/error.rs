@@ -1,3 +1,7 @@
+//! The errors of creating a telemetry instance ([`TelemetryError`]) and of
+//! loading an exporter plug-in ([`PluginError`]): each names what was wrong,
+//! the file or setting involved and what is accepted.
+
 use std::path::PathBuf;
 
 use crate::config::ConfigError;
@@ -88,8 +92,27 @@ pub enum PluginError {
         name: String,
         /// The file found.
         path: PathBuf,
-        /// The loader's message.
+        /// The loader's message (also the error's `source`).
+        #[source]
         cause: libloading::Error,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// The file is an ELF file cut short (a half-written install or a truncated
+    /// copy): loading it would kill the process inside the loader.
+    #[error(
+        "exporter plug-in {name:?}: {} is not a complete library: {defect}; reinstall the plug-in; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    IncompleteFile {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// What is wrong with it (also the error's `source`).
+        #[source]
+        defect: crate::exporter::plugin::ElfDefect,
         /// Candidate paths up to and including the one found.
         searched: Vec<SearchedPath>,
     },
@@ -106,7 +129,8 @@ pub enum PluginError {
         path: PathBuf,
         /// The missing symbol.
         symbol: &'static str,
-        /// The loader's message.
+        /// The loader's message (also the error's `source`).
+        #[source]
         cause: libloading::Error,
         /// Candidate paths up to and including the one found.
         searched: Vec<SearchedPath>,

@@ -22,7 +22,6 @@ pub mod ring;
 mod staging;
 mod stats;
 mod telemetry;
-mod transfer_record;
 
 pub use collector::EVENTS_DROPPED_EVENT;
 pub use config::{ConfigError, ExporterChoice, TelemetryConfig};

@@ -16,24 +16,11 @@ use crate::exporter::{self, Exporter};
 use crate::filter::MetricFilter;
 use crate::staging::When;
 use crate::stats::TelemetryStats;
-use crate::transfer_record;
 
-/// `agent_memory_registered` (MEMORY, bytes).
-pub const MEMORY_REGISTERED: &str = "agent_memory_registered";
-/// `agent_memory_deregistered` (MEMORY, bytes).
-pub const MEMORY_DEREGISTERED: &str = "agent_memory_deregistered";
-/// `agent_tx_bytes` (TRANSFER, bytes).
-pub const TX_BYTES: &str = "agent_tx_bytes";
-/// `agent_rx_bytes` (TRANSFER, bytes).
-pub const RX_BYTES: &str = "agent_rx_bytes";
-/// `agent_tx_requests_num` (TRANSFER, count).
-pub const TX_REQUESTS: &str = "agent_tx_requests_num";
-/// `agent_rx_requests_num` (TRANSFER, count).
-pub const RX_REQUESTS: &str = "agent_rx_requests_num";
-/// `agent_xfer_time` (PERFORMANCE, µs).
-pub const XFER_TIME: &str = "agent_xfer_time";
-/// `agent_xfer_post_time` (PERFORMANCE, µs).
-pub const XFER_POST_TIME: &str = "agent_xfer_post_time";
+pub use nixl_telemetry_abi::names::{
+    MEMORY_DEREGISTERED, MEMORY_REGISTERED, RX_BYTES, RX_REQUESTS, TX_BYTES, TX_REQUESTS,
+    XFER_POST_TIME, XFER_TIME,
+};
 
 /// The direction of a completed transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +51,16 @@ pub struct EventHandle {
 }
 
 impl EventHandle {
-    /// A handle that records nothing.
-    pub fn noop(category: Category, name: &str) -> EventHandle {
+    /// A handle that records nothing (usable in a `const` or `static`).
+    ///
+    /// ```
+    /// use nixl_telemetry::{Category, EventHandle};
+    ///
+    /// static NOT_YET: EventHandle = EventHandle::noop(Category::CUSTOM, "not_yet_wired");
+    /// NOT_YET.record(1);
+    /// assert!(!NOT_YET.is_enabled());
+    /// ```
+    pub const fn noop(category: Category, name: &str) -> EventHandle {
         EventHandle {
             shared: None,
             category,
@@ -77,9 +72,10 @@ impl EventHandle {
     #[inline(always)]
     pub fn record(&self, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push(When::Now, |ts| {
-                Event::with_encoded_name(ts, self.category, self.name, value)
-            });
+            shared
+                .collector
+                .staging
+                .push_event(When::Now, self.category, || self.name, value);
         }
     }
 
@@ -87,9 +83,12 @@ impl EventHandle {
     #[inline(always)]
     pub fn record_at(&self, timestamp_us: u64, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push(When::At(timestamp_us), |ts| {
-                Event::with_encoded_name(ts, self.category, self.name, value)
-            });
+            shared.collector.staging.push_event(
+                When::At(timestamp_us),
+                self.category,
+                || self.name,
+                value,
+            );
         }
     }
 
@@ -142,6 +141,7 @@ struct BuiltIn {
 /// telemetry.flush();
 /// assert_eq!(telemetry.stats().delivered, 5);
 /// ```
+#[must_use = "dropping the telemetry flushes what is staged and stops its flush thread"]
 pub struct Telemetry {
     shared: Option<Arc<Shared>>,
     builtin: BuiltIn,
@@ -251,10 +251,12 @@ impl Telemetry {
     pub fn record(&self, category: Category, name: &str, value: u64) {
         if let Some(shared) = &self.shared {
             if shared.filter.as_ref().is_none_or(|f| f.allows(name)) {
-                shared
-                    .collector
-                    .staging
-                    .push(When::Now, |ts| Event::new(ts, category, name, value));
+                shared.collector.staging.push_event(
+                    When::Now,
+                    category,
+                    || encode_name(name),
+                    value,
+                );
             }
         }
     }
@@ -306,9 +308,7 @@ impl Telemetry {
                 shared
                     .collector
                     .staging
-                    .push_packed(transfer_record::EXTRA_EVENTS, when, |ts| {
-                        transfer_record::pack(ts, duration_us, direction, bytes)
-                    })
+                    .push_transfer(when, duration_us, direction, bytes)
             }
             // Disabled: nothing to record, no clock to read.
             (None, None, None) => {}
@@ -451,6 +451,7 @@ impl BuiltIn {
 /// Settings from code; every setter validates and returns an error naming the
 /// input, the value and what is accepted.
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct TelemetryBuilder {
     agent: String,
     config: TelemetryConfig,

@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use std::mem::{align_of, offset_of, size_of};
 use std::process::Command;
 
-use nixl_telemetry::exporter::plugin::PluginExporter;
+use nixl_telemetry::exporter::plugin::LoadedPluginExporter;
 use nixl_telemetry::{Category, Event, Exporter, Telemetry};
-use nixl_telemetry_abi::plugin::{
-    ExporterParams, PluginDescriptor, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED, PLUGIN_API_VERSION,
+use nixl_telemetry_abi::c_abi::{
+    CExporterParams, PluginDescriptor, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED,
+    PLUGIN_API_VERSION,
 };
 use support::{build_c_plugin, config, read_raw_events, workspace_root};
 
@@ -59,18 +60,18 @@ fn header_layout_and_constants_match_the_rust_abi() {
         ("event.event_name", offset_of!(Event, event_name) as i64),
         ("event.reserved", offset_of!(Event, reserved) as i64),
         ("event.value", offset_of!(Event, value) as i64),
-        ("params.size", size_of::<ExporterParams>() as i64),
+        ("params.size", size_of::<CExporterParams>() as i64),
         (
             "params.agent_name",
-            offset_of!(ExporterParams, agent_name) as i64,
+            offset_of!(CExporterParams, agent_name) as i64,
         ),
         (
             "params.max_events_buffered",
-            offset_of!(ExporterParams, max_events_buffered) as i64,
+            offset_of!(CExporterParams, max_events_buffered) as i64,
         ),
         (
             "params.output_path",
-            offset_of!(ExporterParams, output_path) as i64,
+            offset_of!(CExporterParams, output_path) as i64,
         ),
         ("plugin.size", size_of::<PluginDescriptor>() as i64),
         (
@@ -203,7 +204,7 @@ fn check_c_plugin_receives_everything(defines: &[&str], with_batch: bool) {
         ("NIXL_TELEMETRY_BUFFER_SIZE", "1024"),
         ("NIXL_TELEMETRY_RUN_INTERVAL", "5"),
     ]);
-    let direct = PluginExporter::load("record", &cfg, "probe").unwrap();
+    let direct = LoadedPluginExporter::load("record", &cfg, "probe").unwrap();
     assert_eq!(direct.has_export_batch(), with_batch);
     assert_eq!(direct.plugin_name(), "record");
     assert_eq!(direct.plugin_version(), "1.0.0");

@@ -5,7 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use nixl_telemetry::exporter::plugin::{PluginError, PluginExporter};
+use nixl_telemetry::exporter::plugin::{LoadedPluginExporter, PluginError};
 use nixl_telemetry::{Category, Event, Exporter, Telemetry, TelemetryConfig, TelemetryError};
 use support::{build_rust_plugin, config, install_plugin};
 
@@ -100,13 +100,13 @@ fn an_existing_empty_file_gets_the_header_and_a_non_empty_one_does_not() {
     let empty = out.path().join("empty.csv");
     std::fs::write(&empty, "").unwrap();
     let cfg = csv_config(plugins.path(), &empty);
-    drop(PluginExporter::load("csv", &cfg, "a").unwrap());
+    drop(LoadedPluginExporter::load("csv", &cfg, "a").unwrap());
     assert_eq!(std::fs::read_to_string(&empty).unwrap(), HEADER);
 
     let old = out.path().join("old.csv");
     std::fs::write(&old, "1,2,x,3\n").unwrap();
     let cfg = csv_config(plugins.path(), &old);
-    let mut e = PluginExporter::load("csv", &cfg, "a").unwrap();
+    let mut e = LoadedPluginExporter::load("csv", &cfg, "a").unwrap();
     e.export(&[Event::new(4, Category::CUSTOM, "y", 5)]);
     e.flush();
     assert_eq!(std::fs::read_to_string(&old).unwrap(), "1,2,x,3\n4,7,y,5\n");
@@ -118,7 +118,7 @@ fn lines_are_written_at_flush_not_at_each_event() {
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("buffered.csv");
     let cfg = csv_config(plugins.path(), &file);
-    let mut e = PluginExporter::load("csv", &cfg, "a").unwrap();
+    let mut e = LoadedPluginExporter::load("csv", &cfg, "a").unwrap();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), HEADER);
     for i in 0..100 {
         let outcome = e.export(&[Event::new(i, Category::TRANSFER, "agent_tx_bytes", i)]);
@@ -168,7 +168,24 @@ fn an_unwritable_path_fails_creation_with_the_reason() {
 #[test]
 fn without_any_file_setting_creation_fails() {
     if std::env::var_os("NIXL_TELEMETRY_CSV_FILE").is_some() {
-        return; // the plug-in would use it; this case is covered by the CLI tests
+        // The plug-in would read it from this process's environment: check in
+        // a child process (this test binary, this test alone) without it.
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "without_any_file_setting_creation_fails",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env_remove("NIXL_TELEMETRY_CSV_FILE")
+            .output()
+            .expect("the test binary runs again as a child");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && said.contains("1 passed"),
+            "the check without NIXL_TELEMETRY_CSV_FILE failed:\n{said}"
+        );
+        return;
     }
     let plugins = csv_plugin_dir();
     let cfg = config(&[
@@ -178,7 +195,7 @@ fn without_any_file_setting_creation_fails() {
             plugins.path().to_str().unwrap(),
         ),
     ]);
-    let err = PluginExporter::load("csv", &cfg, "agent-csv").unwrap_err();
+    let err = LoadedPluginExporter::load("csv", &cfg, "agent-csv").unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.contains("no CSV file for agent \"agent-csv\"")

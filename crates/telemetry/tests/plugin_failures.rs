@@ -7,8 +7,8 @@ mod support;
 use std::path::Path;
 
 use capture::Capture;
+use nixl_telemetry::exporter::plugin::LoadedPluginExporter;
 use nixl_telemetry::exporter::plugin::PluginError;
-use nixl_telemetry::exporter::plugin::PluginExporter;
 use nixl_telemetry::{Category, Exporter, Telemetry, TelemetryConfig, TelemetryError};
 use support::{build_c_plugin, config};
 
@@ -24,7 +24,7 @@ fn plugin_config(dir: &Path, name: &str) -> TelemetryConfig {
 
 fn load_error(dir: &Path, name: &str) -> PluginError {
     let cfg = plugin_config(dir, name);
-    match PluginExporter::load(name, &cfg, "agent-x") {
+    match LoadedPluginExporter::load(name, &cfg, "agent-x") {
         Ok(e) => panic!("{name} loaded: {e:?}"),
         Err(e) => e,
     }
@@ -100,7 +100,7 @@ fn first_directory_with_the_file_wins() {
         ("NIXL_TELEMETRY_EXPORTER", "pick"),
         ("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR", &dirs),
     ]);
-    let e = PluginExporter::load("pick", &cfg, "a").unwrap();
+    let e = LoadedPluginExporter::load("pick", &cfg, "a").unwrap();
     assert!(e
         .path()
         .starts_with(std::fs::canonicalize(first.path()).unwrap()));
@@ -113,7 +113,7 @@ fn first_directory_with_the_file_wins() {
         ),
         ("NIXL_PLUGIN_DIR", first.path().to_str().unwrap()),
     ]);
-    let err = PluginExporter::load("pick", &cfg, "a").unwrap_err();
+    let err = LoadedPluginExporter::load("pick", &cfg, "a").unwrap_err();
     assert!(
         matches!(err, PluginError::UnsupportedApiVersion { found: 9, .. }),
         "{err}"
@@ -122,7 +122,7 @@ fn first_directory_with_the_file_wins() {
         ("NIXL_TELEMETRY_EXPORTER", "pick"),
         ("NIXL_PLUGIN_DIR", first.path().to_str().unwrap()),
     ]);
-    assert!(PluginExporter::load("pick", &cfg, "a").is_ok());
+    assert!(LoadedPluginExporter::load("pick", &cfg, "a").is_ok());
 }
 
 #[test]
@@ -142,6 +142,9 @@ fn a_file_that_is_not_a_library() {
         "{msg}"
     );
     assert_names_plugin_and_search(&msg, "text", dir.path());
+    // The loader's error is kept as the source, not only as text.
+    let source = std::error::Error::source(&err).expect("the loader's error is the source");
+    assert!(source.is::<libloading::Error>(), "{source:?}");
 }
 
 #[test]
@@ -165,6 +168,8 @@ fn a_library_without_the_init_symbol() {
         "{msg}"
     );
     assert_names_plugin_and_search(&msg, "noinit", dir.path());
+    let source = std::error::Error::source(&err).expect("the loader's error is the source");
+    assert!(source.is::<libloading::Error>(), "{source:?}");
 }
 
 #[test]
@@ -183,7 +188,7 @@ fn a_name_given_in_code_cannot_reach_outside_the_search_path() {
         ".hidden",
         "a b",
     ] {
-        let err = PluginExporter::load(name, &cfg, "agent-x").unwrap_err();
+        let err = LoadedPluginExporter::load(name, &cfg, "agent-x").unwrap_err();
         assert!(
             matches!(err, PluginError::InvalidName(_)),
             "{name:?}: {err:?}"
@@ -328,7 +333,7 @@ fn an_output_path_with_nul_is_refused_before_the_call() {
     build_c_plugin("hostile.c", dir.path(), "nul", &[]);
     let mut cfg = plugin_config(dir.path(), "nul");
     cfg.output_path = Some("a\0b".to_owned());
-    let err = PluginExporter::load("nul", &cfg, "agent-x").unwrap_err();
+    let err = LoadedPluginExporter::load("nul", &cfg, "agent-x").unwrap_err();
     assert!(
         matches!(
             err,
@@ -382,7 +387,7 @@ fn repeated_failures_are_logged_at_a_bounded_rate() {
     let cfg = plugin_config(dir.path(), "failing");
     let capture = Capture::default();
     capture.run(|| {
-        let mut e = PluginExporter::load("failing", &cfg, "agent-x").unwrap();
+        let mut e = LoadedPluginExporter::load("failing", &cfg, "agent-x").unwrap();
         let batch = vec![nixl_telemetry::Event::new(1, Category::CUSTOM, "ev", 1); 10];
         for _ in 0..1000 {
             let outcome = e.export(&batch);

@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use capture::Capture;
-use nixl_telemetry::exporter::plugin::{PluginError, PluginExporter};
+use nixl_telemetry::exporter::plugin::{LoadedPluginExporter, PluginError};
 use nixl_telemetry::{Category, Event, Exporter, Telemetry, TelemetryConfig, TelemetryError};
 use support::{build_rust_plugin, config, install_plugin};
 
@@ -116,7 +116,7 @@ fn a_panic_is_reported_once_as_an_error() {
         let capture = Capture::default();
         let cfg = testkit_config(dir.path(), mode);
         let events = capture.run(|| {
-            let mut e = PluginExporter::load("testkit", &cfg, "agent-p").unwrap();
+            let mut e = LoadedPluginExporter::load("testkit", &cfg, "agent-p").unwrap();
             let bad = [Event::new(1, Category::CUSTOM, "ev", 13)];
             let good = [Event::new(1, Category::CUSTOM, "ev", 1)];
             let first = e.export(&bad);

@@ -5,7 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use nixl_telemetry::exporter::plugin::{loaded_libraries, PluginExporter};
+use nixl_telemetry::exporter::plugin::{loaded_libraries, LoadedPluginExporter};
 use nixl_telemetry::{Category, Telemetry, TelemetryConfig};
 use support::{build_c_plugin, config, read_raw_events};
 
@@ -87,7 +87,7 @@ fn two_agents_share_one_loaded_plugin() {
     assert!(b_events.iter().all(|e| e.name() == "agent_rx_bytes"));
 
     // Loading again after the unload initialises the plug-in afresh.
-    let again = PluginExporter::load("record", &cfg, "agent-c").unwrap();
+    let again = LoadedPluginExporter::load("record", &cfg, "agent-c").unwrap();
     drop(again);
     assert_eq!(
         lifecycle(&log)[6..],
@@ -147,7 +147,7 @@ fn concurrent_loads_and_unloads_keep_init_and_fini_paired() {
             s.spawn(move || {
                 for round in 0..25 {
                     let agent = format!("agent-{t}-{round}");
-                    let e = PluginExporter::load("record", cfg, &agent).unwrap();
+                    let e = LoadedPluginExporter::load("record", cfg, &agent).unwrap();
                     drop(e);
                 }
             });

@@ -42,6 +42,8 @@
 //! assert_eq!(telemetries.len(), 2);
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod memory;
 mod rng;
 

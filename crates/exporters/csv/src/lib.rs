@@ -17,17 +17,17 @@
 //!
 //! The crate is also an `rlib` so its writer can be tested and reused.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 /// The variable naming the file when the host passes no output path.
-pub const ENV_CSV_FILE: &str = "NIXL_TELEMETRY_CSV_FILE";
+pub const ENV_CSV_FILE: &str = nixl_telemetry_abi::env::CSV_FILE;
 
 /// The first line of every file.
 pub const HEADER: &str = "timestamp_us,category,event_name,value";
@@ -65,6 +65,7 @@ pub fn push_line(out: &mut Vec<u8>, event: &Event) {
 
 /// Writes events as CSV lines to one file.
 #[derive(Debug)]
+#[must_use = "dropping it writes what is buffered"]
 pub struct CsvWriter {
     path: PathBuf,
     out: BufWriter<File>,
@@ -125,7 +126,7 @@ pub struct CsvExporter {
 impl CsvExporter {
     /// The file from the parameters or `lookup(NIXL_TELEMETRY_CSV_FILE)`.
     pub fn output_file(
-        params: &PluginParams<'_>,
+        params: &RustPluginParams<'_>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<PathBuf, String> {
         match params.output_path.filter(|p| !p.is_empty()) {
@@ -143,9 +144,11 @@ impl CsvExporter {
     }
 }
 
-impl PluginExporter for CsvExporter {
-    fn create(params: &PluginParams<'_>) -> Result<Self, String> {
-        let path = Self::output_file(params, |name| std::env::var(name).ok())?;
+impl RustPluginExporter for CsvExporter {
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
+        // A value that is not UTF-8 is an error naming the variable, as in the host.
+        let from_env = nixl_telemetry_abi::env::var(ENV_CSV_FILE).map_err(|e| e.to_string())?;
+        let path = Self::output_file(params, |_| from_env.clone())?;
         let writer = CsvWriter::open(&path)
             .map_err(|e| format!("cannot open CSV file {} for appending: {e}", path.display()))?;
         Ok(CsvExporter { writer })
@@ -214,7 +217,7 @@ mod tests {
 
     #[test]
     fn output_path_wins_over_the_variable() {
-        let params = PluginParams {
+        let params = RustPluginParams {
             agent_name: "a",
             max_events_buffered: 8,
             output_path: Some("/from/host.csv"),
@@ -224,7 +227,7 @@ mod tests {
             CsvExporter::output_file(&params, env).unwrap(),
             PathBuf::from("/from/host.csv")
         );
-        let params = PluginParams {
+        let params = RustPluginParams {
             output_path: None,
             ..params
         };

@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nixl_telemetry::{Direction, ExportOutcome, Exporter, Telemetry, TelemetryStats};
-use nixl_telemetry_abi::plugin::{ExporterParams, PluginDescriptor, EXPORT_OK};
+use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor, EXPORT_OK};
 use nixl_telemetry_abi::{Category, Event};
 use telemetry_exporter_prometheus::{Format, PrometheusExporter, Settings};
 
@@ -150,7 +150,7 @@ fn descriptor() -> &'static PluginDescriptor {
 fn c_exporter(agent: &str) -> *mut c_void {
     let agent = CString::new(agent).unwrap();
     let output = CString::new("127.0.0.1:0").unwrap();
-    let params = ExporterParams {
+    let params = CExporterParams {
         agent_name: agent.as_ptr(),
         max_events_buffered: BATCH,
         output_path: output.as_ptr(),

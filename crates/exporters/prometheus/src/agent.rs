@@ -3,11 +3,17 @@
 //!
 //! The flush thread turns events into plain (non-atomic) totals in an
 //! [`AgentWriter`], then publishes them once per batch into [`AgentShared`]'s
-//! atomics under a sequence lock: a scrape never blocks the writer, and reads
-//! one consistent state of every series of the agent (retrying when a publish
-//! overlapped its read). The only lock the writer ever takes guards the list of
-//! per-name series, and only when a new name appears: scrapes hold it just long
-//! enough to clone an `Arc`.
+//! atomics under a sequence lock: a scrape never blocks the writer. A scrape
+//! retries its read while a publish overlaps it, so it normally sees one
+//! consistent state of every series of the agent; but it waits for a quiet
+//! moment only a bounded time (see [`AgentShared::snapshot`]): against a writer
+//! that keeps publishing (or was descheduled mid-publish) for longer than that,
+//! it takes its last read, in which every value is a real reading but the
+//! agent's series may be out of step with each other by one publish. The only
+//! lock the writer ever takes guards the list of per-name series, and only
+//! when a new name appears: scrapes hold it just long enough to clone an `Arc`.
+//!
+//! The sample lines stored here are rendered once, by `render::line`.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -15,10 +21,11 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
+use nixl_telemetry_abi::{names, Category, Event, EVENT_NAME_CAPACITY};
 
 use crate::families::{slot, ERRORS_SAMPLE, HISTOGRAMS, KNOWN_ERROR_STATUSES, SCALARS};
-use crate::names::{error_status, escape_label_value, per_name_sample};
+use crate::names::{error_status, per_name_sample};
+use crate::render::{format_bound, line};
 use crate::settings::Buckets;
 
 /// The most distinct (category, name) pairs one agent maps to per-name counters
@@ -83,46 +90,6 @@ pub(crate) struct Snapshot {
     pub(crate) histograms: [Vec<u64>; 2],
     pub(crate) dynamic: Arc<[Arc<DynSeries>]>,
     pub(crate) dynamic_values: Vec<u64>,
-}
-
-/// `category="…",hostname="…",agent_name="…"` for `agent` on `hostname`.
-fn labels(out: &mut Vec<u8>, category: Category, hostname: &str, agent: &str) {
-    out.extend_from_slice(b"category=\"");
-    out.extend_from_slice(category.to_string().as_bytes());
-    out.extend_from_slice(b"\",hostname=\"");
-    escape_label_value(out, hostname);
-    out.extend_from_slice(b"\",agent_name=\"");
-    escape_label_value(out, agent);
-    out.push(b'"');
-}
-
-/// `sample{labels[,extra="value"]} `.
-fn line(
-    sample: &str,
-    category: Category,
-    hostname: &str,
-    agent: &str,
-    extra: Option<(&str, &str)>,
-) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(sample.len() + agent.len() + hostname.len() + 64);
-    out.extend_from_slice(sample.as_bytes());
-    out.push(b'{');
-    labels(&mut out, category, hostname, agent);
-    if let Some((name, value)) = extra {
-        out.push(b',');
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"=\"");
-        escape_label_value(&mut out, value);
-        out.push(b'"');
-    }
-    out.extend_from_slice(b"} ");
-    out.into_boxed_slice()
-}
-
-/// A histogram bound as written in `le`: the shortest decimal that reads back
-/// as the same number (`10`, `2500`, `0.5`).
-pub(crate) fn format_bound(bound: f64) -> String {
-    format!("{bound}")
 }
 
 impl AgentShared {
@@ -199,7 +166,14 @@ impl AgentShared {
         Arc::clone(&self.dynamic.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Reads every series of the agent as one publish left them.
+    /// Reads every series of the agent, as one publish left them when it can.
+    ///
+    /// While a publish overlaps the read, it retries: [`SNAPSHOT_SPINS`] times
+    /// at once, then yielding between attempts for up to [`SNAPSHOT_PATIENCE`].
+    /// After that it gives up waiting and returns its last read: each value is
+    /// then a real reading, but the agent's series may be out of step with
+    /// each other (a scrape is never held up by a writer that is descheduled in
+    /// the middle of a publish, or that publishes without pause).
     pub(crate) fn snapshot(&self) -> Snapshot {
         let dynamic = self.dynamic_list();
         let mut snap = Snapshot {
@@ -402,25 +376,25 @@ impl AgentWriter {
         let name = event.name_bytes();
         match Category(event.category) {
             Category::TRANSFER => match name {
-                b"agent_tx_bytes" => {
+                names::TX_BYTES_BYTES => {
                     self.add(slot::TX_BYTES, value);
                     self.fixed[slot::TX_LAST] = value;
                 }
-                b"agent_rx_bytes" => {
+                names::RX_BYTES_BYTES => {
                     self.add(slot::RX_BYTES, value);
                     self.fixed[slot::RX_LAST] = value;
                 }
-                b"agent_tx_requests_num" => self.add(slot::TX_REQUESTS, value),
-                b"agent_rx_requests_num" => self.add(slot::RX_REQUESTS, value),
+                names::TX_REQUESTS_BYTES => self.add(slot::TX_REQUESTS, value),
+                names::RX_REQUESTS_BYTES => self.add(slot::RX_REQUESTS, value),
                 _ => self.per_name(event, name),
             },
             Category::PERFORMANCE => match name {
-                b"agent_xfer_time" => {
+                names::XFER_TIME_BYTES => {
                     self.add(slot::XFER_TIME, value);
                     self.fixed[slot::XFER_LAST] = value;
                     self.observe(0, value);
                 }
-                b"agent_xfer_post_time" => {
+                names::XFER_POST_TIME_BYTES => {
                     self.add(slot::POST_TIME, value);
                     self.fixed[slot::POST_LAST] = value;
                     self.observe(1, value);
@@ -428,11 +402,11 @@ impl AgentWriter {
                 _ => self.per_name(event, name),
             },
             Category::MEMORY => match name {
-                b"agent_memory_registered" => {
+                names::MEMORY_REGISTERED_BYTES => {
                     self.add(slot::MEM_REGISTERED, value);
                     self.fixed[slot::MEM_REGISTERED_LAST] = value;
                 }
-                b"agent_memory_deregistered" => {
+                names::MEMORY_DEREGISTERED_BYTES => {
                     self.add(slot::MEM_DEREGISTERED, value);
                     self.fixed[slot::MEM_DEREGISTERED_LAST] = value;
                 }
@@ -440,7 +414,7 @@ impl AgentWriter {
             },
             Category::ERROR => self.per_name(event, name),
             Category::SYSTEM => match name {
-                b"agent_telemetry_events_dropped" => self.add(slot::DROPPED, value),
+                names::EVENTS_DROPPED_BYTES => self.add(slot::DROPPED, value),
                 _ => self.per_name(event, name),
             },
             Category::BACKEND | Category::CONNECTION | Category::CUSTOM => {

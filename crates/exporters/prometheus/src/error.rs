@@ -3,6 +3,7 @@
 use std::io;
 use std::net::SocketAddr;
 
+use nixl_telemetry_abi::env;
 use thiserror::Error;
 
 use crate::settings::SettingsError;
@@ -16,7 +17,7 @@ pub enum PrometheusError {
     Settings(#[from] SettingsError),
     /// The address cannot be bound (held by another process, not local, no
     /// permission).
-    #[error("cannot listen for Prometheus scrapes on {addr}: {source}; is another process using it? Choose another address with NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH (ip:port) or NIXL_TELEMETRY_PROMETHEUS_PORT")]
+    #[error("cannot listen for Prometheus scrapes on {addr}: {source}; is another process using it? Choose another address with {} (ip:port) or {}", env::EXPORTER_OUTPUT_PATH, env::PROMETHEUS_PORT)]
     Bind {
         /// The address asked for.
         addr: SocketAddr,

@@ -34,7 +34,7 @@ mod thread_priority;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 pub use agent::MAX_NAMES_PER_AGENT;
@@ -42,7 +42,7 @@ pub use error::PrometheusError;
 pub use families::KNOWN_ERROR_STATUSES;
 pub use http::{METRICS_PATH, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use render::Format;
-pub use settings::{Buckets, ServerLimits, Settings, SettingsError};
+pub use settings::{Buckets, BucketsError, ServerLimits, Settings, SettingsError};
 
 /// The exporter of one agent.
 ///
@@ -50,6 +50,7 @@ pub use settings::{Buckets, ServerLimits, Settings, SettingsError};
 /// the endpoint if needed); dropping it removes the agent's series, and the
 /// last agent of an endpoint closes the listener.
 #[derive(Debug)]
+#[must_use = "dropping it removes the agent's series (and closes the endpoint after its last agent)"]
 pub struct PrometheusExporter {
     writer: agent::AgentWriter,
     endpoint: Arc<endpoint::Endpoint>,
@@ -116,8 +117,8 @@ fn full_message(error: &dyn std::error::Error) -> String {
     text
 }
 
-impl PluginExporter for PrometheusExporter {
-    fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+impl RustPluginExporter for PrometheusExporter {
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
         let settings = Settings::from_env(params.output_path).map_err(|e| full_message(&e))?;
         PrometheusExporter::with_settings(params.agent_name, &settings)
             .map_err(|e| full_message(&e))

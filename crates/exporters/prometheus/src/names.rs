@@ -4,17 +4,14 @@ use nixl_telemetry_abi::Category;
 
 use crate::families::is_reserved;
 
-/// Appends `value` escaped for a label value (between double quotes): `\` as
-/// `\\`, `"` as `\"`, a line feed as `\n`. The same rule holds in both formats.
+/// Appends `value` escaped for a label value (between double quotes) by the
+/// one rule of [`nixl_telemetry_abi::text::escape_label_value`]; it holds in
+/// both formats.
+#[inline]
 pub(crate) fn escape_label_value(out: &mut Vec<u8>, value: &str) {
-    for &b in value.as_bytes() {
-        match b {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            _ => out.push(b),
-        }
-    }
+    nixl_telemetry_abi::text::escape_label_value(value, |piece| {
+        out.extend_from_slice(piece.as_bytes())
+    });
 }
 
 /// The `status` label of an error event: its name without a leading

@@ -1,14 +1,18 @@
 //! Formatting snapshots of agents as the Prometheus text format 0.0.4 or
-//! OpenMetrics 1.0.
+//! OpenMetrics 1.0, and the sample lines (name and labels, up to the value)
+//! each agent stores once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use nixl_telemetry_abi::Category;
 
 use crate::agent::{AgentShared, DynKind, Snapshot};
 use crate::families::{
     om_counter_collides, Kind, Source, ERRORS_HELP, ERRORS_SAMPLE, HISTOGRAMS, PER_NAME_HELP,
     SCALARS, SYSTEM_SCALARS,
 };
+use crate::names::escape_label_value;
 
 /// An exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,6 +31,46 @@ impl Format {
             Format::OpenMetrics => 1,
         }
     }
+}
+
+/// `category="…",hostname="…",agent_name="…"` for `agent` on `hostname`.
+fn labels(out: &mut Vec<u8>, category: Category, hostname: &str, agent: &str) {
+    out.extend_from_slice(b"category=\"");
+    out.extend_from_slice(category.to_string().as_bytes());
+    out.extend_from_slice(b"\",hostname=\"");
+    escape_label_value(out, hostname);
+    out.extend_from_slice(b"\",agent_name=\"");
+    escape_label_value(out, agent);
+    out.push(b'"');
+}
+
+/// `sample{labels[,extra="value"]} `.
+pub(crate) fn line(
+    sample: &str,
+    category: Category,
+    hostname: &str,
+    agent: &str,
+    extra: Option<(&str, &str)>,
+) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(sample.len() + agent.len() + hostname.len() + 64);
+    out.extend_from_slice(sample.as_bytes());
+    out.push(b'{');
+    labels(&mut out, category, hostname, agent);
+    if let Some((name, value)) = extra {
+        out.push(b',');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"=\"");
+        escape_label_value(&mut out, value);
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"} ");
+    out.into_boxed_slice()
+}
+
+/// A histogram bound as written in `le`: the shortest decimal that reads back
+/// as the same number (`10`, `2500`, `0.5`).
+pub(crate) fn format_bound(bound: f64) -> String {
+    format!("{bound}")
 }
 
 /// The `# HELP` / `# TYPE` lines of one family.

@@ -43,6 +43,7 @@ const LINGER_READS_PER_TURN: usize = 16;
 
 /// A running server; [`ServerHandle::shutdown`] stops it and closes the listener.
 #[derive(Debug)]
+#[must_use = "dropping it stops the server"]
 pub(crate) struct ServerHandle {
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,

@@ -5,16 +5,20 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use nixl_telemetry_abi::env;
 use thiserror::Error;
 
 /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`: the listen address, `ip:port` or `[ipv6]:port`.
-pub const ENV_OUTPUT_PATH: &str = "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH";
+pub const ENV_OUTPUT_PATH: &str = env::EXPORTER_OUTPUT_PATH;
 /// `NIXL_TELEMETRY_PROMETHEUS_PORT`: the port when no output path is given.
-pub const ENV_PORT: &str = "NIXL_TELEMETRY_PROMETHEUS_PORT";
+pub const ENV_PORT: &str = env::PROMETHEUS_PORT;
 /// `NIXL_TELEMETRY_PROMETHEUS_LOCAL`: listen on `127.0.0.1` instead of `0.0.0.0`.
-pub const ENV_LOCAL: &str = "NIXL_TELEMETRY_PROMETHEUS_LOCAL";
+pub const ENV_LOCAL: &str = env::PROMETHEUS_LOCAL;
 /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the latency histograms' upper bounds, µs.
-pub const ENV_BUCKETS: &str = "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US";
+pub const ENV_BUCKETS: &str = env::HISTOGRAM_BUCKETS_US;
+
+/// Every variable [`Settings::from_env`] reads.
+const VARIABLES: [&str; 3] = [ENV_PORT, ENV_LOCAL, ENV_BUCKETS];
 
 /// The port used when neither an output path nor [`ENV_PORT`] is given.
 pub const DEFAULT_PORT: u16 = 9090;
@@ -71,7 +75,7 @@ pub enum SettingsError {
         value: String,
     },
     /// [`ENV_LOCAL`] is neither on nor off.
-    #[error("invalid {ENV_LOCAL}={value:?}; accepted: on (y, yes, on, 1, true, enable) or off (n, no, off, 0, false, disable), case-insensitive")]
+    #[error("invalid {ENV_LOCAL}={value:?}; accepted: {}", env::SWITCH_ACCEPTED)]
     Local {
         /// The value given.
         value: String,
@@ -83,6 +87,58 @@ pub enum SettingsError {
         value: String,
         /// What is wrong with it.
         reason: String,
+    },
+    /// A variable holds a value that is not UTF-8.
+    #[error(
+        "invalid {variable}={value:?}: it is not UTF-8; accepted: {}",
+        env::UTF8_ACCEPTED
+    )]
+    NotUtf8 {
+        /// The variable.
+        variable: &'static str,
+        /// Its value, invalid sequences replaced with U+FFFD.
+        value: String,
+    },
+}
+
+/// Why a list of histogram bounds cannot be used ([`Buckets::new`]).
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum BucketsError {
+    /// The list is empty.
+    #[error("no bounds given")]
+    Empty,
+    /// More than [`MAX_BUCKETS`] bounds.
+    #[error("{given} bounds given, at most {MAX_BUCKETS} are allowed")]
+    TooMany {
+        /// How many were given.
+        given: usize,
+    },
+    /// A bound is infinite or NaN.
+    #[error("bound {position} ({bound}) is not a finite number")]
+    NotFinite {
+        /// The bound's position, from 1.
+        position: usize,
+        /// The bound.
+        bound: f64,
+    },
+    /// A bound is zero or negative.
+    #[error("bound {position} ({bound}) is not positive")]
+    NotPositive {
+        /// The bound's position, from 1.
+        position: usize,
+        /// The bound.
+        bound: f64,
+    },
+    /// A bound is not greater than the one before it.
+    #[error("bound {position} ({bound}) is not greater than bound {} ({previous}): bounds must be strictly increasing", position - 1)]
+    NotIncreasing {
+        /// The bound's position, from 1.
+        position: usize,
+        /// The bound.
+        bound: f64,
+        /// The bound before it.
+        previous: f64,
     },
 }
 
@@ -112,30 +168,29 @@ impl Default for Buckets {
 impl Buckets {
     /// Checks and keeps `bounds`: at least one, at most [`MAX_BUCKETS`], each
     /// finite and positive, strictly increasing. `Err` says what is wrong.
-    pub fn new(bounds: &[f64]) -> Result<Buckets, String> {
+    pub fn new(bounds: &[f64]) -> Result<Buckets, BucketsError> {
         if bounds.is_empty() {
-            return Err("no bounds given".to_owned());
+            return Err(BucketsError::Empty);
         }
         if bounds.len() > MAX_BUCKETS {
-            return Err(format!(
-                "{} bounds given, at most {MAX_BUCKETS} are allowed",
-                bounds.len()
-            ));
+            return Err(BucketsError::TooMany {
+                given: bounds.len(),
+            });
         }
-        for (i, &b) in bounds.iter().enumerate() {
-            if !b.is_finite() {
-                return Err(format!("bound {} ({b}) is not a finite number", i + 1));
+        for (i, &bound) in bounds.iter().enumerate() {
+            let position = i + 1;
+            if !bound.is_finite() {
+                return Err(BucketsError::NotFinite { position, bound });
             }
-            if b <= 0.0 {
-                return Err(format!("bound {} ({b}) is not positive", i + 1));
+            if bound <= 0.0 {
+                return Err(BucketsError::NotPositive { position, bound });
             }
-            if i > 0 && b <= bounds[i - 1] {
-                return Err(format!(
-                    "bound {} ({b}) is not greater than bound {} ({}): bounds must be strictly increasing",
-                    i + 1,
-                    i,
-                    bounds[i - 1]
-                ));
+            if i > 0 && bound <= bounds[i - 1] {
+                return Err(BucketsError::NotIncreasing {
+                    position,
+                    bound,
+                    previous: bounds[i - 1],
+                });
             }
         }
         let thresholds = bounds
@@ -170,7 +225,7 @@ impl Buckets {
                 .map_err(|_| fail(format!("bound {} ({piece:?}) is not a number", i + 1)))?;
             bounds.push(b);
         }
-        Buckets::new(&bounds).map_err(fail)
+        Buckets::new(&bounds).map_err(|e| fail(e.to_string()))
     }
 
     /// The bounds, µs, without `+Inf`.
@@ -242,11 +297,16 @@ impl Settings {
     }
 
     /// Reads the process environment; `output_path` is the host's
-    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`.
+    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`. A variable whose value is not
+    /// UTF-8 is an error naming it, as in the host's configuration.
     pub fn from_env(output_path: Option<&str>) -> Result<Settings, SettingsError> {
-        Settings::from_lookup(output_path, |name| {
-            std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
-        })
+        for variable in VARIABLES {
+            env::var(variable).map_err(|e| SettingsError::NotUtf8 {
+                variable: e.variable,
+                value: e.value_lossy,
+            })?;
+        }
+        Settings::from_lookup(output_path, |name| std::env::var(name).ok())
     }
 
     /// Like [`Settings::from_env`], reading variables through `lookup`.
@@ -272,7 +332,7 @@ impl Settings {
                     None => DEFAULT_PORT,
                 };
                 let local = match lookup(ENV_LOCAL).filter(|v| !v.trim().is_empty()) {
-                    Some(v) => parse_switch(&v).ok_or(SettingsError::Local { value: v })?,
+                    Some(v) => env::parse_switch(&v).ok_or(SettingsError::Local { value: v })?,
                     None => false,
                 };
                 let ip = if local { [127, 0, 0, 1] } else { [0, 0, 0, 0] };
@@ -288,15 +348,6 @@ impl Settings {
             buckets,
             limits: ServerLimits::default(),
         })
-    }
-}
-
-/// `y yes on 1 true enable` → on, `n no off 0 false disable` → off, else `None`.
-fn parse_switch(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "on" | "1" | "true" | "enable" => Some(true),
-        "n" | "no" | "off" | "0" | "false" | "disable" => Some(false),
-        _ => None,
     }
 }
 
@@ -453,6 +504,34 @@ mod tests {
         let b = Buckets::default();
         assert_eq!(b.bounds().first(), Some(&10.0));
         assert_eq!(b.bounds().last(), Some(&10_000_000.0));
+    }
+
+    #[test]
+    fn bucket_errors_are_typed() {
+        assert_eq!(Buckets::new(&[]).unwrap_err(), BucketsError::Empty);
+        assert_eq!(
+            Buckets::new(&[1.0, f64::INFINITY]).unwrap_err(),
+            BucketsError::NotFinite {
+                position: 2,
+                bound: f64::INFINITY
+            }
+        );
+        assert_eq!(
+            Buckets::new(&[5.0, 5.0]).unwrap_err(),
+            BucketsError::NotIncreasing {
+                position: 2,
+                bound: 5.0,
+                previous: 5.0
+            }
+        );
+        assert_eq!(
+            Buckets::new(&[5.0, 5.0]).unwrap_err().to_string(),
+            "bound 2 (5) is not greater than bound 1 (5): bounds must be strictly increasing"
+        );
+        assert!(matches!(
+            Buckets::new(&[1.0; MAX_BUCKETS + 1]),
+            Err(BucketsError::TooMany { given: 65 })
+        ));
     }
 
     #[test]

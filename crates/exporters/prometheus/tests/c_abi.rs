@@ -10,16 +10,13 @@ use std::net::{TcpListener, TcpStream};
 
 use common::c_entry::{create, descriptor, destroy, export, free_addr};
 use common::{ev, scrape, value_of};
-use nixl_telemetry_abi::plugin::{PluginDescriptor, EXPORT_OK};
+use nixl_telemetry_abi::c_abi::{PluginDescriptor, EXPORT_OK};
 use nixl_telemetry_abi::Category;
 
 #[test]
 fn the_descriptor_names_the_plugin() {
     let d = descriptor();
-    assert_eq!(
-        d.api_version,
-        nixl_telemetry_abi::plugin::PLUGIN_API_VERSION
-    );
+    assert_eq!(d.api_version, nixl_telemetry_abi::c_abi::PLUGIN_API_VERSION);
     assert_eq!(
         d.struct_size as usize,
         std::mem::size_of::<PluginDescriptor>()

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use common::c_entry::{create, destroy, export, free_addr};
 use common::{ev, scrape};
-use nixl_telemetry_abi::plugin::EXPORT_OK;
+use nixl_telemetry_abi::c_abi::EXPORT_OK;
 use nixl_telemetry_abi::Category;
 
 #[test]
@@ -70,6 +70,28 @@ fn configuration_comes_from_the_environment() {
     set("NIXL_TELEMETRY_PROMETHEUS_LOCAL", Some("perhaps"));
     let err = create("env", None).unwrap_err();
     assert!(err.contains("NIXL_TELEMETRY_PROMETHEUS_LOCAL"), "{err}");
+    // The on/off words and their "accepted" text are the host's own.
+    assert!(
+        err.contains(nixl_telemetry_abi::env::SWITCH_ACCEPTED),
+        "{err}"
+    );
     set("NIXL_TELEMETRY_PROMETHEUS_LOCAL", None);
+
+    // A value that is not UTF-8 is an error naming its variable (as in the
+    // host's configuration), not a lossy conversion.
+    for variable in [
+        "NIXL_TELEMETRY_PROMETHEUS_PORT",
+        "NIXL_TELEMETRY_PROMETHEUS_LOCAL",
+        "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US",
+    ] {
+        use std::os::unix::ffi::OsStrExt;
+        std::env::set_var(variable, std::ffi::OsStr::from_bytes(b"9\xff"));
+        let err = create("env", None).unwrap_err();
+        assert!(
+            err.contains(variable) && err.contains("not UTF-8"),
+            "{variable}: {err}"
+        );
+        set(variable, None);
+    }
     set("NIXL_TELEMETRY_PROMETHEUS_PORT", None);
 }

@@ -182,10 +182,10 @@ fn port_zero_gives_each_agent_its_own_endpoint() {
 }
 
 #[test]
-fn ipv6_loopback_serves_when_the_machine_has_it() {
-    if TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("skipped: no IPv6 loopback on this machine");
-        return;
+#[ignore = "needs an IPv6 loopback (::1), which many containers lack; run it with `cargo test -p nixl-telemetry-exporter-prometheus --test shared_endpoint -- --ignored` where ::1 exists"]
+fn ipv6_loopback_serves() {
+    if let Err(e) = TcpListener::bind("[::1]:0") {
+        panic!("this test needs an IPv6 loopback (::1) and this machine has none: {e}");
     }
     let mut e = create("six", "[::1]:0".parse().unwrap()).unwrap();
     assert!(e.local_addr().is_ipv6());

@@ -1,3 +1,6 @@
+//! The built-in `buffer` exporter: events go into the agent's shared-memory
+//! ring file, and the collector's loss totals into its trailer.
+
 use std::path::Path;
 
 use nixl_telemetry_abi::Event;
@@ -8,6 +11,7 @@ use crate::ring::{RingWriter, TrailerCounts};
 use crate::stats::DropCounts;
 
 /// The built-in exporter: a shared-memory ring file `<dir>/<agent>`.
+#[must_use = "dropping it closes the ring file (marked closed in its trailer)"]
 pub struct BufferExporter {
     ring: RingWriter,
 }

@@ -80,8 +80,8 @@ pub fn create(
             agent,
             config.buffer_size,
         )?)),
-        ExporterChoice::Plugin { name } => {
-            Some(Box::new(plugin::PluginExporter::load(name, config, agent)?))
-        }
+        ExporterChoice::Plugin { name } => Some(Box::new(plugin::LoadedPluginExporter::load(
+            name, config, agent,
+        )?)),
     })
 }

@@ -1,3 +1,5 @@
+//! The built-in `nop` exporter: accepts and discards every event.
+
 use nixl_telemetry_abi::Event;
 
 use super::{ExportOutcome, Exporter};

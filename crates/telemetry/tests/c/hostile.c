@@ -7,6 +7,8 @@
  *   NULL_CREATE         create_exporter is NULL
  *   CREATE_FAILS        create_exporter returns NULL with a reason naming the agent
  *   EXPORT_FAILS        export_event, export_batch and flush always return -1
+ *   LAST_ERROR          also export nixl_telemetry_exporter_last_error, giving the
+ *                       reason "hostile plug-in: the disk is on fire"
  *   FINI_LOG="path"     init and fini append a line ("init", "fini") to that file
  * Without any, a well-behaved plug-in that accepts and discards everything.
  */
@@ -59,6 +61,19 @@ static int32_t hostile_flush(void *exporter) {
     (void)exporter;
     return RESULT;
 }
+
+#ifdef LAST_ERROR
+size_t nixl_telemetry_exporter_last_error(void *exporter, char *err, size_t err_len) {
+    static const char reason[] = "hostile plug-in: the disk is on fire";
+    if (exporter != &token) {
+        abort();
+    }
+    if (err != NULL && err_len > 0) {
+        snprintf(err, err_len, "%s", reason);
+    }
+    return sizeof(reason) - 1;
+}
+#endif
 
 static void hostile_destroy(void *exporter) {
     /* The host must hand back the handle create_exporter returned. */

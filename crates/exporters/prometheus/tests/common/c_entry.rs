@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::net::{SocketAddr, TcpListener};
 
-use nixl_telemetry_abi::plugin::{ExporterParams, PluginDescriptor};
+use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor};
 use nixl_telemetry_abi::Event;
 
 /// The descriptor `nixl_telemetry_plugin_init` returns.
@@ -16,7 +16,7 @@ pub fn descriptor() -> &'static PluginDescriptor {
 pub fn create(agent: &str, output: Option<&str>) -> Result<*mut c_void, String> {
     let agent = CString::new(agent).unwrap();
     let output = output.map(|o| CString::new(o).unwrap());
-    let params = ExporterParams {
+    let params = CExporterParams {
         agent_name: agent.as_ptr(),
         max_events_buffered: 4096,
         output_path: output.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),

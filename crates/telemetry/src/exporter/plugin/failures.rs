@@ -3,6 +3,9 @@
 //! A plug-in whose `export_event`/`export_batch`/`flush` keeps failing must not
 //! flood the log: the first failure is reported at once, later ones at most once
 //! per [`REPORT_INTERVAL`], each report carrying what happened since the previous one.
+//! The reasons a plug-in gives for its failures (`nixl_telemetry_exporter_last_error`)
+//! are logged once each ([`ReasonLog`]): a failure that repeats is counted, not
+//! logged again.
 
 use std::time::{Duration, Instant};
 
@@ -89,9 +92,65 @@ impl FailureLog {
     }
 }
 
+/// The most distinct failure reasons of one exporter that are logged.
+pub const MAX_LOGGED_REASONS: usize = 32;
+
+/// What to do with a failure reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReasonVerdict {
+    /// Not seen before: log it.
+    New,
+    /// Already logged.
+    Seen,
+    /// Not seen before, but [`MAX_LOGGED_REASONS`] were logged already: say
+    /// once that further reasons are not logged.
+    LimitReached,
+    /// Not seen before, and the limit was already announced.
+    Dropped,
+}
+
+/// The failure reasons of one exporter already logged.
+#[derive(Debug, Default)]
+pub(super) struct ReasonLog {
+    seen: Vec<String>,
+    limit_announced: bool,
+}
+
+impl ReasonLog {
+    /// Notes `reason`; says whether it is to be logged.
+    pub(super) fn note(&mut self, reason: &str) -> ReasonVerdict {
+        if self.seen.iter().any(|r| r == reason) {
+            ReasonVerdict::Seen
+        } else if self.seen.len() < MAX_LOGGED_REASONS {
+            self.seen.push(reason.to_owned());
+            ReasonVerdict::New
+        } else if !self.limit_announced {
+            self.limit_announced = true;
+            ReasonVerdict::LimitReached
+        } else {
+            ReasonVerdict::Dropped
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_distinct_reason_is_logged_once_up_to_the_limit() {
+        let mut log = ReasonLog::default();
+        assert_eq!(log.note("disk full"), ReasonVerdict::New);
+        assert_eq!(log.note("disk full"), ReasonVerdict::Seen);
+        assert_eq!(log.note("permission denied"), ReasonVerdict::New);
+        assert_eq!(log.note("disk full"), ReasonVerdict::Seen);
+        for i in 2..MAX_LOGGED_REASONS {
+            assert_eq!(log.note(&format!("reason {i}")), ReasonVerdict::New);
+        }
+        assert_eq!(log.note("one more"), ReasonVerdict::LimitReached);
+        assert_eq!(log.note("and another"), ReasonVerdict::Dropped);
+        assert_eq!(log.note("disk full"), ReasonVerdict::Seen);
+    }
 
     #[test]
     fn first_failure_at_once_then_at_most_once_per_interval() {

@@ -1,5 +1,6 @@
-//! The only unsafe code of the plug-in loader: opening a library, reading its
-//! descriptor, and calling its functions.
+//! The only unsafe code of the plug-in loader: opening a library (after
+//! `elf_check` found it complete), reading its descriptor, and calling its
+//! functions.
 //!
 //! * [`PluginLibrary`] is a lease on a loaded, accepted library. One library is
 //!   loaded once per canonical path and shared by every exporter made from it
@@ -17,9 +18,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
 use libloading::Library;
-use nixl_telemetry_abi::plugin::{
-    CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, ExporterParams, FlushFn,
-    PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL, PLUGIN_API_VERSION,
+use nixl_telemetry_abi::c_abi::{
+    CExporterParams, CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, FlushFn,
+    LastErrorFn, PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL,
+    LAST_ERROR_SYMBOL, PLUGIN_API_VERSION,
 };
 use nixl_telemetry_abi::Event;
 
@@ -40,6 +42,8 @@ struct Functions {
     export_batch: Option<ExportBatchFn>,
     flush: Option<FlushFn>,
     destroy_exporter: DestroyExporterFn,
+    /// The optional `nixl_telemetry_exporter_last_error` symbol.
+    last_error: Option<LastErrorFn>,
 }
 
 /// A library that passed every check, with its functions.
@@ -185,6 +189,16 @@ impl PluginLibrary {
 /// but `nixl_telemetry_plugin_init` (and the library's own constructors).
 fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibrary, PluginError> {
     let searched = || searched.to_vec();
+    // A truncated library would be mapped all the same, and the first touch of
+    // a segment's missing part kills the process (SIGBUS) inside dlopen.
+    super::elf_check::check_segments_inside_file(path).map_err(|defect| {
+        PluginError::IncompleteFile {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            defect,
+            searched: searched(),
+        }
+    })?;
     // SAFETY: loading a library runs its initialisers. That is the point of a
     // plug-in: the user chose this file through the search path.
     let library: Library = unsafe { UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
@@ -211,10 +225,15 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibr
     // SAFETY: as above, for `PluginFiniFn`.
     let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(FINI_SYMBOL) }
         .map_err(missing("nixl_telemetry_plugin_fini"))?;
+    // SAFETY: as above, for the optional `LastErrorFn`.
+    let last_error: Option<LastErrorFn> = unsafe { library.get::<LastErrorFn>(LAST_ERROR_SYMBOL) }
+        .ok()
+        .map(|symbol| *symbol);
     // SAFETY: the library is loaded and `init` has the ABI's signature.
     let descriptor = unsafe { init() };
     match read_descriptor(name, path, &searched, descriptor) {
-        Ok((functions, plugin_name, version)) => {
+        Ok((mut functions, plugin_name, version)) => {
+            functions.last_error = last_error;
             tracing::debug!(
                 plugin = name,
                 path = %path.display(),
@@ -304,6 +323,7 @@ fn read_descriptor(
         destroy_exporter: descriptor
             .destroy_exporter
             .ok_or_else(|| invalid("destroy_exporter is NULL"))?,
+        last_error: None,
     };
     // SAFETY: the descriptor's strings are NULL or NUL-terminated static data of
     // the loaded library.
@@ -353,7 +373,7 @@ impl RawExporter {
         output_path: Option<&CString>,
     ) -> Result<RawExporter, (PluginLibrary, String)> {
         let functions = library.loaded().functions;
-        let params = ExporterParams {
+        let params = CExporterParams {
             agent_name: agent_name.as_ptr(),
             max_events_buffered,
             output_path: output_path.map_or(std::ptr::null(), |p| p.as_ptr()),
@@ -409,6 +429,24 @@ impl RawExporter {
         let flush = self.functions.flush?;
         // SAFETY: as for `export_batch`.
         Some(unsafe { flush(self.handle.as_ptr()) })
+    }
+
+    /// The reason the plug-in gives for this exporter's most recent failed
+    /// call, through `nixl_telemetry_exporter_last_error`; `None` when it has
+    /// no such function or gives no reason.
+    pub(super) fn last_error(&mut self) -> Option<String> {
+        let last_error = self.functions.last_error?;
+        let mut err = [0u8; ERROR_BUFFER_LEN];
+        // SAFETY: as for `export_batch`; `err` is writable for its length.
+        let len = unsafe { last_error(self.handle.as_ptr(), err.as_mut_ptr().cast(), err.len()) };
+        if len == 0 {
+            return None;
+        }
+        err[ERROR_BUFFER_LEN - 1] = 0;
+        let reason = CStr::from_bytes_until_nul(&err)
+            .map(|s| s.to_string_lossy().trim().to_owned())
+            .unwrap_or_default();
+        (!reason.is_empty()).then_some(reason)
     }
 }
 

@@ -1,14 +1,19 @@
 //! Exporter plug-ins loaded at run time through the C ABI (`include/nixl_telemetry_plugin.h`).
 //!
 //! * [`search`]: where `libtelemetry_exporter_<name>.so` is looked for.
+//! * `elf_check` (private): a file whose loadable segments reach past its end
+//!   (a truncated copy) is refused before the loader maps it ([`ElfDefect`]).
 //! * `library` (private): loading, the descriptor checks, and every call into a
 //!   plug-in, the only unsafe code here.
-//! * [`PluginExporter`]: the [`Exporter`] the collector talks to. It counts
-//!   failed calls as lost events, logs them at a bounded rate, and disables a
-//!   plug-in that reports a panic.
+//! * [`LoadedPluginExporter`]: the host's side of one plug-in exporter, the
+//!   [`Exporter`] the collector talks to (a plug-in written in Rust implements
+//!   `nixl_telemetry_abi::rust_plugin::RustPluginExporter`). It counts failed
+//!   calls as lost events, logs them at a bounded rate, logs each distinct
+//!   reason the plug-in gives once, and disables a plug-in that reports a panic.
 //!
 //! See `docs/plugins.md` for the ABI, the lifetimes and the failure messages.
 
+mod elf_check;
 mod failures;
 mod library;
 pub mod search;
@@ -17,16 +22,17 @@ use std::ffi::CString;
 use std::path::Path;
 use std::time::Instant;
 
-use nixl_telemetry_abi::plugin::{library_file_name, EXPORT_OK, EXPORT_PANICKED};
+use nixl_telemetry_abi::c_abi::{library_file_name, EXPORT_OK, EXPORT_PANICKED};
 use nixl_telemetry_abi::Event;
 
 use super::{ExportOutcome, Exporter};
 use crate::config::TelemetryConfig;
-use failures::{FailureLog, FailureReport, REPORT_INTERVAL};
+use failures::{FailureLog, FailureReport, ReasonLog, ReasonVerdict, REPORT_INTERVAL};
 use library::{PluginLibrary, RawExporter};
 
 pub use crate::error::PluginError;
-pub use failures::REPORT_INTERVAL as FAILURE_REPORT_INTERVAL;
+pub use elf_check::ElfDefect;
+pub use failures::{MAX_LOGGED_REASONS, REPORT_INTERVAL as FAILURE_REPORT_INTERVAL};
 pub use library::loaded_libraries;
 pub use search::{search_dirs, SearchOrigin, SearchedPath};
 
@@ -34,18 +40,20 @@ pub use search::{search_dirs, SearchOrigin, SearchedPath};
 ///
 /// Dropping it destroys the plug-in's exporter; when it was the last exporter
 /// of its library, `nixl_telemetry_plugin_fini` runs and the library is unloaded.
-pub struct PluginExporter {
+#[must_use = "dropping it destroys the plug-in's exporter"]
+pub struct LoadedPluginExporter {
     name: String,
     agent: String,
     raw: RawExporter,
     disabled: bool,
     export_failures: FailureLog,
     flush_failures: FailureLog,
+    reasons: ReasonLog,
 }
 
-impl std::fmt::Debug for PluginExporter {
+impl std::fmt::Debug for LoadedPluginExporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginExporter")
+        f.debug_struct("LoadedPluginExporter")
             .field("name", &self.name)
             .field("agent", &self.agent)
             .field("path", &self.path())
@@ -54,7 +62,7 @@ impl std::fmt::Debug for PluginExporter {
     }
 }
 
-impl PluginExporter {
+impl LoadedPluginExporter {
     /// Finds, loads and instantiates plug-in `name` for `agent`: searches
     /// [`search_dirs`], loads the first `libtelemetry_exporter_<name>.so` found
     /// (or shares it when this process already loaded it), checks its
@@ -64,7 +72,7 @@ impl PluginExporter {
         name: &str,
         config: &TelemetryConfig,
         agent: &str,
-    ) -> Result<PluginExporter, PluginError> {
+    ) -> Result<LoadedPluginExporter, PluginError> {
         // The configuration checks the name it reads; a name given in code is
         // checked here, so no caller can reach a file outside the search path.
         if crate::config::check_plugin_name("plug-in name", name).is_err() {
@@ -106,13 +114,14 @@ impl PluginExporter {
             path = %raw.library().path().display(),
             "exporter plug-in instantiated"
         );
-        Ok(PluginExporter {
+        Ok(LoadedPluginExporter {
             name: name.to_owned(),
             agent: agent.to_owned(),
             raw,
             disabled: false,
             export_failures: FailureLog::new(REPORT_INTERVAL),
             flush_failures: FailureLog::new(REPORT_INTERVAL),
+            reasons: ReasonLog::default(),
         })
     }
 
@@ -144,13 +153,41 @@ impl PluginExporter {
 
     fn disable(&mut self, function: &str) {
         self.disabled = true;
+        let reason = self.raw.last_error();
         tracing::error!(
             plugin = %self.name,
             agent = %self.agent,
             path = %self.path().display(),
             function,
+            reason = reason.as_deref().unwrap_or("(the plug-in gives none)"),
             "exporter plug-in panicked; it is disabled and every later event is counted as lost"
         );
+    }
+
+    /// Logs the reason the plug-in gives for a failed call of `function`, the
+    /// first time that reason is given.
+    fn log_reason(&mut self, function: &str) {
+        let Some(reason) = self.raw.last_error() else {
+            return;
+        };
+        match self.reasons.note(&reason) {
+            ReasonVerdict::New => tracing::warn!(
+                plugin = %self.name,
+                agent = %self.agent,
+                function,
+                reason = %reason,
+                "exporter plug-in call failed: {reason} (each distinct reason is logged once)"
+            ),
+            ReasonVerdict::LimitReached => tracing::warn!(
+                plugin = %self.name,
+                agent = %self.agent,
+                function,
+                reason = %reason,
+                "exporter plug-in call failed: {reason} (the plug-in has given {} distinct reasons; further new ones are not logged)",
+                failures::MAX_LOGGED_REASONS
+            ),
+            ReasonVerdict::Seen | ReasonVerdict::Dropped => {}
+        }
     }
 
     fn log_export_failure(&self, report: FailureReport) {
@@ -194,7 +231,7 @@ impl PluginExporter {
     }
 }
 
-impl Exporter for PluginExporter {
+impl Exporter for LoadedPluginExporter {
     fn name(&self) -> &str {
         &self.name
     }
@@ -214,6 +251,7 @@ impl Exporter for PluginExporter {
                     ExportOutcome::failed(events.len())
                 }
                 code => {
+                    self.log_reason("export_batch");
                     self.note_export_failure(events.len(), code);
                     ExportOutcome::failed(events.len())
                 }
@@ -230,6 +268,7 @@ impl Exporter for PluginExporter {
                     break;
                 }
                 code => {
+                    self.log_reason("export_event");
                     outcome.failed += 1;
                     last_failure = code;
                 }
@@ -250,6 +289,7 @@ impl Exporter for PluginExporter {
             None | Some(EXPORT_OK) => {}
             Some(EXPORT_PANICKED) => self.disable("flush"),
             Some(code) => {
+                self.log_reason("flush");
                 if let Some(report) = self.flush_failures.record(Instant::now(), 0, code) {
                     self.log_flush_failure(report);
                 }
@@ -258,7 +298,7 @@ impl Exporter for PluginExporter {
     }
 }
 
-impl Drop for PluginExporter {
+impl Drop for LoadedPluginExporter {
     fn drop(&mut self) {
         if let Some(report) = self.export_failures.pending() {
             self.log_export_failure(report);

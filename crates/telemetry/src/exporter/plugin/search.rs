@@ -18,7 +18,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use nixl_telemetry_abi::plugin::library_file_name;
+use nixl_telemetry_abi::c_abi::library_file_name;
 
 use crate::config::{TelemetryConfig, ENV_NIXL_PLUGIN_DIR, ENV_PLUGIN_DIR};
 

@@ -1,4 +1,4 @@
-//! Writing an exporter plug-in in Rust: implement [`PluginExporter`] and call
+//! Writing an exporter plug-in in Rust: implement [`RustPluginExporter`] and call
 //! [`export_plugin!`](crate::export_plugin).
 //!
 //! The generated C functions catch every panic: a panicking exporter answers
@@ -7,14 +7,14 @@
 //! unwinds into the host.
 //!
 //! ```
-//! use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+//! use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 //! use nixl_telemetry_abi::Event;
 //!
 //! /// Counts events and forgets them.
 //! struct Counting { seen: u64 }
 //!
-//! impl PluginExporter for Counting {
-//!     fn create(_params: &PluginParams<'_>) -> Result<Self, String> {
+//! impl RustPluginExporter for Counting {
+//!     fn create(_params: &RustPluginParams<'_>) -> Result<Self, String> {
 //!         Ok(Counting { seen: 0 })
 //!     }
 //!     fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
@@ -30,12 +30,12 @@
 use core::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::c_abi::{write_error, CExporterParams, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED};
 use crate::event::Event;
-use crate::plugin::{write_error, ExporterParams, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED};
 
 /// The parameters a plug-in exporter is created with, borrowed from the host.
 #[derive(Debug, Clone, Copy)]
-pub struct PluginParams<'a> {
+pub struct RustPluginParams<'a> {
     /// The agent's name.
     pub agent_name: &'a str,
     /// `NIXL_TELEMETRY_BUFFER_SIZE`: the most events one batch will hold.
@@ -44,15 +44,16 @@ pub struct PluginParams<'a> {
     pub output_path: Option<&'a str>,
 }
 
-/// An exporter implemented in Rust and exported through the C ABI.
+/// An exporter implemented in Rust and exported through the C ABI (the
+/// plug-in side; the host's side is `nixl_telemetry`'s `LoadedPluginExporter`).
 ///
 /// The host calls one exporter from one thread at a time, so methods take
-/// `&mut self`. An `Err` is reported to the host as a failed call; the text is
-/// logged by the plug-in through the `log`-free channel of its choice (the ABI
-/// carries no message for export calls).
-pub trait PluginExporter: Sized + Send + 'static {
+/// `&mut self`. An `Err` is reported to the host as a failed call, and its
+/// text reaches the host's log through `nixl_telemetry_exporter_last_error`
+/// (the host logs each distinct text once, not once per failing call).
+pub trait RustPluginExporter: Sized + Send + 'static {
     /// Creates an exporter; the error text reaches the host's error message.
-    fn create(params: &PluginParams<'_>) -> Result<Self, String>;
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String>;
     /// Exports events in the order given.
     fn export_batch(&mut self, events: &[Event]) -> Result<(), String>;
     /// Makes what was exported durable or visible; called after each flush batch.
@@ -65,6 +66,8 @@ pub trait PluginExporter: Sized + Send + 'static {
 pub struct ExporterCell<T> {
     inner: T,
     poisoned: bool,
+    /// The reason of the most recent failed call, for `last_error`.
+    last_error: Option<String>,
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -95,10 +98,10 @@ unsafe fn c_str<'a>(ptr: *const c_char, field: &str) -> Result<Option<&'a str>, 
 /// `create_exporter` for `T`.
 ///
 /// # Safety
-/// `params` must be NULL or point to valid [`ExporterParams`]; `err` must be NULL
+/// `params` must be NULL or point to valid [`CExporterParams`]; `err` must be NULL
 /// or valid for writes of `err_len` bytes.
-pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
-    params: *const ExporterParams,
+pub unsafe extern "C" fn create_exporter<T: RustPluginExporter>(
+    params: *const CExporterParams,
     err: *mut c_char,
     err_len: usize,
 ) -> *mut c_void {
@@ -113,7 +116,7 @@ pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
             .ok_or_else(|| "agent_name is NULL".to_owned())?;
         // SAFETY: as above.
         let output_path = unsafe { c_str(raw.output_path, "output_path") }?;
-        let params = PluginParams {
+        let params = RustPluginParams {
             agent_name,
             max_events_buffered: raw.max_events_buffered,
             output_path,
@@ -125,6 +128,7 @@ pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
             let cell = Box::new(ExporterCell {
                 inner: exporter,
                 poisoned: false,
+                last_error: None,
             });
             return Box::into_raw(cell).cast();
         }
@@ -144,7 +148,7 @@ pub unsafe extern "C" fn create_exporter<T: PluginExporter>(
 /// # Safety
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time.
-unsafe fn with_exporter<T: PluginExporter>(
+unsafe fn with_exporter<T: RustPluginExporter>(
     exporter: *mut c_void,
     f: impl FnOnce(&mut T) -> Result<(), String>,
 ) -> i32 {
@@ -159,11 +163,43 @@ unsafe fn with_exporter<T: PluginExporter>(
     }
     match catch_unwind(AssertUnwindSafe(|| f(&mut cell.inner))) {
         Ok(Ok(())) => EXPORT_OK,
-        Ok(Err(_)) => EXPORT_FAILED,
-        Err(_) => {
+        Ok(Err(reason)) => {
+            cell.last_error = Some(reason);
+            EXPORT_FAILED
+        }
+        Err(payload) => {
             cell.poisoned = true;
+            cell.last_error = Some(format!("panicked: {}", panic_message(&*payload)));
             EXPORT_PANICKED
         }
+    }
+}
+
+/// `nixl_telemetry_exporter_last_error` for `T`: the reason of the exporter's
+/// most recent failed call.
+///
+/// # Safety
+/// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
+/// yet destroyed, used by one thread at a time; `err` must be NULL or valid for
+/// writes of `err_len` bytes.
+pub unsafe extern "C" fn last_error<T: RustPluginExporter>(
+    exporter: *mut c_void,
+    err: *mut c_char,
+    err_len: usize,
+) -> usize {
+    if exporter.is_null() {
+        return 0;
+    }
+    // SAFETY: per the caller's contract the pointer came from Box<ExporterCell<T>>
+    // and no other thread uses it now.
+    let cell = unsafe { &*exporter.cast::<ExporterCell<T>>() };
+    match &cell.last_error {
+        Some(reason) => {
+            // SAFETY: per the caller's contract on `err` and `err_len`.
+            unsafe { write_error(err, err_len, reason) };
+            reason.len()
+        }
+        None => 0,
     }
 }
 
@@ -173,7 +209,7 @@ unsafe fn with_exporter<T: PluginExporter>(
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time; `event` must be NULL or point to a
 /// valid event.
-pub unsafe extern "C" fn export_event<T: PluginExporter>(
+pub unsafe extern "C" fn export_event<T: RustPluginExporter>(
     exporter: *mut c_void,
     event: *const Event,
 ) -> i32 {
@@ -192,7 +228,7 @@ pub unsafe extern "C" fn export_event<T: PluginExporter>(
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time; `events` must be valid for `count`
 /// events (or `count` 0).
-pub unsafe extern "C" fn export_batch<T: PluginExporter>(
+pub unsafe extern "C" fn export_batch<T: RustPluginExporter>(
     exporter: *mut c_void,
     events: *const Event,
     count: usize,
@@ -214,7 +250,7 @@ pub unsafe extern "C" fn export_batch<T: PluginExporter>(
 /// # Safety
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`] and not
 /// yet destroyed, used by one thread at a time.
-pub unsafe extern "C" fn flush<T: PluginExporter>(exporter: *mut c_void) -> i32 {
+pub unsafe extern "C" fn flush<T: RustPluginExporter>(exporter: *mut c_void) -> i32 {
     // SAFETY: per the caller's contract.
     unsafe { with_exporter::<T>(exporter, |e| e.flush()) }
 }
@@ -224,7 +260,7 @@ pub unsafe extern "C" fn flush<T: PluginExporter>(exporter: *mut c_void) -> i32 
 /// # Safety
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`],
 /// destroyed only once.
-pub unsafe extern "C" fn destroy_exporter<T: PluginExporter>(exporter: *mut c_void) {
+pub unsafe extern "C" fn destroy_exporter<T: RustPluginExporter>(exporter: *mut c_void) {
     if exporter.is_null() {
         return;
     }
@@ -235,7 +271,7 @@ pub unsafe extern "C" fn destroy_exporter<T: PluginExporter>(exporter: *mut c_vo
     let _ = catch_unwind(AssertUnwindSafe(move || drop(cell)));
 }
 
-/// Exports a [`PluginExporter`] as a NIXL telemetry plug-in: defines
+/// Exports a [`RustPluginExporter`] as a NIXL telemetry plug-in: defines
 /// `nixl_telemetry_plugin_init` and `nixl_telemetry_plugin_fini`.
 ///
 /// Use it once per `cdylib`, with string literals for `name` and `version`:
@@ -244,28 +280,44 @@ pub unsafe extern "C" fn destroy_exporter<T: PluginExporter>(exporter: *mut c_vo
 macro_rules! export_plugin {
     ($exporter:ty, name = $name:literal, version = $version:expr $(,)?) => {
         #[doc(hidden)]
-        pub static NIXL_TELEMETRY_PLUGIN_DESCRIPTOR: $crate::plugin::PluginDescriptor =
-            $crate::plugin::PluginDescriptor {
-                api_version: $crate::plugin::PLUGIN_API_VERSION,
-                struct_size: ::core::mem::size_of::<$crate::plugin::PluginDescriptor>() as u32,
+        pub static NIXL_TELEMETRY_PLUGIN_DESCRIPTOR: $crate::c_abi::PluginDescriptor =
+            $crate::c_abi::PluginDescriptor {
+                api_version: $crate::c_abi::PLUGIN_API_VERSION,
+                struct_size: ::core::mem::size_of::<$crate::c_abi::PluginDescriptor>() as u32,
                 name: ::core::concat!($name, "\0").as_ptr().cast(),
                 version: ::core::concat!($version, "\0").as_ptr().cast(),
-                create_exporter: Some($crate::export::create_exporter::<$exporter>),
-                export_event: Some($crate::export::export_event::<$exporter>),
-                export_batch: Some($crate::export::export_batch::<$exporter>),
-                flush: Some($crate::export::flush::<$exporter>),
-                destroy_exporter: Some($crate::export::destroy_exporter::<$exporter>),
+                create_exporter: Some($crate::rust_plugin::create_exporter::<$exporter>),
+                export_event: Some($crate::rust_plugin::export_event::<$exporter>),
+                export_batch: Some($crate::rust_plugin::export_batch::<$exporter>),
+                flush: Some($crate::rust_plugin::flush::<$exporter>),
+                destroy_exporter: Some($crate::rust_plugin::destroy_exporter::<$exporter>),
             };
 
         /// Returns this plug-in's descriptor.
         #[no_mangle]
-        pub extern "C" fn nixl_telemetry_plugin_init() -> *const $crate::plugin::PluginDescriptor {
+        pub extern "C" fn nixl_telemetry_plugin_init() -> *const $crate::c_abi::PluginDescriptor {
             &NIXL_TELEMETRY_PLUGIN_DESCRIPTOR
         }
 
         /// Called once before the host unloads the library.
         #[no_mangle]
         pub extern "C" fn nixl_telemetry_plugin_fini() {}
+
+        /// The reason of an exporter's most recent failed call.
+        ///
+        /// # Safety
+        /// As for `nixl_telemetry_exporter_last_error` in the plug-in ABI:
+        /// `exporter` comes from this plug-in's `create_exporter` and is not yet
+        /// destroyed; `err` is NULL or valid for `err_len` bytes.
+        #[no_mangle]
+        pub unsafe extern "C" fn nixl_telemetry_exporter_last_error(
+            exporter: *mut ::core::ffi::c_void,
+            err: *mut ::core::ffi::c_char,
+            err_len: usize,
+        ) -> usize {
+            // SAFETY: the caller's contract is the one of `last_error`.
+            unsafe { $crate::rust_plugin::last_error::<$exporter>(exporter, err, err_len) }
+        }
     };
 }
 
@@ -280,8 +332,8 @@ mod tests {
         panic_on_value: Option<u64>,
     }
 
-    impl PluginExporter for Recording {
-        fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+    impl RustPluginExporter for Recording {
+        fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
             match params.output_path {
                 Some("fail") => Err(format!("cannot export for {}", params.agent_name)),
                 Some("panic") => panic!("boom in create"),
@@ -311,7 +363,7 @@ mod tests {
     fn create(output: Option<&str>) -> (*mut c_void, String) {
         let agent = CString::new("agent-a").unwrap();
         let out = output.map(|o| CString::new(o).unwrap());
-        let params = ExporterParams {
+        let params = CExporterParams {
             agent_name: agent.as_ptr(),
             max_events_buffered: 16,
             output_path: out.as_ref().map_or(core::ptr::null(), |o| o.as_ptr()),
@@ -337,7 +389,7 @@ mod tests {
         assert_eq!(desc.api_version, 1);
         assert_eq!(
             desc.struct_size as usize,
-            core::mem::size_of::<crate::plugin::PluginDescriptor>()
+            core::mem::size_of::<crate::c_abi::PluginDescriptor>()
         );
         // SAFETY: static NUL-terminated strings.
         let name = unsafe { CStr::from_ptr(desc.name) };
@@ -390,6 +442,26 @@ mod tests {
             assert_eq!(export_event::<Recording>(h, &bad), EXPORT_PANICKED);
             assert_eq!(export_event::<Recording>(h, &good), EXPORT_PANICKED);
             assert_eq!(flush::<Recording>(h), EXPORT_PANICKED);
+            destroy_exporter::<Recording>(h);
+        }
+    }
+
+    #[test]
+    fn a_failed_call_leaves_its_reason_for_the_host() {
+        let (h, _) = create(Some("panic-later"));
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: h is live; buf is valid for its length.
+        unsafe {
+            assert_eq!(
+                nixl_telemetry_exporter_last_error(h, buf.as_mut_ptr(), buf.len()),
+                0
+            );
+            let bad = Event::new(1, Category::CUSTOM, "x", 13);
+            assert_eq!(export_event::<Recording>(h, &bad), EXPORT_PANICKED);
+            let n = nixl_telemetry_exporter_last_error(h, buf.as_mut_ptr(), buf.len());
+            let text = CStr::from_ptr(buf.as_ptr()).to_str().unwrap();
+            assert_eq!(text, "panicked: unlucky value");
+            assert_eq!(n, text.len());
             destroy_exporter::<Recording>(h);
         }
     }

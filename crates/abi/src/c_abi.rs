@@ -18,6 +18,9 @@ pub const PLUGIN_API_VERSION: u32 = 1;
 pub const INIT_SYMBOL: &[u8] = b"nixl_telemetry_plugin_init\0";
 /// Name of the fini symbol, NUL-terminated.
 pub const FINI_SYMBOL: &[u8] = b"nixl_telemetry_plugin_fini\0";
+/// Name of the optional last-error symbol ([`LastErrorFn`]), NUL-terminated.
+/// A plug-in may export it; the host looks it up and uses it when present.
+pub const LAST_ERROR_SYMBOL: &[u8] = b"nixl_telemetry_exporter_last_error\0";
 /// File-name prefix of a plug-in library.
 pub const LIBRARY_PREFIX: &str = "libtelemetry_exporter_";
 /// File-name suffix of a plug-in library.
@@ -33,7 +36,7 @@ pub const EXPORT_PANICKED: i32 = -2;
 /// `nixl_telemetry_exporter_params_t`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct ExporterParams {
+pub struct CExporterParams {
     /// The agent's name, NUL-terminated; never NULL.
     pub agent_name: *const c_char,
     /// `NIXL_TELEMETRY_BUFFER_SIZE`.
@@ -44,7 +47,7 @@ pub struct ExporterParams {
 
 /// `create_exporter`: NULL on failure, with a NUL-terminated reason in `err`.
 pub type CreateExporterFn = unsafe extern "C" fn(
-    params: *const ExporterParams,
+    params: *const CExporterParams,
     err: *mut c_char,
     err_len: usize,
 ) -> *mut c_void;
@@ -57,6 +60,13 @@ pub type ExportBatchFn =
 pub type FlushFn = unsafe extern "C" fn(exporter: *mut c_void) -> i32;
 /// `destroy_exporter`.
 pub type DestroyExporterFn = unsafe extern "C" fn(exporter: *mut c_void);
+/// `nixl_telemetry_exporter_last_error` (optional symbol): writes the reason
+/// of `exporter`'s most recent failed call into `err` (NUL-terminated, cut to
+/// `err_len` bytes) and returns the reason's full length in bytes, 0 when it
+/// has none. The host calls it right after a call returned non-zero, from the
+/// thread that made that call.
+pub type LastErrorFn =
+    unsafe extern "C" fn(exporter: *mut c_void, err: *mut c_char, err_len: usize) -> usize;
 /// `nixl_telemetry_plugin_init`.
 pub type PluginInitFn = unsafe extern "C" fn() -> *const PluginDescriptor;
 /// `nixl_telemetry_plugin_fini`.
@@ -94,9 +104,9 @@ unsafe impl Send for PluginDescriptor {}
 
 #[cfg(target_pointer_width = "64")]
 const _: () = {
-    assert!(size_of::<ExporterParams>() == 24);
-    assert!(offset_of!(ExporterParams, max_events_buffered) == 8);
-    assert!(offset_of!(ExporterParams, output_path) == 16);
+    assert!(size_of::<CExporterParams>() == 24);
+    assert!(offset_of!(CExporterParams, max_events_buffered) == 8);
+    assert!(offset_of!(CExporterParams, output_path) == 16);
     assert!(size_of::<PluginDescriptor>() == 64);
     assert!(offset_of!(PluginDescriptor, struct_size) == 4);
     assert!(offset_of!(PluginDescriptor, name) == 8);

@@ -1,0 +1,163 @@
+//! The per-thread side of the staging: each recording thread's table of its
+//! producers (one per telemetry instance it recorded into) and the fast-path
+//! cache in front of it.
+//!
+//! The cache is direct-mapped by instance: a record whose instance is cached
+//! reaches its producer with one thread-local address computation and one
+//! compare. Everything else (first record into an instance, a thread that
+//! alternates between more instances than the cache has ways, forgetting the
+//! queues of instances that shut down) takes the slow path through the table.
+
+use std::cell::{Cell, UnsafeCell};
+
+use super::queue::Producer;
+use super::slot::StagedSlot;
+
+/// A recording thread's end of one staging queue.
+pub(super) type SlotProducer = Producer<StagedSlot>;
+
+/// Ways of the fast-path cache: a thread recording into up to this many
+/// telemetry instances with consecutive ids (agents created one after the
+/// other) never takes the slow path after the first record into each.
+pub(super) const CACHE_WAYS: usize = 4;
+const _: () = assert!(CACHE_WAYS.is_power_of_two());
+
+/// The calling thread's fast-path cache: the producers it recorded into last,
+/// direct-mapped by instance id. It has no destructor, so reaching it costs no
+/// lazy-registration check on the hot path; TABLE, which owns the producers,
+/// resets it when torn down.
+struct LocalCache {
+    ids: [Cell<u64>; CACHE_WAYS],
+    producers: [Cell<*mut SlotProducer>; CACHE_WAYS],
+}
+
+impl LocalCache {
+    fn reset(&self) {
+        for (id, producer) in self.ids.iter().zip(&self.producers) {
+            id.set(0);
+            producer.set(std::ptr::null_mut());
+        }
+    }
+}
+
+/// The calling thread's producers, one per telemetry instance it recorded into.
+struct LocalTable {
+    entries: UnsafeCell<Vec<(u64, Box<SlotProducer>)>>,
+}
+
+impl Drop for LocalTable {
+    fn drop(&mut self) {
+        // The producers go with the table: forget the cached pointer first, so a
+        // record from a later thread-local destructor takes the slow path and is
+        // counted as a late drop.
+        let _ = CACHE.try_with(LocalCache::reset);
+    }
+}
+
+thread_local! {
+    static CACHE: LocalCache = const {
+        LocalCache {
+            ids: [const { Cell::new(0) }; CACHE_WAYS],
+            producers: [const { Cell::new(std::ptr::null_mut()) }; CACHE_WAYS],
+        }
+    };
+    static TABLE: LocalTable = const {
+        LocalTable {
+            entries: UnsafeCell::new(Vec::new()),
+        }
+    };
+}
+
+/// Pushes the slot `make` builds (standing for `1 + extra` events) into the
+/// calling thread's queue of instance `id` (ids start at 1), whose cache way
+/// is `way` (`< CACHE_WAYS`). When this thread has no queue for the instance
+/// yet, `register` is asked for one (`None`: the instance shut down, or no
+/// memory). Returns `false` when there is no queue to push into (that, or the
+/// thread's storage is already torn down): the caller counts the events lost.
+///
+/// `make` and `register` must not record into telemetry themselves (they build
+/// a slot and register a queue): the producer is borrowed while `make` runs.
+#[inline(always)]
+pub(super) fn push(
+    id: u64,
+    way: usize,
+    extra: u32,
+    make: impl FnOnce() -> StagedSlot,
+    register: impl FnOnce() -> Option<SlotProducer>,
+) -> bool {
+    // The address only (a closure this small always inlines; the whole push
+    // inside `with` did not, costing a call per record).
+    let cache = CACHE.with(|cache| cache as *const LocalCache);
+    // SAFETY: CACHE is this thread's const-initialised thread-local without a
+    // destructor: its storage stays valid until the thread exits, which
+    // cannot happen during this call.
+    let cache = unsafe { &*cache };
+    // The mask is a no-op (`way < CACHE_WAYS`) that spares a bounds check.
+    let way = way & (CACHE_WAYS - 1);
+    let producer = if cache.ids[way].get() == id {
+        cache.producers[way].get()
+    } else {
+        // The slow path takes neither `make` nor its captures: nothing of the
+        // fast path waits on it.
+        match find_or_register(cache, id, way, register) {
+            Some(producer) => producer,
+            None => return false,
+        }
+    };
+    // SAFETY: `producer` points into a Box owned by this thread's TABLE: either
+    // `producers[way]`, set together with `ids[way]` and reset whenever an entry
+    // is removed or TABLE is torn down, or the entry `find_or_register` just
+    // found or added. Only this thread touches them, and nothing reached from
+    // push_with re-enters them (`make` only builds a slot, see above), so this
+    // is the only reference.
+    unsafe { (*producer).push_with(extra, make) };
+    true
+}
+
+/// Finds or registers the calling thread's queue for instance `id` and makes
+/// it the cached one in `way`; `None` when there is none to be had.
+#[cold]
+#[inline(never)]
+fn find_or_register(
+    cache: &LocalCache,
+    id: u64,
+    way: usize,
+    register: impl FnOnce() -> Option<SlotProducer>,
+) -> Option<*mut SlotProducer> {
+    TABLE
+        .try_with(|table| {
+            // SAFETY: only this thread accesses the table and no reference into
+            // it is alive here (this is not reachable from a push_with, and
+            // `register` does not record).
+            let entries = unsafe { &mut *table.entries.get() };
+            // Forget queues of instances that have shut down.
+            let before = entries.len();
+            entries.retain(|(_, p)| !p.is_closed());
+            if entries.len() != before {
+                cache.reset();
+            }
+            let index = match entries.iter().position(|(entry, _)| *entry == id) {
+                Some(i) => i,
+                None => {
+                    entries.push((id, Box::new(register()?)));
+                    entries.len() - 1
+                }
+            };
+            let producer: *mut SlotProducer = &mut *entries[index].1;
+            cache.ids[way].set(id);
+            cache.producers[way].set(producer);
+            Some(producer)
+        })
+        .ok()
+        .flatten()
+}
+
+/// The instance ids this thread holds queues for (tests inspect the purge).
+#[cfg(test)]
+pub(super) fn registered_ids() -> Vec<u64> {
+    TABLE.with(|t| {
+        // SAFETY: the test inspects this thread's table; no push is in progress.
+        let entries = unsafe { &*t.entries.get() };
+        entries.iter().map(|(id, _)| *id).collect()
+    })
+}

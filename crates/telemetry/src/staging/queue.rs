@@ -1,0 +1,357 @@
+//! A bounded single-producer single-consumer queue of `Copy` slots: the one
+//! piece of the staging that shares memory between threads, reviewable on its
+//! own.
+//!
+//! [`channel`] returns a [`Producer`] and a [`Consumer`]. A push is: check for
+//! room against a cached copy of the consumer's position, write the slot in
+//! place, publish the new head with a release store. No lock, no allocation,
+//! no system call, no read-modify-write instruction; the producer's and the
+//! consumer's positions sit on separate cache lines.
+//!
+//! A slot may stand for more than one unit (the staging counts events, and one
+//! slot can stand for several): the producer says how many further units each
+//! push stands for, the queue counts units accepted and dropped, and the
+//! consumer says, for each slot it pops, how many further units it stood for.
+//! A slot that does not fit is dropped with all of its units.
+//!
+//! The producer's thread marks the queue detached when the producer is dropped
+//! (its last slots stay poppable); the consumer marks it closed so the
+//! producer's owner can forget it.
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Keeps a value on its own cache line (128 bytes covers adjacent-line prefetch).
+#[repr(align(128))]
+struct CachePadded<T>(T);
+
+/// What the producer publishes, on one line.
+struct Published {
+    /// Slots published so far (free-running).
+    head: AtomicU64,
+    /// Units beyond one per slot published so far.
+    extra: AtomicU64,
+}
+
+/// The state one producer and one consumer share.
+struct Shared<T> {
+    /// Producer side: slots (and the extra units they stand for) published so far.
+    published: CachePadded<Published>,
+    /// Producer side: units dropped because the queue was full.
+    dropped: CachePadded<AtomicU64>,
+    /// Consumer side: slots consumed so far (free-running).
+    tail: CachePadded<AtomicU64>,
+    /// Set when the producer is dropped; its last slots stay poppable.
+    detached: AtomicBool,
+    /// Set by the consumer's owner; the producer's owner then forgets it.
+    closed: AtomicBool,
+    mask: u64,
+    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+}
+
+// SAFETY: slots are written only by the single Producer at indices in
+// [tail, tail + capacity) not yet published, and read only by the single
+// Consumer at indices in [tail, head) after an acquire load of `head`; the
+// release/acquire pair on head and tail orders those accesses. Everything
+// else is atomic. Slots are `Copy` values moved between threads, hence `Send`.
+unsafe impl<T: Copy + Send> Sync for Shared<T> {}
+// SAFETY: as above; nothing in Shared is tied to a thread.
+unsafe impl<T: Copy + Send> Send for Shared<T> {}
+
+/// Creates a queue of `capacity` slots (a power of two ≥ 2); `None` if the
+/// memory for its slots cannot be had (a failed allocation must not abort the
+/// host: with the largest buffer size a queue is 3.5 GiB).
+pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, Consumer<T>)> {
+    assert!(capacity.is_power_of_two() && capacity >= 2);
+    let mut slots = Vec::new();
+    slots.try_reserve_exact(capacity).ok()?;
+    slots.extend((0..capacity).map(|_| UnsafeCell::new(MaybeUninit::uninit())));
+    let slots = slots.into_boxed_slice();
+    let shared = Arc::new(Shared {
+        published: CachePadded(Published {
+            head: AtomicU64::new(0),
+            extra: AtomicU64::new(0),
+        }),
+        dropped: CachePadded(AtomicU64::new(0)),
+        tail: CachePadded(AtomicU64::new(0)),
+        detached: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        mask: capacity as u64 - 1,
+        slots,
+    });
+    let producer = Producer {
+        slots: shared.slots.as_ptr() as *mut T,
+        shared: Arc::clone(&shared),
+        head: 0,
+        extra: 0,
+        cached_tail: 0,
+        dropped: 0,
+        capacity: capacity as u64,
+        mask: capacity as u64 - 1,
+    };
+    Some((
+        producer,
+        Consumer {
+            shared,
+            consumed_extra: 0,
+        },
+    ))
+}
+
+/// The producing end. Not `Send` (it holds a raw pointer into the slots): it
+/// stays on the thread that created it. Aligned to its own cache lines so
+/// that two threads' producers never share one.
+#[repr(align(128))]
+pub(crate) struct Producer<T> {
+    shared: Arc<Shared<T>>,
+    slots: *mut T,
+    head: u64,
+    extra: u64,
+    cached_tail: u64,
+    dropped: u64,
+    capacity: u64,
+    mask: u64,
+}
+
+impl<T: Copy> Producer<T> {
+    /// Writes the slot `make` builds straight into the next free place; `make`
+    /// runs only when there is room (a full queue builds nothing). The slot
+    /// stands for `1 + extra` units, counted as accepted or dropped together.
+    /// Returns whether the slot was kept. Callers pass a constant `extra`, so
+    /// a plain push pays nothing for it.
+    #[inline(always)]
+    pub(crate) fn push_with(&mut self, extra: u32, make: impl FnOnce() -> T) -> bool {
+        if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
+            self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
+            if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
+                self.dropped += 1 + u64::from(extra);
+                self.shared.dropped.0.store(self.dropped, Ordering::Relaxed);
+                return false;
+            }
+        }
+        let slot = make();
+        // SAFETY: head & mask < capacity = slots.len(); the place is outside the
+        // consumer's window [tail, head) because head - tail < capacity, so no one
+        // reads it until the release store below publishes it.
+        unsafe { self.slots.add((self.head & self.mask) as usize).write(slot) };
+        if extra != 0 {
+            self.extra += u64::from(extra);
+            // Before the head: whoever sees the slot also sees its extras.
+            self.shared
+                .published
+                .0
+                .extra
+                .store(self.extra, Ordering::Relaxed);
+        }
+        self.head += 1;
+        self.shared
+            .published
+            .0
+            .head
+            .store(self.head, Ordering::Release);
+        true
+    }
+
+    /// Whether the consumer's owner closed the queue.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+}
+
+impl<T> Drop for Producer<T> {
+    fn drop(&mut self) {
+        self.shared.detached.store(true, Ordering::Release);
+    }
+}
+
+/// Units accepted and dropped by one queue, in total.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct QueueCounts {
+    /// Units accepted into the queue.
+    pub accepted: u64,
+    /// Units dropped because the queue was full.
+    pub dropped: u64,
+}
+
+/// The consuming end; exactly one exists per queue.
+pub(crate) struct Consumer<T> {
+    shared: Arc<Shared<T>>,
+    /// Extra units of the slots popped so far.
+    consumed_extra: u64,
+}
+
+impl<T: Copy> Consumer<T> {
+    /// Pops up to `max` published slots, oldest first, handing each to `take`,
+    /// which returns the units beyond one that the slot stood for. Returns the
+    /// slots popped.
+    #[inline]
+    pub(crate) fn pop_with(&mut self, max: usize, mut take: impl FnMut(&T) -> u32) -> usize {
+        let tail = self.shared.tail.0.load(Ordering::Relaxed);
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
+        let n = (head.wrapping_sub(tail) as usize).min(max);
+        let mut extra = 0u64;
+        for i in 0..n as u64 {
+            let index = (tail.wrapping_add(i) & self.shared.mask) as usize;
+            // SAFETY: indices [tail, tail + n) were published by the producer's
+            // release store of head (acquired above) and are initialised; the
+            // producer does not touch them until the release store of tail below,
+            // and `index` is masked into the slot array.
+            let slot = unsafe { (*self.shared.slots[index].get()).assume_init_ref() };
+            extra += u64::from(take(slot));
+        }
+        if n > 0 {
+            self.shared
+                .tail
+                .0
+                .store(tail.wrapping_add(n as u64), Ordering::Release);
+        }
+        self.consumed_extra += extra;
+        n
+    }
+
+    /// Slots published and not yet popped.
+    pub(crate) fn pending(&self) -> u64 {
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
+        head.wrapping_sub(self.shared.tail.0.load(Ordering::Relaxed))
+    }
+
+    /// Units published and not yet popped.
+    pub(crate) fn pending_units(&self) -> u64 {
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
+        let extra = self.shared.published.0.extra.load(Ordering::Relaxed);
+        let tail = self.shared.tail.0.load(Ordering::Relaxed);
+        head.wrapping_sub(tail) + extra.wrapping_sub(self.consumed_extra)
+    }
+
+    /// Whether the producer was dropped (the queue can be retired once empty).
+    pub(crate) fn is_detached(&self) -> bool {
+        self.shared.detached.load(Ordering::Acquire)
+    }
+
+    /// The queue's counters, in units.
+    pub(crate) fn counts(&self) -> QueueCounts {
+        let head = self.shared.published.0.head.load(Ordering::Acquire);
+        QueueCounts {
+            accepted: head + self.shared.published.0.extra.load(Ordering::Relaxed),
+            dropped: self.shared.dropped.0.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Marks the queue closed so the producer's owner forgets it.
+    pub(crate) fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pop_all(c: &mut Consumer<(u64, u32)>, max: usize, out: &mut Vec<u64>) -> usize {
+        c.pop_with(max, |&(v, extra)| {
+            out.push(v);
+            extra
+        })
+    }
+
+    #[test]
+    fn keeps_order_wraps_and_counts_drops() {
+        let (mut p, mut c) = channel::<(u64, u32)>(4).unwrap();
+        for v in 0..6 {
+            p.push_with(0, || (v, 0));
+        }
+        assert_eq!(
+            c.counts(),
+            QueueCounts {
+                accepted: 4,
+                dropped: 2
+            }
+        );
+        let mut out = Vec::new();
+        assert_eq!(pop_all(&mut c, 3, &mut out), 3);
+        for v in 6..9 {
+            p.push_with(0, || (v, 0));
+        }
+        assert_eq!(pop_all(&mut c, usize::MAX, &mut out), 4);
+        assert_eq!(out, vec![0, 1, 2, 3, 6, 7, 8]);
+        assert_eq!(c.pending(), 0);
+        assert!(!c.is_detached());
+        assert!(!p.is_closed());
+        c.close();
+        assert!(p.is_closed());
+        drop(p);
+        assert!(c.is_detached());
+    }
+
+    #[test]
+    fn a_full_queue_does_not_build_the_slot() {
+        let (mut p, _c) = channel::<u64>(2).unwrap();
+        assert!(p.push_with(0, || 1));
+        assert!(p.push_with(0, || 2));
+        assert!(!p.push_with(0, || unreachable!("no room, nothing built")));
+    }
+
+    #[test]
+    fn a_slot_counts_as_its_units_whole_or_dropped_whole() {
+        let (mut p, mut c) = channel::<(u64, u32)>(4).unwrap();
+        p.push_with(0, || (1, 0));
+        p.push_with(2, || (2, 2));
+        p.push_with(0, || (3, 0));
+        assert_eq!(c.pending(), 3);
+        assert_eq!(c.pending_units(), 5);
+        let mut out = Vec::new();
+        assert_eq!(pop_all(&mut c, 2, &mut out), 2);
+        assert_eq!(c.pending_units(), 1);
+        // Room for 3 more slots: the fourth push and the weighted fifth are
+        // dropped, the weighted one as all of its units.
+        p.push_with(2, || (4, 2));
+        p.push_with(0, || (5, 0));
+        p.push_with(2, || (6, 2));
+        p.push_with(0, || (7, 0));
+        p.push_with(2, || (8, 2));
+        assert_eq!(
+            c.counts(),
+            QueueCounts {
+                accepted: (1 + 3 + 1) + (3 + 1 + 3),
+                dropped: 1 + 3
+            }
+        );
+        assert_eq!(pop_all(&mut c, usize::MAX, &mut out), 4);
+        assert_eq!(c.pending_units(), 0);
+        assert_eq!(out, vec![1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn concurrent_pops_lose_nothing_and_keep_order() {
+        let n = if cfg!(miri) { 500 } else { 200_000u64 };
+        // A producer stays on the thread that created it: the consumer moves.
+        let (hand_over, receive) = std::sync::mpsc::channel();
+        let producer = std::thread::spawn(move || {
+            let (mut p, c) = channel::<u64>(64).unwrap();
+            hand_over.send(c).unwrap();
+            for i in 0..n {
+                p.push_with(0, || i);
+            }
+        });
+        let mut c = receive.recv().unwrap();
+        let mut out = Vec::new();
+        loop {
+            let detached = c.is_detached();
+            c.pop_with(usize::MAX, |&v| {
+                out.push(v);
+                0
+            });
+            if detached && c.pending() == 0 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        producer.join().unwrap();
+        let counts = c.counts();
+        assert_eq!(counts.accepted + counts.dropped, n);
+        assert_eq!(out.len() as u64, counts.accepted);
+        assert!(out.windows(2).all(|w| w[0] < w[1]));
+    }
+}
