@@ -33,7 +33,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use nixl_telemetry_abi::export::{PluginExporter, PluginParams};
+use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 use telemetry_exporter_prometheus::external::BodySource;
 use telemetry_exporter_prometheus::Format;
@@ -170,8 +170,8 @@ fn full_message(error: &dyn std::error::Error) -> String {
     text
 }
 
-impl PluginExporter for MultiProcessExporter {
-    fn create(params: &PluginParams<'_>) -> Result<Self, String> {
+impl RustPluginExporter for MultiProcessExporter {
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
         let settings = MpSettings::from_env(params.output_path).map_err(|e| full_message(&e))?;
         MultiProcessExporter::with_settings(params.agent_name, &settings)
             .map_err(|e| full_message(&e))
