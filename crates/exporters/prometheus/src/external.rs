@@ -16,13 +16,12 @@ use std::sync::Arc;
 
 use nixl_telemetry_abi::Category;
 
-use crate::agent::format_bound;
 use crate::families::{
     om_counter_collides, slot, Kind, Source, ERRORS_HELP, ERRORS_SAMPLE, HISTOGRAMS, PER_NAME_HELP,
     SCALARS, SYSTEM_SCALARS,
 };
 use crate::names::{error_status, escape_label_value, per_name_sample};
-use crate::render::{counter_header, header, Format};
+use crate::render::{counter_header, format_bound, header, Format};
 use crate::server::{self, ServerHandle};
 use crate::settings::ServerLimits;
 
