@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/tao_processor/"
+    "/../../tests/data/tao_processor/"
 );
 
 fn fixture(name: &str) -> PathBuf {

@@ -29,7 +29,7 @@ use nixl_telemetry_processor::{
 
 const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/tao_processor/corpus.jsonl"
+    "/../../tests/data/tao_processor/corpus.jsonl"
 );
 
 fn processor(builders: Option<&str>) -> MetricProcessor {

@@ -10,7 +10,7 @@ use nixl_telemetry_processor::{
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/tao_processor/"
+    "/../../tests/data/tao_processor/"
 );
 
 const CONFIGS: [&str; 5] = [
