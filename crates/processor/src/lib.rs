@@ -64,6 +64,7 @@
 pub mod builders;
 mod error;
 mod extract;
+mod file;
 mod hash;
 mod input;
 mod metrics;
@@ -83,9 +84,10 @@ pub use builders::{
     MetricKind, TimeMetricsBuilder, DEFAULT_BUILDERS,
 };
 pub use error::{
-    BindError, BuildError, ExtractError, ProcessError, PrometheusError, RecordError, RegistryError,
-    StateError, TimestampError,
+    BindError, BuildError, ExtractError, FileError, ProcessError, PrometheusKeyError, RecordError,
+    RegistryError, StateError, TimestampError,
 };
+pub use file::{read_regular_file, MAX_REGISTRY_BYTES, MAX_STATE_BYTES};
 pub use extract::{
     extract_telemetry_data, AttrValue, ListValue, NameGroups, Scalar, TelemetryData, Text,
 };

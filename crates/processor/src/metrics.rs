@@ -276,6 +276,7 @@ fn json_kind(v: &Value) -> &'static str {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(n) if n.is_f64() => "a floating-point number",
+        Value::Number(n) if n.is_i64() => "an integer",
         Value::Number(_) => "an integer out of the 64-bit range",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
@@ -775,7 +776,15 @@ mod tests {
     fn bad_state_values_are_named() {
         let err = Metrics::from_json_str(r#"{"a": 1, "b": 1.5}"#).unwrap_err();
         assert!(err.to_string().contains("`b`"), "{err}");
-        assert!(Metrics::from_json_str(r#"{"last_updated": 3}"#).is_err());
+        let err = Metrics::from_json_str(r#"{"last_updated": 3}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "metrics key `last_updated`: expected a string, found an integer"
+        );
+        let err = Metrics::from_json_str(r#"{"last_updated": 2.5}"#).unwrap_err();
+        assert!(err.to_string().ends_with("found a floating-point number"), "{err}");
+        let err = Metrics::from_json_str(r#"{"a": 18446744073709551615}"#).unwrap_err();
+        assert!(err.to_string().ends_with("found an integer out of the 64-bit range"), "{err}");
         assert!(Metrics::from_json_str("[]").is_err());
     }
 }
