@@ -243,23 +243,21 @@ where
         total += u64::from(count);
         let start = scratch.names.len();
         sanitize_into(&mut scratch.names, gpu, true);
-        let end = scratch.names.len();
-        let name = &scratch.names[start..end];
-        let names = &scratch.names;
-        if let Some(entry) = scratch
+        scratch
             .entries
-            .iter_mut()
-            .find(|(s, e, _)| &names[*s as usize..*e as usize] == name)
-        {
-            entry.2 += count;
-            scratch.names.truncate(start);
-        } else {
-            scratch.entries.push((start as u32, end as u32, count));
-        }
+            .push((start as u32, scratch.names.len() as u32, count));
     }
+    // Sorted by name, then equal names (distinct raw names can sanitise alike) merged:
+    // n log n in the number of names, where a search per name would be quadratic.
     let names = &scratch.names;
-    scratch.entries.sort_unstable_by(|a, b| {
-        names[a.0 as usize..a.1 as usize].cmp(&names[b.0 as usize..b.1 as usize])
+    let name = |(s, e, _): &(u32, u32, u32)| &names[*s as usize..*e as usize];
+    scratch.entries.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+    scratch.entries.dedup_by(|later, kept| {
+        let equal = name(later) == name(kept);
+        if equal {
+            kept.2 += later.2;
+        }
+        equal
     });
     push_uint(out, total);
     out.push('_');

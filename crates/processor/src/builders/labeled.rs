@@ -190,11 +190,15 @@ pub fn extract_gpu_type(gpu_name: &str) -> String {
 /// comes first in the job's list. `unknown` for an empty list.
 pub fn extract_primary_gpu<S: AsRef<str>>(gpus: &[S]) -> String {
     let mut types: Vec<(String, usize)> = Vec::new();
+    let mut position: HashMap<String, usize, KeyHashState> = HashMap::default();
     for gpu in gpus {
         let t = extract_gpu_type(gpu.as_ref());
-        match types.iter_mut().find(|(name, _)| *name == t) {
-            Some(entry) => entry.1 += 1,
-            None => types.push((t, 1)),
+        match position.get(&t) {
+            Some(&i) => types[i].1 += 1,
+            None => {
+                position.insert(t.clone(), types.len());
+                types.push((t, 1));
+            }
         }
     }
     choose_primary(types.iter().map(|(t, c)| (t, *c, priority_rank(t))))
@@ -329,6 +333,8 @@ pub struct LabeledMetricsBuilder {
     type_slots: Vec<(Slot, i64)>,
     /// Per-type counts of the current job, in first-appearance order.
     counts: Vec<(u32, usize)>,
+    /// By type id: its position in `counts` while a job is grouped, else `u32::MAX`.
+    count_at: Vec<u32>,
     /// The label values of the current job (sanitised text ended by a separator it
     /// cannot contain, other text as `<length>:<text>`): a short form
     /// that determines the label text.
@@ -349,6 +355,7 @@ impl Default for LabeledMetricsBuilder {
             mask: 0,
             type_slots: Vec::new(),
             counts: Vec::new(),
+            count_at: Vec::new(),
             short: String::new(),
             value: String::new(),
         }
@@ -511,17 +518,29 @@ impl MetricBuilder for LabeledMetricsBuilder {
         let gpu_count = gpus.len();
 
         self.cache.trim();
+        self.count_at.truncate(self.cache.types.len());
         self.counts.clear();
         let groups = match self.gpus.and_then(|i| data.groups_at(i)) {
             Some(groups) => groups,
             None => Cow::Owned(NameGroups::from_names([])),
         };
+        // Counts by type id, in first-appearance order; `count_at[id]` is the type's
+        // position in `counts` (u32::MAX: not yet), so the grouping stays linear.
         for (gpu, count) in groups.iter() {
-            let id = self.cache.id(gpu);
-            match self.counts.iter_mut().find(|(t, _)| *t == id) {
-                Some(entry) => entry.1 += count as usize,
-                None => self.counts.push((id, count as usize)),
+            let id = self.cache.id(gpu) as usize;
+            if self.count_at.len() <= id {
+                self.count_at.resize(id + 1, u32::MAX);
             }
+            match self.count_at[id] {
+                u32::MAX => {
+                    self.count_at[id] = self.counts.len() as u32;
+                    self.counts.push((id as u32, count as usize));
+                }
+                at => self.counts[at as usize].1 += count as usize,
+            }
+        }
+        for &(id, _) in &self.counts {
+            self.count_at[id as usize] = u32::MAX;
         }
         let types = &self.cache.types;
         let primary: &str = if gpu_count == 0 {
