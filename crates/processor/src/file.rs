@@ -105,10 +105,7 @@ mod tests {
     #[test]
     fn devices_directories_and_long_files_are_refused() {
         let err = read_regular_file(Path::new("/dev/zero"), 100, "state file").unwrap_err();
-        assert!(
-            err.to_string().contains("a character device"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("a character device"), "{err}");
         let dir = std::env::temp_dir();
         let err = read_regular_file(&dir, 100, "state file").unwrap_err();
         assert!(err.to_string().contains("a directory"), "{err}");
@@ -116,7 +113,10 @@ mod tests {
         std::fs::write(&path, "x".repeat(101)).unwrap();
         let err = read_regular_file(&path, 100, "state file").unwrap_err();
         assert!(err.to_string().contains("100 bytes"), "{err}");
-        assert_eq!(read_regular_file(&path, 101, "state file").unwrap().len(), 101);
+        assert_eq!(
+            read_regular_file(&path, 101, "state file").unwrap().len(),
+            101
+        );
         std::fs::write(&path, b"ok\xff").unwrap();
         let err = read_regular_file(&path, 101, "state file").unwrap_err();
         assert!(err.to_string().contains("byte 2"), "{err}");

@@ -87,10 +87,10 @@ pub use error::{
     BindError, BuildError, ExtractError, FileError, ProcessError, PrometheusKeyError, RecordError,
     RegistryError, StateError, TimestampError,
 };
-pub use file::{read_regular_file, MAX_REGISTRY_BYTES, MAX_STATE_BYTES};
 pub use extract::{
     extract_telemetry_data, AttrValue, ListValue, NameGroups, Scalar, TelemetryData, Text,
 };
+pub use file::{read_regular_file, MAX_REGISTRY_BYTES, MAX_STATE_BYTES};
 pub use hash::{KeyHashState, KeyHasher};
 pub use input::{parse_input_line, InputLine, LineError};
 pub use metrics::{Metrics, MetricsUpdate, Slot, SlotCache, SlotEntry, LAST_UPDATED};

@@ -782,9 +782,16 @@ mod tests {
             "metrics key `last_updated`: expected a string, found an integer"
         );
         let err = Metrics::from_json_str(r#"{"last_updated": 2.5}"#).unwrap_err();
-        assert!(err.to_string().ends_with("found a floating-point number"), "{err}");
+        assert!(
+            err.to_string().ends_with("found a floating-point number"),
+            "{err}"
+        );
         let err = Metrics::from_json_str(r#"{"a": 18446744073709551615}"#).unwrap_err();
-        assert!(err.to_string().ends_with("found an integer out of the 64-bit range"), "{err}");
+        assert!(
+            err.to_string()
+                .ends_with("found an integer out of the 64-bit range"),
+            "{err}"
+        );
         assert!(Metrics::from_json_str("[]").is_err());
     }
 }

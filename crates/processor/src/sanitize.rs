@@ -251,7 +251,9 @@ where
     // n log n in the number of names, where a search per name would be quadratic.
     let names = &scratch.names;
     let name = |(s, e, _): &(u32, u32, u32)| &names[*s as usize..*e as usize];
-    scratch.entries.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+    scratch
+        .entries
+        .sort_unstable_by(|a, b| name(a).cmp(name(b)));
     scratch.entries.dedup_by(|later, kept| {
         let equal = name(later) == name(kept);
         if equal {

@@ -48,8 +48,14 @@ fn a_record_with_64k_distinct_gpu_names_is_exact_and_linear() {
     assert_eq!(metrics.get("gpu_accel_z65535_action_train"), Some(2));
     // labeled: one total per type, the count in the labels, the most frequent type
     // (the first of the repeated ones) as primary.
-    assert_eq!(metrics.get("tao_job_gpu_total{tao_gpu_type=\"Z0\"}"), Some(4));
-    assert_eq!(metrics.get("tao_job_gpu_total{tao_gpu_type=\"Z65535\"}"), Some(2));
+    assert_eq!(
+        metrics.get("tao_job_gpu_total{tao_gpu_type=\"Z0\"}"),
+        Some(4)
+    );
+    assert_eq!(
+        metrics.get("tao_job_gpu_total{tao_gpu_type=\"Z65535\"}"),
+        Some(2)
+    );
     let labels = format!(
         "{{tao_action=\"train\",tao_automl_triggered=\"false\",tao_client_type=\"container\",tao_gpu_count=\"{total}\",tao_network=\"net\",tao_primary_gpu=\"Z0\",tao_status=\"pass\",tao_user_error=\"false\",tao_version=\"1\"}}"
     );
@@ -62,10 +68,11 @@ fn a_record_with_64k_distinct_gpu_names_is_exact_and_linear() {
     // comprehensive: one name whose identifier lists every distinct name once, in
     // code-point order, with its count.
     let identifier = create_gpu_identifier(&names);
-    assert!(identifier.starts_with(&format!("{total}_ACCEL_Z0_2_ACCEL_Z1_2_ACCEL_Z10_2_ACCEL_Z100_1_ACCEL_Z1000_1_")));
+    assert!(identifier.starts_with(&format!(
+        "{total}_ACCEL_Z0_2_ACCEL_Z1_2_ACCEL_Z10_2_ACCEL_Z100_1_ACCEL_Z1000_1_"
+    )));
     assert_eq!(identifier.matches("ACCEL_Z").count(), DISTINCT);
-    let comprehensive =
-        format!("network_net_action_train_version_1_status_pass_gpu_{identifier}");
+    let comprehensive = format!("network_net_action_train_version_1_status_pass_gpu_{identifier}");
     assert_eq!(metrics.get(&comprehensive), Some(2));
     let keys = metrics.len();
     assert_eq!(keys, 3 + DISTINCT + 1 + 1 + 3 + DISTINCT, "{keys} keys");

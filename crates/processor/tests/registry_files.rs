@@ -4,7 +4,8 @@
 
 use nixl_telemetry_processor::{
     builders_from_list, AttributeDef, AttributeRegistry, AttributeType, BindError, Context,
-    DefaultValue, FileError, MetricProcessor, Metrics, RegistryError, Timestamp, MAX_REGISTRY_BYTES,
+    DefaultValue, FileError, MetricProcessor, Metrics, RegistryError, Timestamp,
+    MAX_REGISTRY_BYTES,
 };
 
 const FRAMEWORK_TOML: &str = r#"
@@ -125,12 +126,19 @@ fn devices_fifos_and_oversized_registries_are_refused() {
     assert!(err.to_string().contains("a character device"), "{err}");
 
     let fifo = dir.join("fifo.json");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let (done, waited) = std::sync::mpsc::channel();
     let path = fifo.clone();
     std::thread::spawn(move || {
-        let _ = done.send(AttributeRegistry::from_path(&path).map(drop).map_err(|e| e.to_string()));
+        let _ = done.send(
+            AttributeRegistry::from_path(&path)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+        );
     });
     let result = waited
         .recv_timeout(std::time::Duration::from_secs(20))
