@@ -91,17 +91,15 @@ pub use extract::{
     extract_telemetry_data, AttrValue, ListValue, NameGroups, Scalar, TelemetryData, Text,
 };
 pub use file::{read_regular_file, MAX_REGISTRY_BYTES, MAX_STATE_BYTES};
-pub use hash::{KeyHashState, KeyHasher};
 pub use input::{parse_input_line, InputLine, LineError};
-pub use metrics::{Metrics, MetricsUpdate, Slot, SlotCache, SlotEntry, LAST_UPDATED};
+pub use metrics::{Metrics, MetricsUpdate, Slot, LAST_UPDATED};
 pub use processor::{Context, MetricProcessor};
 pub use prometheus::{render_prometheus, split_series};
 pub use record::{JsonNumber, JsonValue, Record};
 pub use registry::AttributeRegistry;
 pub use sanitize::{
     create_gpu_identifier, escape_label_value_into, render_scalar, sanitize_field_value,
-    sanitize_field_value_upper, sanitize_into, sanitize_str, write_float, write_gpu_identifier,
-    write_number, GpuIdScratch,
+    sanitize_field_value_upper, sanitize_into, sanitize_str, write_number,
 };
 pub use time::Timestamp;
 pub use types::{AttributeDef, AttributeType, DefaultValue};

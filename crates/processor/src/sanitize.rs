@@ -80,20 +80,6 @@ pub fn push_uint(out: &mut String, n: u64) {
     out.push(char::from(b'0' + (n % 10) as u8));
 }
 
-/// Appends sanitised text (only `[a-z0-9_]`) and a separator it cannot contain, so
-/// that concatenations stay unambiguous.
-pub(crate) fn push_sanitized_piece(out: &mut String, text: &str) {
-    out.push_str(text);
-    out.push('\u{1f}');
-}
-
-/// Appends `<length>:<text>`, so that concatenations of such pieces stay unambiguous.
-pub(crate) fn push_counted(out: &mut String, text: &str) {
-    push_uint(out, text.len() as u64);
-    out.push(':');
-    out.push_str(text);
-}
-
 /// Sanitises text for use in a metric name: each code point that is not an ASCII letter
 /// or digit becomes one `_` (so `é` gives one `_`, an emoji one `_`), then the result is
 /// lower-cased, or upper-cased when `uppercase` is set. Borrows when nothing changes.
@@ -133,8 +119,7 @@ fn sanitize_value(value: &JsonValue<'_>, uppercase: bool) -> Option<String> {
 
 /// Renders a JSON scalar as the reference renders a value as text: `null` → `None`,
 /// booleans → `True` / `False`, integers in decimal, floats in the shortest form that
-/// reads back to the same double (`1.0`, `0.0001`, `1e-05`, `1e+16`, see
-/// [`write_float`]), strings as they are. Returns `None` for arrays and objects.
+/// reads back to the same double (`1.0`, `0.0001`, `1e-05`, `1e+16`), strings as they are. Returns `None` for arrays and objects.
 pub fn render_scalar(value: &JsonValue<'_>, out: &mut String) -> Option<()> {
     match value {
         JsonValue::Null => out.push_str("None"),
@@ -147,7 +132,8 @@ pub fn render_scalar(value: &JsonValue<'_>, out: &mut String) -> Option<()> {
     Some(())
 }
 
-/// Appends a number: integers in decimal, floats as [`write_float`] does.
+/// Appends a number: integers in decimal, floats in the shortest form that reads back
+/// to the same double, as [`render_scalar`] renders them.
 pub fn write_number(n: JsonNumber, out: &mut String) {
     match n {
         JsonNumber::PosInt(u) => {
@@ -164,7 +150,7 @@ pub fn write_number(n: JsonNumber, out: &mut String) {
 /// to the same value; positional notation with at least one fractional digit when the
 /// decimal exponent is in −5 < e < 16 (`1.0`, `0.0001`, `1000000000000000.0`),
 /// otherwise scientific with a signed two-digit-minimum exponent (`1e-05`, `1.5e+16`).
-pub fn write_float(f: f64, out: &mut String) {
+pub(crate) fn write_float(f: f64, out: &mut String) {
     if f.is_nan() {
         out.push_str("nan");
         return;
@@ -222,7 +208,7 @@ pub fn write_float(f: f64, out: &mut String) {
 /// Reusable buffers for [`write_gpu_identifier`], so that building identifiers
 /// allocates nothing once the buffers have grown.
 #[derive(Debug, Default)]
-pub struct GpuIdScratch {
+pub(crate) struct GpuIdScratch {
     names: String,
     entries: Vec<(u32, u32, u32)>,
 }
@@ -232,7 +218,7 @@ pub struct GpuIdScratch {
 /// count 1): the number of GPUs, then for each distinct upper-case sanitised name in
 /// code-point order `_<NAME>_<count>` (`3_NVIDIA_A100_2_NVIDIA_V100_1`; an empty list
 /// gives `0_`).
-pub fn write_gpu_identifier<'s, I>(gpus: I, out: &mut String, scratch: &mut GpuIdScratch)
+pub(crate) fn write_gpu_identifier<'s, I>(gpus: I, out: &mut String, scratch: &mut GpuIdScratch)
 where
     I: IntoIterator<Item = (&'s str, u32)>,
 {
@@ -273,7 +259,9 @@ where
     }
 }
 
-/// The GPU identifier of a list (see [`write_gpu_identifier`]).
+/// The GPU identifier of a list: the number of GPUs, then for each distinct upper-case
+/// sanitised name in code-point order `_<NAME>_<count>` (`3_NVIDIA_A100_2_NVIDIA_V100_1`;
+/// an empty list gives `0_`).
 pub fn create_gpu_identifier<S: AsRef<str>>(gpus: &[S]) -> String {
     let mut out = String::new();
     write_gpu_identifier(

@@ -1,5 +1,6 @@
-//! The metrics map: integer values by key, plus the processor's `last_updated`
-//! timestamp. Memory grows with the number of distinct keys only.
+//! Storage: the metrics map (integer values by key, plus the processor's
+//! `last_updated` timestamp), its JSON form, and the undo log that lets a record be
+//! applied wholly or not at all. Memory grows with the number of distinct keys only.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -10,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::error::{BuildError, StateError};
-use crate::extract::RecordClass;
 use crate::hash::KeyHashState;
 use crate::time::Timestamp;
 
@@ -29,7 +29,7 @@ fn next_generation() -> u64 {
 /// an integer except `last_updated`, a string (see [`Metrics::write_json`]).
 ///
 /// Each key gets a dense slot number when first written; values live in one vector, so
-/// builders that remember slots ([`MetricsUpdate::slot`]) update them without hashing
+/// builders that remember slots ([`crate::MetricsUpdate::slot`]) update them without hashing
 /// their keys again.
 #[derive(Debug)]
 pub struct Metrics {
@@ -113,6 +113,33 @@ impl Metrics {
             }
         }
         Ok(())
+    }
+
+    /// The dense number of a key, if present.
+    #[inline]
+    pub(super) fn id_of(&self, key: &str) -> Option<u32> {
+        self.index.get(key).copied()
+    }
+
+    /// The value under a dense number.
+    #[inline]
+    pub(super) fn value_at(&self, id: u32) -> i64 {
+        self.values[id as usize]
+    }
+
+    /// Changes whenever dense numbers may have been reused (new map, clone, roll-back).
+    #[inline]
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The key of a dense number (only for error messages: a scan of the index).
+    pub(super) fn key_of(&self, id: u32) -> String {
+        self.index
+            .iter()
+            .find(|(_, &i)| i == id)
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_default()
     }
 
     fn push_new(&mut self, key: &str, value: i64) -> u32 {
@@ -303,6 +330,32 @@ pub(crate) struct UndoLog {
 }
 
 impl UndoLog {
+    /// Sets the value under `id`, remembering the old one.
+    #[inline]
+    pub(super) fn write(&mut self, metrics: &mut Metrics, id: u32, value: i64) {
+        let slot = &mut metrics.values[id as usize];
+        self.entries.push(Undo::Value(id, *slot));
+        *slot = value;
+    }
+
+    /// Creates `key` (absent from `metrics`) with `value`, remembering to remove it,
+    /// and returns its dense number. `last_updated` is refused.
+    pub(super) fn create(
+        &mut self,
+        metrics: &mut Metrics,
+        key: &str,
+        value: i64,
+    ) -> Result<u32, BuildError> {
+        if key == LAST_UPDATED {
+            return Err(BuildError::ReservedKey);
+        }
+        let start = self.new_keys.len() as u32;
+        self.new_keys.push_str(key);
+        let id = metrics.push_new(key, value);
+        self.entries.push(Undo::Created(id, start));
+        Ok(id)
+    }
+
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
         self.new_keys.clear();
@@ -333,397 +386,10 @@ impl UndoLog {
     }
 }
 
-/// A remembered position of a metric in one [`Metrics`] map (see [`MetricsUpdate::slot`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slot {
-    id: u32,
-    generation: u64,
-}
-
-/// The metrics as builders see them while a record is applied: every write is
-/// recorded so that a record that fails half-way leaves the map exactly as it was.
-#[derive(Debug)]
-pub struct MetricsUpdate<'m> {
-    metrics: &'m mut Metrics,
-    undo: &'m mut UndoLog,
-}
-
-impl<'m> MetricsUpdate<'m> {
-    pub(crate) fn new(metrics: &'m mut Metrics, undo: &'m mut UndoLog) -> MetricsUpdate<'m> {
-        MetricsUpdate { metrics, undo }
-    }
-
-    /// The current value of a metric (including this record's earlier writes).
-    pub fn get(&self, key: &str) -> Option<i64> {
-        self.metrics.get(key)
-    }
-
-    /// Adds `delta` to a metric (a missing metric counts as 0) and returns the new value.
-    /// Fails, changing nothing, if the result leaves the 64-bit range.
-    pub fn add(&mut self, key: &str, delta: i64) -> Result<i64, BuildError> {
-        match self.metrics.index.get(key) {
-            Some(&id) => self.add_id(id, delta),
-            None => {
-                self.create(key, delta)?;
-                Ok(delta)
-            }
-        }
-    }
-
-    /// Sets a metric to `value`.
-    pub fn set(&mut self, key: &str, value: i64) -> Result<(), BuildError> {
-        match self.metrics.index.get(key) {
-            Some(&id) => {
-                self.set_id(id, value);
-                Ok(())
-            }
-            None => self.create(key, value).map(drop),
-        }
-    }
-
-    /// The slot of a metric, creating it with value 0 if it does not exist (a creation
-    /// is undone like any write). A slot stays valid for this map until
-    /// [`MetricsUpdate::is_current`] says otherwise, so builders can remember the slots
-    /// of long keys and skip hashing them on later records.
-    pub fn slot(&mut self, key: &str) -> Result<Slot, BuildError> {
-        let id = match self.metrics.index.get(key) {
-            Some(&id) => id,
-            None => self.create(key, 0)?,
-        };
-        Ok(Slot {
-            id,
-            generation: self.metrics.generation,
-        })
-    }
-
-    /// Whether a remembered slot still belongs to this map.
-    #[inline]
-    pub fn is_current(&self, slot: Slot) -> bool {
-        slot.generation == self.metrics.generation
-    }
-
-    /// Adds `delta` to the metric at `slot` (see [`MetricsUpdate::add`]).
-    #[inline]
-    pub fn add_at(&mut self, slot: Slot, delta: i64) -> Result<i64, BuildError> {
-        if !self.is_current(slot) {
-            return Err(BuildError::StaleSlot);
-        }
-        self.add_id(slot.id, delta)
-    }
-
-    /// Sets the metric at `slot` (see [`MetricsUpdate::set`]).
-    pub fn set_at(&mut self, slot: Slot, value: i64) -> Result<(), BuildError> {
-        if !self.is_current(slot) {
-            return Err(BuildError::StaleSlot);
-        }
-        self.set_id(slot.id, value);
-        Ok(())
-    }
-
-    #[inline]
-    fn add_id(&mut self, id: u32, delta: i64) -> Result<i64, BuildError> {
-        let value = &mut self.metrics.values[id as usize];
-        match value.checked_add(delta) {
-            Some(new) => {
-                self.undo.entries.push(Undo::Value(id, *value));
-                *value = new;
-                Ok(new)
-            }
-            None => Err(self.overflow(id)),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn overflow(&self, id: u32) -> BuildError {
-        BuildError::Overflow {
-            key: key_of(&self.metrics.index, id),
-        }
-    }
-
-    fn set_id(&mut self, id: u32, value: i64) {
-        let slot = &mut self.metrics.values[id as usize];
-        self.undo.entries.push(Undo::Value(id, *slot));
-        *slot = value;
-    }
-
-    fn create(&mut self, key: &str, value: i64) -> Result<u32, BuildError> {
-        if key == LAST_UPDATED {
-            return Err(BuildError::ReservedKey);
-        }
-        let start = self.undo.new_keys.len() as u32;
-        self.undo.new_keys.push_str(key);
-        let id = self.metrics.push_new(key, value);
-        self.undo.entries.push(Undo::Created(id, start));
-        Ok(id)
-    }
-}
-
-/// Remembers metric slots under short keys chosen by a builder, so that a builder can
-/// skip building and hashing a long metric key when it has seen the same inputs before.
-///
-/// Each short key holds `N` slots (for example one per metric family that shares the
-/// same labels). The short key must determine the full metric key (different metric
-/// keys, different short keys). Everything is forgotten when the metrics map changes
-/// (another map, or a roll-back that removed keys), and when more than `capacity`
-/// short keys have been remembered.
-#[derive(Debug)]
-pub struct SlotCache<const N: usize> {
-    /// Short key → position in `slots`.
-    map: HashMap<Box<str>, u32, KeyHashState>,
-    slots: Vec<[Option<Slot>; N]>,
-    probe: Option<Slot>,
-    capacity: usize,
-    key: String,
-}
-
-impl<const N: usize> SlotCache<N> {
-    /// A cache that forgets everything beyond `capacity` short keys.
-    pub fn new(capacity: usize) -> SlotCache<N> {
-        SlotCache {
-            map: HashMap::default(),
-            slots: Vec::new(),
-            probe: None,
-            capacity,
-            key: String::new(),
-        }
-    }
-
-    /// The slots remembered under `short` (looked up once for several metrics).
-    pub fn entry(&mut self, metrics: &MetricsUpdate<'_>, short: &str) -> SlotEntry<'_, N> {
-        if self.probe.is_some_and(|p| !metrics.is_current(p)) {
-            self.map.clear();
-            self.slots.clear();
-            self.probe = None;
-        }
-        let index = match self.map.get(short) {
-            Some(&index) => index as usize,
-            None => {
-                if self.map.len() >= self.capacity {
-                    self.map.clear();
-                    self.slots.clear();
-                }
-                self.map.insert(short.into(), self.slots.len() as u32);
-                self.slots.push([None; N]);
-                self.slots.len() - 1
-            }
-        };
-        let slots = &mut self.slots[index];
-        SlotEntry {
-            slots,
-            probe: &mut self.probe,
-            key: &mut self.key,
-        }
-    }
-
-    /// Adds `delta` to metric `which` (0..N) of the short key `short` (see
-    /// [`SlotEntry::add`]).
-    pub fn add(
-        &mut self,
-        metrics: &mut MetricsUpdate<'_>,
-        short: &str,
-        which: usize,
-        delta: i64,
-        write_key: impl FnOnce(&mut String),
-    ) -> Result<i64, BuildError> {
-        self.entry(metrics, short)
-            .add(metrics, which, delta, write_key)
-    }
-}
-
-/// The slots a [`SlotCache`] remembers under one short key.
-#[derive(Debug)]
-pub struct SlotEntry<'c, const N: usize> {
-    slots: &'c mut [Option<Slot>; N],
-    probe: &'c mut Option<Slot>,
-    key: &'c mut String,
-}
-
-impl<const N: usize> SlotEntry<'_, N> {
-    /// Adds `delta` to metric `which` (0..N). When its slot is not known yet,
-    /// `write_key` writes the full metric key into the given (empty) buffer.
-    pub fn add(
-        &mut self,
-        metrics: &mut MetricsUpdate<'_>,
-        which: usize,
-        delta: i64,
-        write_key: impl FnOnce(&mut String),
-    ) -> Result<i64, BuildError> {
-        let slot = match self.slots[which] {
-            Some(slot) => slot,
-            None => {
-                self.key.clear();
-                write_key(self.key);
-                let slot = metrics.slot(self.key)?;
-                self.slots[which] = Some(slot);
-                *self.probe = Some(slot);
-                slot
-            }
-        };
-        metrics.add_at(slot, delta)
-    }
-}
-
-impl<const N: usize> SlotEntry<'_, N> {
-    /// The slot of metric `which`, if known.
-    pub(crate) fn slot(&self, which: usize) -> Option<Slot> {
-        self.slots[which]
-    }
-}
-
-/// What a builder remembers for one record class: up to `N` slots, one number, and a
-/// list of slots with amounts (kept in the memo's shared list).
-#[derive(Debug, Clone, Copy)]
-struct ClassSlots<const N: usize> {
-    /// The class's identifier (0: nothing remembered here).
-    class: u64,
-    /// Metric ids (`u32::MAX`: none).
-    slots: [u32; N],
-    value: i64,
-    start: u32,
-    end: u32,
-}
-
-/// What [`ClassMemo::get`] finds for a class.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Remembered<'a, const N: usize> {
-    entry: &'a ClassSlots<N>,
-    amounts: &'a [(u32, i64)],
-    generation: u64,
-}
-
-impl<const N: usize> Remembered<'_, N> {
-    /// Slot `which`, if remembered.
-    pub(crate) fn slot(&self, which: usize) -> Option<Slot> {
-        let id = self.entry.slots[which];
-        (id != u32::MAX).then_some(Slot {
-            id,
-            generation: self.generation,
-        })
-    }
-
-    /// The number remembered.
-    pub(crate) fn value(&self) -> i64 {
-        self.entry.value
-    }
-
-    /// The slots and amounts remembered, in order.
-    pub(crate) fn amounts(&self) -> impl Iterator<Item = (Slot, i64)> + '_ {
-        self.amounts.iter().map(|&(id, amount)| {
-            (
-                Slot {
-                    id,
-                    generation: self.generation,
-                },
-                amount,
-            )
-        })
-    }
-}
-
-/// Slots remembered per record class (see `TelemetryData::class`), in a vector indexed
-/// by the class's entry number, so that a builder seeing a class again adds to its
-/// metrics without building, hashing or looking up any key. Everything is forgotten
-/// when the metrics map changes (another map, or a roll-back that removed keys), and
-/// when the shared list grows past `16 × capacity`; classes numbered `capacity` or
-/// more are not remembered.
-#[derive(Debug)]
-pub(crate) struct ClassMemo<const N: usize> {
-    entries: Vec<ClassSlots<N>>,
-    amounts: Vec<(u32, i64)>,
-    /// The generation of the map every remembered slot belongs to.
-    generation: u64,
-    capacity: usize,
-}
-
-impl<const N: usize> ClassMemo<N> {
-    pub(crate) fn new(capacity: usize) -> ClassMemo<N> {
-        ClassMemo {
-            entries: Vec::new(),
-            amounts: Vec::new(),
-            generation: 0,
-            capacity,
-        }
-    }
-
-    fn forget_if_stale(&mut self, metrics: &MetricsUpdate<'_>) {
-        if self.generation != metrics.metrics.generation {
-            self.entries.clear();
-            self.amounts.clear();
-            self.generation = metrics.metrics.generation;
-        }
-    }
-
-    /// What is remembered for `class` in these metrics.
-    #[inline]
-    pub(crate) fn get(
-        &mut self,
-        metrics: &MetricsUpdate<'_>,
-        class: RecordClass,
-    ) -> Option<Remembered<'_, N>> {
-        self.forget_if_stale(metrics);
-        let entry = self.entries.get(class.index as usize)?;
-        (entry.class == class.id).then(|| Remembered {
-            entry,
-            amounts: &self.amounts[entry.start as usize..entry.end as usize],
-            generation: self.generation,
-        })
-    }
-
-    /// Remembers (or replaces) what `class` writes; every slot must belong to
-    /// `metrics` as they are now.
-    pub(crate) fn insert(
-        &mut self,
-        metrics: &MetricsUpdate<'_>,
-        class: RecordClass,
-        slots: [Option<Slot>; N],
-        value: i64,
-        amounts: &[(Slot, i64)],
-    ) {
-        self.forget_if_stale(metrics);
-        let index = class.index as usize;
-        if index >= self.capacity {
-            return;
-        }
-        if self.amounts.len() + amounts.len() > self.capacity.saturating_mul(16) {
-            self.entries.clear();
-            self.amounts.clear();
-        }
-        if self.entries.len() <= index {
-            let empty = ClassSlots {
-                class: 0,
-                slots: [u32::MAX; N],
-                value: 0,
-                start: 0,
-                end: 0,
-            };
-            self.entries.resize(index + 1, empty);
-        }
-        let start = self.amounts.len() as u32;
-        self.amounts
-            .extend(amounts.iter().map(|(slot, amount)| (slot.id, *amount)));
-        self.entries[index] = ClassSlots {
-            class: class.id,
-            slots: slots.map(|slot| slot.map_or(u32::MAX, |s| s.id)),
-            value,
-            start,
-            end: self.amounts.len() as u32,
-        };
-    }
-}
-
-/// The key of a slot (only for error messages: a scan of the index).
-fn key_of(index: &HashMap<Box<str>, u32, KeyHashState>, id: u32) -> String {
-    index
-        .iter()
-        .find(|(_, &i)| i == id)
-        .map(|(k, _)| k.to_string())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::MetricsUpdate;
 
     #[test]
     fn json_is_sorted_with_last_updated_in_place() {
