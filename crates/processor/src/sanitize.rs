@@ -83,6 +83,7 @@ pub fn push_uint(out: &mut String, n: u64) {
 /// Sanitises text for use in a metric name: each code point that is not an ASCII letter
 /// or digit becomes one `_` (so `é` gives one `_`, an emoji one `_`), then the result is
 /// lower-cased, or upper-cased when `uppercase` is set. Borrows when nothing changes.
+#[must_use]
 pub fn sanitize_str(text: &str, uppercase: bool) -> Cow<'_, str> {
     let clean = if uppercase {
         text.bytes()
@@ -102,11 +103,13 @@ pub fn sanitize_str(text: &str, uppercase: bool) -> Cow<'_, str> {
 /// Sanitises any JSON scalar, lower-case variant: the scalar is first rendered as text
 /// the way [`render_scalar`] does (`true` → `True`, `null` → `None`), then sanitised.
 /// Returns `None` for arrays and objects, which have no metric-name form.
+#[must_use]
 pub fn sanitize_field_value(value: &JsonValue<'_>) -> Option<String> {
     sanitize_value(value, false)
 }
 
 /// The upper-case variant of [`sanitize_field_value`].
+#[must_use]
 pub fn sanitize_field_value_upper(value: &JsonValue<'_>) -> Option<String> {
     sanitize_value(value, true)
 }
@@ -262,6 +265,7 @@ where
 /// The GPU identifier of a list: the number of GPUs, then for each distinct upper-case
 /// sanitised name in code-point order `_<NAME>_<count>` (`3_NVIDIA_A100_2_NVIDIA_V100_1`;
 /// an empty list gives `0_`).
+#[must_use]
 pub fn create_gpu_identifier<S: AsRef<str>>(gpus: &[S]) -> String {
     let mut out = String::new();
     write_gpu_identifier(

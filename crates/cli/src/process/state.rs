@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use nixl_telemetry_processor::{read_regular_file, FileError, Metrics, MAX_STATE_BYTES};
 
-/// A locked state file.
+/// A locked state file: the lock is released when it is dropped.
+#[must_use = "the state file is unlocked when this is dropped"]
 pub struct StateFile {
     /// As given on the command line (for messages).
     given: PathBuf,

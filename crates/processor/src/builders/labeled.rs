@@ -119,6 +119,7 @@ const PREFIXES_SKIPPED_FOR_FALLBACK: [&str; 4] = ["NVIDIA", "GEFORCE", "QUADRO",
 /// `L40S`/`L40`/`L4`; the first part with both a digit and a letter that is not a vendor
 /// or family word; the first non-empty part that is not a vendor word; else the name
 /// without `NVIDIA_` and `GEFORCE_`.
+#[must_use]
 pub fn extract_gpu_type(gpu_name: &str) -> String {
     let mut upper = String::with_capacity(gpu_name.len());
     push_upper(&mut upper, gpu_name);
@@ -188,6 +189,7 @@ pub fn extract_gpu_type(gpu_name: &str) -> String {
 /// The primary GPU type of a job: the first type in [`GPU_PRIORITY`] the job uses; if
 /// none is listed, the most frequent type, and among equally frequent ones the one that
 /// comes first in the job's list. `unknown` for an empty list.
+#[must_use]
 pub fn extract_primary_gpu<S: AsRef<str>>(gpus: &[S]) -> String {
     let mut types: Vec<(String, usize)> = Vec::new();
     let mut position: HashMap<String, usize, KeyHashState> = HashMap::default();

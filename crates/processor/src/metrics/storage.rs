@@ -32,6 +32,7 @@ fn next_generation() -> u64 {
 /// builders that remember slots ([`crate::MetricsUpdate::slot`]) update them without hashing
 /// their keys again.
 #[derive(Debug)]
+#[must_use]
 pub struct Metrics {
     index: HashMap<Box<str>, u32, KeyHashState>,
     values: Vec<i64>,
@@ -97,6 +98,7 @@ impl Metrics {
     }
 
     /// The value of a metric.
+    #[must_use]
     pub fn get(&self, key: &str) -> Option<i64> {
         self.index.get(key).map(|&id| self.values[id as usize])
     }
@@ -157,6 +159,7 @@ impl Metrics {
     }
 
     /// The metrics sorted by key (code-point order).
+    #[must_use]
     pub fn sorted(&self) -> Vec<(&str, i64)> {
         let mut entries: Vec<(&str, i64)> = self.iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -234,6 +237,7 @@ impl Metrics {
     }
 
     /// The text [`Metrics::write_json`] writes.
+    #[must_use]
     pub fn to_json_string(&self) -> String {
         let entries = self.sorted();
         let mut s =
