@@ -56,13 +56,23 @@ impl StateFile {
         };
         let name = name.to_owned();
         let lock_path = dir.join(format!(".{name}.lock"));
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .mode(0o600)
-            .open(&lock_path)
+        // Readable by whoever may read the state (the umask applies); a user who may
+        // not write an existing lock file locks it through a read-only descriptor
+        // (flock needs no write access).
+        let open = |write: bool| {
+            OpenOptions::new()
+                .read(true)
+                .write(write)
+                .create(write)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .mode(0o666)
+                .open(&lock_path)
+        };
+        let lock = open(true)
+            .or_else(|e| match e.kind() {
+                io::ErrorKind::PermissionDenied => open(false),
+                _ => Err(e),
+            })
             .with_context(|| {
                 format!(
                     "cannot open the lock file {} of state {}",
