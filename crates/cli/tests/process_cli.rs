@@ -546,7 +546,8 @@ fn the_state_rewrite_keeps_owner_and_group() {
     use std::os::unix::fs::MetadataExt as _;
     assert!(
         running_as_root(),
-        "this test gives a file another owner and must run as root (CI does)"
+        "this test gives a file another owner and needs root (CI runs as root); run it as \
+         root, or skip it with `cargo test -- --skip the_state_rewrite_keeps_owner_and_group`"
     );
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
