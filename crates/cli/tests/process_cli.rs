@@ -678,7 +678,8 @@ fn a_100_mb_record_is_rejected_in_bounded_memory() {
 
 /// `kill -9` of `process --state` at random moments: the state file is always the
 /// complete old state or the complete new one, and the next run cleans up after the
-/// killed one. 30 kills here; `NIXL_TELEMETRY_KILL_RUNS=100` runs more
+/// killed one. Every other kill lands anywhere in a run, the others while the new
+/// state is being written (once its temporary file has appeared). 30 kills here; `NIXL_TELEMETRY_KILL_RUNS=100` runs more
 /// (the seed is printed, `NIXL_TELEMETRY_KILL_SEED` repeats a sequence).
 #[test]
 fn kill_9_at_random_moments_leaves_the_old_or_the_new_state() {
@@ -710,10 +711,13 @@ fn kill_9_at_random_moments_leaves_the_old_or_the_new_state() {
     // reading the input, while processing, and while the state is written.
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("records.jsonl");
-    let text: String = (0..6_000)
+    // Long network names make the state large (about 5 MB), so that writing it
+    // takes a noticeable part of a run.
+    let padding = "x".repeat(300);
+    let text: String = (0..4_000)
         .map(|i| {
             format!(
-                "{{\"now\": \"2025-01-13T10:00:00\", \"record\": {{\"action\": \"a{}\", \"network\": \"n{i}\", \"gpu\": [\"g{i}\"]}}}}\n",
+                "{{\"now\": \"2025-01-13T10:00:00\", \"record\": {{\"action\": \"a{}\", \"network\": \"n{i}{padding}\", \"gpu\": [\"g{i}\"]}}}}\n",
                 i % 50
             )
         })
@@ -738,21 +742,26 @@ fn kill_9_at_random_moments_leaves_the_old_or_the_new_state() {
         metrics.to_json_string()
     };
 
-    // A first uninterrupted run measures how long a run takes.
-    let started = std::time::Instant::now();
-    let out = process(
-        &[
-            "--input",
-            input.to_str().unwrap(),
-            "--state",
-            state.to_str().unwrap(),
-            "--output",
-            "/dev/null",
-        ],
-        "",
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    // Two uninterrupted runs: the first makes the state, the second (which loads it,
+    // as every later run does) measures how long a run takes.
+    let mut started = std::time::Instant::now();
+    for _ in 0..2 {
+        started = std::time::Instant::now();
+        let out = process(
+            &[
+                "--input",
+                input.to_str().unwrap(),
+                "--state",
+                state.to_str().unwrap(),
+                "--output",
+                "/dev/null",
+            ],
+            "",
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
     let run_time = started.elapsed().as_micros() as u64;
+    eprintln!("kill -9 test: an uninterrupted run takes {run_time} µs");
     let (mut completed, mut killed, mut mid_write) = (0, 0, 0);
     let mut seen = std::collections::HashSet::new();
     let mut before = read(&state);
@@ -766,13 +775,25 @@ fn kill_9_at_random_moments_leaves_the_old_or_the_new_state() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Every other kill lands in the last third of a run, when the state is written.
-        let wait = if round % 2 == 0 {
-            next() % (run_time + 1)
+        if round % 2 == 0 {
+            // Anywhere in the run: reading, processing or writing.
+            std::thread::sleep(std::time::Duration::from_micros(next() % (run_time + 1)));
         } else {
-            run_time * 2 / 3 + next() % (run_time / 2 + 1)
-        };
-        std::thread::sleep(std::time::Duration::from_micros(wait));
+            // While the new state is written: as soon as its temporary file appears,
+            // then up to 2 ms later.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+                let writing = std::fs::read_dir(dir.path()).unwrap().any(|e| {
+                    let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                    name.ends_with(".tmp") && !seen.contains(&name)
+                });
+                if writing {
+                    std::thread::sleep(std::time::Duration::from_micros(next() % 2000));
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
         let _ = child.kill(); // SIGKILL
         let status = child.wait().unwrap();
         // A temporary not seen before: this run was killed while writing the new state.
@@ -825,5 +846,9 @@ fn kill_9_at_random_moments_leaves_the_old_or_the_new_state() {
     assert!(
         killed > 0,
         "no run was interrupted: the kills came too late"
+    );
+    assert!(
+        mid_write > 0,
+        "no run was killed while writing the new state (seed {seed})"
     );
 }
