@@ -237,12 +237,18 @@ fn main() {
         let record = serde_json::json!({"action": "train", "time_lapsed": 5, "gpu": gpus});
         let mut p = processor(None);
         let mut metrics = Metrics::new();
+        let cpu_start = thread_cpu_ns();
         let start = Instant::now();
         p.process_value(&mut metrics, black_box(&record), &contexts[0])
             .expect("record");
+        let wall = start.elapsed().as_secs_f64();
+        let cpu = cpu_start
+            .zip(thread_cpu_ns())
+            .map_or(String::new(), |(a, b)| {
+                format!(", {:.3} s of CPU time", (b - a) as f64 / 1e9)
+            });
         println!(
-            "one record, {names} GPU names: {:>8.3} s, default builders ({} keys)",
-            start.elapsed().as_secs_f64(),
+            "one record, {names} GPU names: {wall:>8.3} s wall{cpu}, default builders ({} keys)",
             metrics.len()
         );
     }
