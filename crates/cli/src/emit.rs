@@ -5,8 +5,7 @@
 //! flushed, the exporter is kept alive for `--hold` seconds (so a scraper can
 //! read it), and one summary line goes to stderr.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,12 @@ use anyhow::Context;
 use clap::Args;
 use nixl_telemetry::{Category, Direction, Telemetry};
 use serde_json::{Map, Value};
+
+use crate::lines::{open_input, BoundedLines, Line as InputLine};
+
+/// The longest `--events` line read, in bytes (1 MiB; an event line is well under
+/// 1 KiB). A longer line is reported and skipped without being kept in memory.
+pub const MAX_EVENT_LINE_BYTES: usize = 1 << 20;
 
 /// Options of `nixl-telemetry emit`.
 #[derive(Debug, Args)]
@@ -181,29 +186,38 @@ pub fn run(args: EmitArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let input: Box<dyn Read> = if args.events == "-" {
-        Box::new(std::io::stdin())
-    } else {
-        let path = PathBuf::from(&args.events);
-        Box::new(
-            std::fs::File::open(&path)
-                .with_context(|| format!("cannot open --events {}", path.display()))?,
-        )
-    };
+    let input = open_input(Path::new(&args.events), "--events")?;
     let mut rejected = 0u64;
     let mut lines = 0u64;
-    for (index, line) in BufReader::new(input).lines().enumerate() {
-        let line = line.with_context(|| format!("cannot read --events {}", args.events))?;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
+    let mut input = BoundedLines::new(input, MAX_EVENT_LINE_BYTES, 64 << 10);
+    while let Some((number, line)) = input
+        .next_line()
+        .with_context(|| format!("cannot read --events {}", args.events))?
+    {
+        let verdict = match line {
+            InputLine::Bytes(bytes) => match std::str::from_utf8(bytes) {
+                Ok(text) => {
+                    let trimmed = text.trim();
+                    if trimmed.is_empty() || trimmed.starts_with('#') {
+                        continue;
+                    }
+                    parse_line(trimmed)
+                }
+                Err(e) => Err(format!(
+                    "not UTF-8 text (invalid byte at offset {}); skipped",
+                    e.valid_up_to()
+                )),
+            },
+            InputLine::TooLong(length) => Err(format!(
+                "the line is {length} bytes, longer than the limit of {MAX_EVENT_LINE_BYTES} bytes; skipped"
+            )),
+        };
         lines += 1;
-        match parse_line(trimmed) {
+        match verdict {
             Ok(parsed) => record(&telemetry, parsed),
             Err(reason) => {
                 rejected += 1;
-                eprintln!("nixl-telemetry emit: line {}: {reason}", index + 1);
+                eprintln!("nixl-telemetry emit: line {number}: {reason}");
             }
         }
     }

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod demo;
 mod emit;
+mod lines;
 mod process;
 mod read;
 mod signal;

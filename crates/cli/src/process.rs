@@ -8,17 +8,27 @@
 //! status is 1 when any line was rejected.
 
 use std::fs;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use nixl_telemetry_processor::{
     builders_from_list, parse_input_line, render_prometheus, AttributeRegistry, Context,
     MetricProcessor, Metrics, Timestamp, DEFAULT_BUILDERS,
 };
+
+use crate::lines::{open_input, BoundedLines, Line};
+
+mod state;
+
+use state::StateFile;
+
+/// The longest input line (one record) read, in bytes (16 MiB); a longer line is
+/// reported and skipped without being kept in memory.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// Output format of `process`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,29 +86,26 @@ pub fn run(args: ProcessArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .context("--now")?;
 
-    let mut metrics = match &args.state {
-        Some(path) => load_state(path)?,
+    // Locked until the new state is in place: concurrent runs on one state take turns.
+    let state = args.state.as_deref().map(StateFile::lock).transpose()?;
+    let mut metrics = match &state {
+        Some(state) => state.load()?,
         None => Metrics::new(),
     };
 
-    let input: Box<dyn Read> = if args.input.as_os_str() == "-" {
-        Box::new(io::stdin().lock())
-    } else {
-        Box::new(
-            fs::File::open(&args.input)
-                .with_context(|| format!("cannot open input {}", args.input.display()))?,
-        )
-    };
+    let input = open_input(&args.input, "--input")?;
     let summary = apply_lines(input, &mut processor, &mut metrics, default_now)?;
 
     let rendered = match args.format {
         Format::Json => metrics.to_json_string(),
         Format::Prometheus => render_prometheus(&metrics, |family| processor.metric_kind(family))?,
     };
-    if let Some(path) = &args.state {
-        replace_atomically(path, metrics.to_json_string().as_bytes())
+    if let (Some(state), Some(path)) = (&state, &args.state) {
+        state
+            .replace(metrics.to_json_string().as_bytes())
             .with_context(|| format!("cannot write state {}", path.display()))?;
     }
+    drop(state);
     match &args.output {
         Some(path) => fs::write(path, rendered.as_bytes())
             .with_context(|| format!("cannot write output {}", path.display()))?,
@@ -139,9 +146,7 @@ fn apply_lines(
     metrics: &mut Metrics,
     default_now: Option<Timestamp>,
 ) -> anyhow::Result<Summary> {
-    let mut reader = BufReader::with_capacity(1 << 20, input);
-    let mut line = Vec::with_capacity(4096);
-    let mut number = 0u64;
+    let mut lines = BoundedLines::new(input, MAX_LINE_BYTES, 1 << 20);
     let mut summary = Summary {
         applied: 0,
         rejected: 0,
@@ -149,17 +154,13 @@ fn apply_lines(
     let start = Instant::now();
     let mut next_progress = start + PROGRESS_EVERY;
     let mut stderr = io::stderr();
-    loop {
-        line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .context("cannot read input")?
-            == 0
-        {
-            break;
-        }
-        number += 1;
-        let result = apply_line(&line, processor, metrics, default_now);
+    while let Some((number, line)) = lines.next_line().context("cannot read input")? {
+        let result = match line {
+            Line::Bytes(line) => apply_line(line, processor, metrics, default_now),
+            Line::TooLong(length) => Err(format!(
+                "the line is {length} bytes, longer than the limit of {MAX_LINE_BYTES} bytes for one record; skipped"
+            )),
+        };
         match result {
             Ok(true) => summary.applied += 1,
             Ok(false) => {}
@@ -209,36 +210,4 @@ fn apply_line(
         .process(metrics, &input.record, &context)
         .map_err(|e| e.to_string())?;
     Ok(true)
-}
-
-/// Reads a state file; a missing file is empty metrics.
-fn load_state(path: &Path) -> anyhow::Result<Metrics> {
-    match fs::read_to_string(path) {
-        Ok(text) => Metrics::from_json_str(&text)
-            .with_context(|| format!("state file {} cannot be loaded", path.display())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Metrics::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read state {}", path.display())),
-    }
-}
-
-/// Replaces `path` with `bytes` so that a reader (or a crash) sees the old file or the
-/// new one, never a mix: write a temporary file in the same directory, flush it to
-/// disk, rename it over `path`, then flush the directory entry.
-fn replace_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let Some(name) = path.file_name() else {
-        bail!("{} is not a file path", path.display());
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", name.to_string_lossy()))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    fs::File::open(dir)?.sync_all()?;
-    Ok(())
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/tao_processor/"
+    "/../../tests/data/tao_processor/"
 );
 
 fn fixture(name: &str) -> PathBuf {
@@ -205,12 +205,14 @@ fn state_round_trip_equals_one_run_over_the_concatenated_input() {
     let single = process(&["--input", "-"], &(lines.join("\n") + "\n"));
     assert_eq!(read(&state), stdout(&single));
     assert_eq!(read(&state), read(&fixture("expected_default.json")));
-    // Only the state file is left in its directory: no temporary files.
-    let names: Vec<_> = std::fs::read_dir(dir.path())
+    // Only the state file and its lock file are left in its directory: no temporary
+    // files.
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(names, ["state.json"]);
+    names.sort();
+    assert_eq!(names, [".state.json.lock", "state.json"]);
 }
 
 #[test]
@@ -369,4 +371,484 @@ fn an_unreadable_state_is_left_untouched() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`b`"), "{}", stderr(&out));
     assert_eq!(read(&state), "{\"a\": 1, \"b\": \"x\"}");
+}
+
+/// Runs `nixl-telemetry process` with `args` and no standard input, waiting at most
+/// `limit`: a run that blocks is killed and reported.
+fn process_within(args: &[&str], limit: std::time::Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"))
+        .arg("process")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nixl-telemetry starts");
+    let id = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match finished.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
+            panic!("nixl-telemetry process {args:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Four runs at once on one state file, 1,000 records each: the state file is locked
+/// for a whole run, so they take turns and the result counts all 4,000 records (runs
+/// that each loaded the old state and wrote their own result lost updates).
+#[test]
+fn concurrent_runs_on_one_state_serialise_without_lost_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let input = dir.path().join("records.jsonl");
+    std::fs::write(
+        &input,
+        "{\"action\": \"train\", \"success\": true, \"time_lapsed\": 2}\n".repeat(1000),
+    )
+    .unwrap();
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"))
+                .args([
+                    "process",
+                    "--now",
+                    "2025-01-13T10:00:00",
+                    "--output",
+                    "/dev/null",
+                ])
+                .arg("--input")
+                .arg(&input)
+                .arg("--state")
+                .arg(&state)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let metrics: serde_json::Value = serde_json::from_str(&read(&state)).unwrap();
+    assert_eq!(metrics["total_action_train_pass"], 4000, "{metrics}");
+    assert_eq!(metrics["time_lapsed_today"], 8000, "{metrics}");
+}
+
+/// The state is replaced with the old file's mode; a symbolic link is followed (its
+/// target gets the new state, the link stays); a link to nothing is refused; the
+/// temporaries a killed run left behind are removed.
+#[test]
+fn the_state_rewrite_keeps_mode_follows_links_and_removes_stale_temporaries() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let record = "{\"action\": \"train\"}\n";
+    for mode in [0o644, 0o664, 0o444, 0o600, 0o640] {
+        let state = dir.path().join(format!("state-{mode:o}.json"));
+        std::fs::write(&state, "{}\n").unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = process(
+            &["--input", "-", "--state", state.to_str().unwrap()],
+            record,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let meta = std::fs::metadata(&state).unwrap();
+        assert_eq!(meta.mode() & 0o7777, mode, "mode {mode:o} kept");
+        assert!(read(&state).contains("\"total_action_train_fail\": 1"));
+    }
+
+    // A link is followed: the target holds the new state, the link is still a link.
+    let target_dir = dir.path().join("real");
+    std::fs::create_dir(&target_dir).unwrap();
+    let target = target_dir.join("metrics.json");
+    std::fs::write(&target, "{\"kept\": 5}\n").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for _ in 0..2 {
+        let out = process(&["--input", "-", "--state", link.to_str().unwrap()], record);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let text = read(&target);
+    assert!(text.contains("\"kept\": 5"), "{text}");
+    assert!(text.contains("\"total_action_train_fail\": 2"), "{text}");
+
+    // A link to nothing is refused, and nothing is created.
+    let dangling = dir.path().join("dangling.json");
+    std::os::unix::fs::symlink(dir.path().join("absent/x.json"), &dangling).unwrap();
+    let out = process(
+        &["--input", "-", "--state", dangling.to_str().unwrap()],
+        record,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("which does not exist"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Temporaries of a killed run (the names this and earlier versions used) go; other
+    // files stay.
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, "{}\n").unwrap();
+    let stale = [".state.json.a1B2c3.tmp", ".state.json.00ff00ff00ff00ff.tmp"];
+    for name in stale {
+        std::fs::write(dir.path().join(name), "{\"half\": ").unwrap();
+    }
+    let unrelated = [
+        ".state.json.tmp",
+        ".other.json.a1B2c3.tmp",
+        "state.json.a1B2c3.tmp",
+    ];
+    for name in unrelated {
+        std::fs::write(dir.path().join(name), "keep").unwrap();
+    }
+    let out = process(
+        &["--input", "-", "--state", state.to_str().unwrap()],
+        record,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("removed 2 temporary file(s)"),
+        "{}",
+        stderr(&out)
+    );
+    for name in stale {
+        assert!(!dir.path().join(name).exists(), "{name} removed");
+    }
+    for name in unrelated {
+        assert_eq!(read(&dir.path().join(name)), "keep", "{name} kept");
+    }
+}
+
+/// The effective user is root (CI runs as root; the owner test needs it).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self").unwrap().uid() == 0
+}
+
+/// A state file owned by someone else keeps its owner and group when rewritten (by
+/// root: giving a file away needs the privilege). Fails loudly when not run as root.
+#[test]
+fn the_state_rewrite_keeps_owner_and_group() {
+    use std::os::unix::fs::MetadataExt as _;
+    assert!(
+        running_as_root(),
+        "this test gives a file another owner and needs root (CI runs as root); run it as \
+         root, or skip it with `cargo test -- --skip the_state_rewrite_keeps_owner_and_group`"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, "{}\n").unwrap();
+    std::os::unix::fs::chown(&state, Some(4321), Some(4322)).unwrap();
+    let out = process(
+        &["--input", "-", "--state", state.to_str().unwrap()],
+        "{\"action\": \"train\"}\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let meta = std::fs::metadata(&state).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (4321, 4322));
+    assert!(read(&state).contains("\"total_action_train_fail\": 1"));
+}
+
+/// Endless or blocking inputs are refused at once with a message naming what the file
+/// is, and lines or records beyond the documented limits are rejected without
+/// holding them in memory.
+#[test]
+fn devices_fifos_and_oversized_inputs_are_refused_with_clear_errors() {
+    let quick = std::time::Duration::from_secs(30);
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    let zero_link = dir.path().join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero_link).unwrap();
+    let zero_link = zero_link.to_str().unwrap();
+    let records = dir.path().join("records.jsonl");
+    std::fs::write(&records, "{\"action\": \"train\"}\n").unwrap();
+    let records = records.to_str().unwrap();
+
+    for (args, says) in [
+        (
+            vec!["--input", records, "--state", "/dev/zero"],
+            "is a character device, not a regular file",
+        ),
+        (
+            vec!["--input", records, "--state", zero_link],
+            "is a character device, not a regular file",
+        ),
+        (
+            vec!["--input", records, "--state", fifo],
+            "is a FIFO, not a regular file",
+        ),
+        (
+            vec!["--input", records, "--state", "/tmp"],
+            "is a directory, not a regular file",
+        ),
+        (
+            vec!["--input", records, "--attributes", "/dev/zero"],
+            "character device, not a regular file",
+        ),
+        (
+            vec!["--input", records, "--attributes", fifo],
+            "is a FIFO, not a regular file",
+        ),
+        (
+            vec!["--input", "/dev/zero"],
+            "--input /dev/zero is a character device",
+        ),
+    ] {
+        let out = process_within(&args, quick);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+
+    // A state file over the limit is refused, not read whole.
+    let big = dir.path().join("big.json");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(256 * 1024 * 1024 + 1).unwrap();
+    let out = process_within(
+        &["--input", records, "--state", big.to_str().unwrap()],
+        quick,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("larger than 268435456 bytes"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::metadata(&big).unwrap().len(),
+        256 * 1024 * 1024 + 1
+    );
+}
+
+/// One 100 MB record between two good ones, under a 200 MB address-space limit: the
+/// long line is rejected (it is over the 16 MiB line limit) without being held, and
+/// the lines around it are applied.
+#[test]
+fn a_100_mb_record_is_rejected_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("huge.jsonl");
+    {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+        writeln!(out, "{{\"action\": \"train\"}}").unwrap();
+        write!(out, "{{\"action\": \"train\", \"gpu\": [").unwrap();
+        let name = "\"NVIDIA A100-SXM4-80GB\",";
+        for _ in 0..(100_000_000 / name.len()) {
+            out.write_all(name.as_bytes()).unwrap();
+        }
+        writeln!(out, "\"last\"]}}").unwrap();
+        writeln!(out, "{{\"action\": \"train\"}}").unwrap();
+    }
+    let bin = env!("CARGO_BIN_EXE_nixl-telemetry");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 200000 && exec \"$0\" process --input \"$1\" --now 2025-01-13T10:00:00")
+        .arg(bin)
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("line 2: the line is 100000"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("longer than the limit of 16777216 bytes"));
+    assert!(
+        stdout(&out).contains("\"total_action_train_fail\": 2"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// `kill -9` of `process --state` at random moments: the state file is always the
+/// complete old state or the complete new one, and the next run cleans up after the
+/// killed one. Every other kill lands anywhere in a run, the others while the new
+/// state is being written (once its temporary file has appeared). 30 kills here; `NIXL_TELEMETRY_KILL_RUNS=100` runs more
+/// (the seed is printed, `NIXL_TELEMETRY_KILL_SEED` repeats a sequence).
+#[test]
+fn kill_9_at_random_moments_leaves_the_old_or_the_new_state() {
+    use nixl_telemetry_processor::{parse_input_line, Context, MetricProcessor, Metrics};
+
+    let runs: usize = std::env::var("NIXL_TELEMETRY_KILL_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let seed: u64 = std::env::var("NIXL_TELEMETRY_KILL_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos() as u64
+        });
+    eprintln!("kill -9 test: {runs} runs, NIXL_TELEMETRY_KILL_SEED={seed}");
+    let mut random = seed | 1;
+    let mut next = move || {
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        random
+    };
+
+    // Enough distinct keys that writing the state takes a while: the kills land while
+    // reading the input, while processing, and while the state is written.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("records.jsonl");
+    // Long network names make the state large (about 5 MB), so that writing it
+    // takes a noticeable part of a run.
+    let padding = "x".repeat(300);
+    let text: String = (0..4_000)
+        .map(|i| {
+            format!(
+                "{{\"now\": \"2025-01-13T10:00:00\", \"record\": {{\"action\": \"a{}\", \"network\": \"n{i}{padding}\", \"gpu\": [\"g{i}\"]}}}}\n",
+                i % 50
+            )
+        })
+        .collect();
+    std::fs::write(&input, &text).unwrap();
+    let state = dir.path().join("state.json");
+
+    // What one more complete run makes of a state.
+    let apply = |before: &str| -> String {
+        let mut metrics = if before.is_empty() {
+            Metrics::new()
+        } else {
+            Metrics::from_json_str(before).unwrap()
+        };
+        let mut processor = MetricProcessor::new();
+        for line in text.lines() {
+            let line = parse_input_line(line).unwrap();
+            processor
+                .process(&mut metrics, &line.record, &Context::at(line.now.unwrap()))
+                .unwrap();
+        }
+        metrics.to_json_string()
+    };
+
+    // Two uninterrupted runs: the first makes the state, the second (which loads it,
+    // as every later run does) measures how long a run takes.
+    let mut started = std::time::Instant::now();
+    for _ in 0..2 {
+        started = std::time::Instant::now();
+        let out = process(
+            &[
+                "--input",
+                input.to_str().unwrap(),
+                "--state",
+                state.to_str().unwrap(),
+                "--output",
+                "/dev/null",
+            ],
+            "",
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let run_time = started.elapsed().as_micros() as u64;
+    eprintln!("kill -9 test: an uninterrupted run takes {run_time} µs");
+    let (mut completed, mut killed, mut mid_write) = (0, 0, 0);
+    let mut seen = std::collections::HashSet::new();
+    let mut before = read(&state);
+    let mut after_one_more = apply(&before);
+    for round in 0..runs {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"))
+            .args(["process", "--output", "/dev/null", "--input"])
+            .arg(&input)
+            .arg("--state")
+            .arg(&state)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        if round % 2 == 0 {
+            // Anywhere in the run: reading, processing or writing.
+            std::thread::sleep(std::time::Duration::from_micros(next() % (run_time + 1)));
+        } else {
+            // While the new state is written: as soon as its temporary file appears,
+            // then up to 2 ms later.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+                let writing = std::fs::read_dir(dir.path()).unwrap().any(|e| {
+                    let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                    name.ends_with(".tmp") && !seen.contains(&name)
+                });
+                if writing {
+                    std::thread::sleep(std::time::Duration::from_micros(next() % 2000));
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        // A temporary not seen before: this run was killed while writing the new state.
+        let mut temporaries = 0;
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".tmp") && seen.insert(name) {
+                temporaries += 1;
+            }
+        }
+        if temporaries > 0 {
+            mid_write += 1;
+        }
+        let now = read(&state);
+        if now == before {
+            killed += 1;
+        } else {
+            assert_eq!(
+                now, after_one_more,
+                "round {round} (seed {seed}): the state is neither the old one nor the new one"
+            );
+            completed += 1;
+            before = now;
+            after_one_more = apply(&before);
+        }
+        let _ = status;
+    }
+    eprintln!(
+        "kill -9 test: {killed} runs left the old state ({mid_write} of them killed while writing the new one), {completed} the new one"
+    );
+    // The next run removes whatever temporaries the killed runs left.
+    let out = process(
+        &[
+            "--input",
+            "-",
+            "--state",
+            state.to_str().unwrap(),
+            "--output",
+            "/dev/null",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(
+        killed > 0,
+        "no run was interrupted: the kills came too late"
+    );
+    assert!(
+        mid_write > 0,
+        "no run was killed while writing the new state (seed {seed})"
+    );
 }

@@ -13,7 +13,12 @@
 //!   record with a combination of values not seen before costs, key creation
 //!   included);
 //! * `cold caches`: the same with one metrics map kept across passes, so every key
-//!   exists and only the processor's caches are new.
+//!   exists and only the processor's caches are new;
+//! * `memo off`: the default builders and each builder alone with the per-class memo
+//!   switched off (`MetricProcessor::set_memo(false)`), so every record's keys are
+//!   built and looked up: what the rule code costs without the memo;
+//! * `one record, N GPU names`: one record listing N distinct GPU names (65,536 and
+//!   200,000), default builders, a new processor and map: the time it takes.
 //!
 //! The corpus is applied again and again to the same metrics, so the number of
 //! distinct keys stays that of one pass; the bench prints it to show that memory
@@ -29,7 +34,7 @@ use nixl_telemetry_processor::{
 
 const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/tao_processor/corpus.jsonl"
+    "/../../tests/data/tao_processor/corpus.jsonl"
 );
 
 fn processor(builders: Option<&str>) -> MetricProcessor {
@@ -182,6 +187,68 @@ fn main() {
         println!(
             "cold caches (default builders):   {rate}  ({} records, {} distinct keys)",
             (rate.passes + 1) * n as u64,
+            metrics.len()
+        );
+    }
+
+    if wanted("memo off (default builders)") {
+        let mut p = processor(None);
+        p.set_memo(false);
+        let mut metrics = Metrics::new();
+        let rate = measure(budget, n, || {
+            for (line, ctx) in parsed.iter().zip(&contexts) {
+                p.process(&mut metrics, black_box(&line.record), ctx)
+                    .expect("corpus record");
+            }
+        });
+        println!(
+            "memo off (default builders):      {rate}  ({} records, {} distinct keys)",
+            (rate.passes + 1) * n as u64,
+            metrics.len()
+        );
+    }
+
+    for name in ["legacy", "comprehensive", "time", "labeled"] {
+        if !wanted(&format!("memo off ({name} only)")) {
+            continue;
+        }
+        let mut p = processor(Some(name));
+        p.set_memo(false);
+        let mut metrics = Metrics::new();
+        let rate = measure(budget / 2, n, || {
+            for (line, ctx) in parsed.iter().zip(&contexts) {
+                p.process(&mut metrics, black_box(&line.record), ctx)
+                    .expect("corpus record");
+            }
+        });
+        println!(
+            "memo off ({name} only):{:width$} {rate}  ({} records)",
+            "",
+            (rate.passes + 1) * n as u64,
+            width = 19 - name.len()
+        );
+    }
+
+    for names in [65_536usize, 200_000] {
+        if !wanted(&format!("one record, {names} GPU names")) {
+            continue;
+        }
+        let gpus: Vec<String> = (0..names).map(|i| format!("Accel Z{i}")).collect();
+        let record = serde_json::json!({"action": "train", "time_lapsed": 5, "gpu": gpus});
+        let mut p = processor(None);
+        let mut metrics = Metrics::new();
+        let cpu_start = thread_cpu_ns();
+        let start = Instant::now();
+        p.process_value(&mut metrics, black_box(&record), &contexts[0])
+            .expect("record");
+        let wall = start.elapsed().as_secs_f64();
+        let cpu = cpu_start
+            .zip(thread_cpu_ns())
+            .map_or(String::new(), |(a, b)| {
+                format!(", {:.3} s of CPU time", (b - a) as f64 / 1e9)
+            });
+        println!(
+            "one record, {names} GPU names: {wall:>8.3} s wall{cpu}, default builders ({} keys)",
             metrics.len()
         );
     }

@@ -76,15 +76,10 @@ pub struct TimestampError {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum RegistryError {
-    /// The registry file could not be read.
-    #[error("cannot read attribute registry {}: {source}", .path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The registry file could not be read (missing, unreadable, not a regular file,
+    /// too large, not UTF-8).
+    #[error(transparent)]
+    File(#[from] FileError),
     /// The file's extension says neither TOML nor JSON.
     #[error("attribute registry {}: unknown format (use a .toml or .json file)", .path.display())]
     UnknownFormat {
@@ -286,9 +281,56 @@ pub enum StateError {
 /// A metric key that has no Prometheus text-format form.
 #[derive(Debug, Error)]
 #[error("metric key `{key}` is not a valid Prometheus series ({reason})")]
-pub struct PrometheusError {
+pub struct PrometheusKeyError {
     /// The key.
     pub key: String,
     /// What is wrong with it.
     pub reason: &'static str,
+}
+
+/// A file the processor reads (an attribute registry, a state file) that was not read.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// Opening or reading failed.
+    #[error("cannot read {what} {}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Its role (`attribute registry`, `state file`).
+        what: &'static str,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a regular file (a FIFO, a device, a directory, a socket).
+    #[error("{what} {} is {found}, not a regular file; only regular files are read", .path.display())]
+    NotRegular {
+        /// The file.
+        path: PathBuf,
+        /// Its role.
+        what: &'static str,
+        /// What it is.
+        found: &'static str,
+    },
+    /// Longer than the limit for its role.
+    #[error("{what} {} is larger than {limit} bytes, the limit for a {what}", .path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its role.
+        what: &'static str,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// Not UTF-8 text.
+    #[error("{what} {} is not UTF-8 text (invalid byte {offset})", .path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// Its role.
+        what: &'static str,
+        /// The offset of the first invalid byte.
+        offset: u64,
+    },
 }

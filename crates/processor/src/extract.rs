@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -107,6 +108,9 @@ pub struct NameGroups<'r> {
     inline: [(&'r str, u32); NameGroups::INLINE],
     len: usize,
     spill: Vec<(&'r str, u32)>,
+    /// Position in `spill` by name, once `spill` is longer than a short scan (so that
+    /// grouping stays linear in the number of names).
+    index: HashMap<&'r str, u32, KeyHashState>,
 }
 
 impl<'r> NameGroups<'r> {
@@ -119,6 +123,7 @@ impl<'r> NameGroups<'r> {
             inline: [("", 0); NameGroups::INLINE],
             len: 0,
             spill: Vec::new(),
+            index: HashMap::default(),
         };
         for name in names {
             groups.add(name);
@@ -126,18 +131,43 @@ impl<'r> NameGroups<'r> {
         groups
     }
 
+    /// Spilled names looked up by a scan; past this, through `index`.
+    const SCAN: usize = 16;
+
     fn add(&mut self, item: &'r str) {
         if let Some(entry) = self.inline[..self.len]
             .iter_mut()
-            .chain(self.spill.iter_mut())
             .find(|(name, _)| *name == item)
         {
             entry.1 += 1;
-        } else if self.len < Self::INLINE {
+            return;
+        }
+        if self.len < Self::INLINE {
             self.inline[self.len] = (item, 1);
             self.len += 1;
+            return;
+        }
+        let found = if self.spill.len() <= Self::SCAN {
+            self.spill.iter().position(|(name, _)| *name == item)
         } else {
-            self.spill.push((item, 1));
+            if self.index.is_empty() {
+                self.index = self
+                    .spill
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, _))| (*name, i as u32))
+                    .collect();
+            }
+            self.index.get(item).map(|&i| i as usize)
+        };
+        match found {
+            Some(i) => self.spill[i].1 += 1,
+            None => {
+                if !self.index.is_empty() {
+                    self.index.insert(item, self.spill.len() as u32);
+                }
+                self.spill.push((item, 1));
+            }
         }
     }
 

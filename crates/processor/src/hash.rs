@@ -70,7 +70,7 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Builds [`KeyHasher`]s with one random seed per map.
 #[derive(Debug, Clone)]
-pub struct KeyHashState {
+pub(crate) struct KeyHashState {
     seed: u64,
 }
 
@@ -97,7 +97,7 @@ impl BuildHasher for KeyHashState {
 
 /// The hasher built by [`KeyHashState`].
 #[derive(Debug, Clone)]
-pub struct KeyHasher {
+pub(crate) struct KeyHasher {
     state: u64,
 }
 

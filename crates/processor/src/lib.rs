@@ -64,6 +64,7 @@
 pub mod builders;
 mod error;
 mod extract;
+mod file;
 mod hash;
 mod input;
 mod metrics;
@@ -83,23 +84,22 @@ pub use builders::{
     MetricKind, TimeMetricsBuilder, DEFAULT_BUILDERS,
 };
 pub use error::{
-    BindError, BuildError, ExtractError, ProcessError, PrometheusError, RecordError, RegistryError,
-    StateError, TimestampError,
+    BindError, BuildError, ExtractError, FileError, ProcessError, PrometheusKeyError, RecordError,
+    RegistryError, StateError, TimestampError,
 };
 pub use extract::{
     extract_telemetry_data, AttrValue, ListValue, NameGroups, Scalar, TelemetryData, Text,
 };
-pub use hash::{KeyHashState, KeyHasher};
+pub use file::{read_regular_file, MAX_REGISTRY_BYTES, MAX_STATE_BYTES};
 pub use input::{parse_input_line, InputLine, LineError};
-pub use metrics::{Metrics, MetricsUpdate, Slot, SlotCache, SlotEntry, LAST_UPDATED};
+pub use metrics::{Metrics, MetricsUpdate, Slot, LAST_UPDATED};
 pub use processor::{Context, MetricProcessor};
 pub use prometheus::{render_prometheus, split_series};
 pub use record::{JsonNumber, JsonValue, Record};
 pub use registry::AttributeRegistry;
 pub use sanitize::{
     create_gpu_identifier, escape_label_value_into, render_scalar, sanitize_field_value,
-    sanitize_field_value_upper, sanitize_into, sanitize_str, write_float, write_gpu_identifier,
-    write_number, GpuIdScratch,
+    sanitize_field_value_upper, sanitize_into, sanitize_str, write_number,
 };
 pub use time::Timestamp;
 pub use types::{AttributeDef, AttributeType, DefaultValue};

@@ -38,6 +38,7 @@ impl Context {
 /// every builder runs in order over the same metrics, then `last_updated` is set to
 /// `now` in ISO form. If anything fails, every write made for the record is undone
 /// and the metrics are exactly as before.
+#[must_use]
 pub struct MetricProcessor {
     registry: AttributeRegistry,
     builders: Vec<Box<dyn MetricBuilder>>,
@@ -48,6 +49,8 @@ pub struct MetricProcessor {
     /// positions they have asked classes over.
     classes: RecordClasses,
     class_mask: u64,
+    /// Whether record classes are computed (see [`MetricProcessor::set_memo`]).
+    memo: bool,
 }
 
 impl fmt::Debug for MetricProcessor {
@@ -98,6 +101,7 @@ impl MetricProcessor {
             spare: Vec::new(),
             classes: RecordClasses::default(),
             class_mask: 0,
+            memo: true,
         };
         for builder in builders {
             processor.add_boxed_builder(builder)?;
@@ -118,6 +122,14 @@ impl MetricProcessor {
         builder.bind(&self.registry)?;
         self.builders.push(builder);
         Ok(())
+    }
+
+    /// Whether the built-in builders may replay what they wrote for a combination of
+    /// values seen before (on by default). With it off every record's keys are built
+    /// and looked up again. The metrics are the same either way; only the speed
+    /// differs (`docs/PERFORMANCE.md`, "Metric processor: one rule, one place").
+    pub fn set_memo(&mut self, on: bool) {
+        self.memo = on;
     }
 
     /// The registry records are normalised against.
@@ -161,7 +173,7 @@ impl MetricProcessor {
                 return Err(error.into());
             }
         };
-        if self.class_mask != 0 {
+        if self.memo && self.class_mask != 0 {
             data.set_class(&mut self.classes, self.class_mask);
         }
         let build_context = BuildContext { now, old_now };

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::builders::MetricKind;
-use crate::error::PrometheusError;
+use crate::error::PrometheusKeyError;
 use crate::metrics::Metrics;
 
 fn is_name_start(b: u8) -> bool {
@@ -15,8 +15,8 @@ fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b':'
 }
 
-fn bad(key: &str, reason: &'static str) -> PrometheusError {
-    PrometheusError {
+fn bad(key: &str, reason: &'static str) -> PrometheusKeyError {
+    PrometheusKeyError {
         key: key.to_owned(),
         reason,
     }
@@ -24,7 +24,7 @@ fn bad(key: &str, reason: &'static str) -> PrometheusError {
 
 /// Splits a metric key into its family name and checks that the whole key is a valid
 /// series: `name` or `name{label="value",…}` with valid names and escaped values.
-pub fn split_series(key: &str) -> Result<&str, PrometheusError> {
+pub fn split_series(key: &str) -> Result<&str, PrometheusKeyError> {
     let bytes = key.as_bytes();
     let name_end = bytes.iter().position(|&b| b == b'{').unwrap_or(bytes.len());
     let name = &key[..name_end];
@@ -102,7 +102,7 @@ pub fn split_series(key: &str) -> Result<&str, PrometheusError> {
 pub fn render_prometheus(
     metrics: &Metrics,
     kind_of: impl Fn(&str) -> Option<MetricKind>,
-) -> Result<String, PrometheusError> {
+) -> Result<String, PrometheusKeyError> {
     let mut families: BTreeMap<&str, Vec<(&str, i64)>> = BTreeMap::new();
     for (key, value) in metrics.sorted() {
         let family = split_series(key)?;

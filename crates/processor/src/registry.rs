@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::RegistryError;
+use crate::file::{read_regular_file, MAX_REGISTRY_BYTES};
 use crate::types::{AttributeDef, AttributeType, DefaultValue};
 
 /// A validated, ordered list of attribute definitions.
@@ -110,11 +111,10 @@ impl AttributeRegistry {
     }
 
     /// Loads a registry file; the extension (`.toml` or `.json`) selects the format.
+    /// Only a regular file of at most [`crate::MAX_REGISTRY_BYTES`] is read (a FIFO, a
+    /// device or a longer file is refused, see [`crate::read_regular_file`]).
     pub fn from_path(path: &Path) -> Result<AttributeRegistry, RegistryError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RegistryError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = read_regular_file(path, MAX_REGISTRY_BYTES, "attribute registry")?;
         match path.extension().and_then(|e| e.to_str()) {
             Some(e) if e.eq_ignore_ascii_case("toml") => Self::from_toml_str(&text),
             Some(e) if e.eq_ignore_ascii_case("json") => Self::from_json_str(&text),

@@ -80,23 +80,10 @@ pub fn push_uint(out: &mut String, n: u64) {
     out.push(char::from(b'0' + (n % 10) as u8));
 }
 
-/// Appends sanitised text (only `[a-z0-9_]`) and a separator it cannot contain, so
-/// that concatenations stay unambiguous.
-pub(crate) fn push_sanitized_piece(out: &mut String, text: &str) {
-    out.push_str(text);
-    out.push('\u{1f}');
-}
-
-/// Appends `<length>:<text>`, so that concatenations of such pieces stay unambiguous.
-pub(crate) fn push_counted(out: &mut String, text: &str) {
-    push_uint(out, text.len() as u64);
-    out.push(':');
-    out.push_str(text);
-}
-
 /// Sanitises text for use in a metric name: each code point that is not an ASCII letter
 /// or digit becomes one `_` (so `é` gives one `_`, an emoji one `_`), then the result is
 /// lower-cased, or upper-cased when `uppercase` is set. Borrows when nothing changes.
+#[must_use]
 pub fn sanitize_str(text: &str, uppercase: bool) -> Cow<'_, str> {
     let clean = if uppercase {
         text.bytes()
@@ -116,11 +103,13 @@ pub fn sanitize_str(text: &str, uppercase: bool) -> Cow<'_, str> {
 /// Sanitises any JSON scalar, lower-case variant: the scalar is first rendered as text
 /// the way [`render_scalar`] does (`true` → `True`, `null` → `None`), then sanitised.
 /// Returns `None` for arrays and objects, which have no metric-name form.
+#[must_use]
 pub fn sanitize_field_value(value: &JsonValue<'_>) -> Option<String> {
     sanitize_value(value, false)
 }
 
 /// The upper-case variant of [`sanitize_field_value`].
+#[must_use]
 pub fn sanitize_field_value_upper(value: &JsonValue<'_>) -> Option<String> {
     sanitize_value(value, true)
 }
@@ -133,8 +122,7 @@ fn sanitize_value(value: &JsonValue<'_>, uppercase: bool) -> Option<String> {
 
 /// Renders a JSON scalar as the reference renders a value as text: `null` → `None`,
 /// booleans → `True` / `False`, integers in decimal, floats in the shortest form that
-/// reads back to the same double (`1.0`, `0.0001`, `1e-05`, `1e+16`, see
-/// [`write_float`]), strings as they are. Returns `None` for arrays and objects.
+/// reads back to the same double (`1.0`, `0.0001`, `1e-05`, `1e+16`), strings as they are. Returns `None` for arrays and objects.
 pub fn render_scalar(value: &JsonValue<'_>, out: &mut String) -> Option<()> {
     match value {
         JsonValue::Null => out.push_str("None"),
@@ -147,7 +135,8 @@ pub fn render_scalar(value: &JsonValue<'_>, out: &mut String) -> Option<()> {
     Some(())
 }
 
-/// Appends a number: integers in decimal, floats as [`write_float`] does.
+/// Appends a number: integers in decimal, floats in the shortest form that reads back
+/// to the same double, as [`render_scalar`] renders them.
 pub fn write_number(n: JsonNumber, out: &mut String) {
     match n {
         JsonNumber::PosInt(u) => {
@@ -164,7 +153,7 @@ pub fn write_number(n: JsonNumber, out: &mut String) {
 /// to the same value; positional notation with at least one fractional digit when the
 /// decimal exponent is in −5 < e < 16 (`1.0`, `0.0001`, `1000000000000000.0`),
 /// otherwise scientific with a signed two-digit-minimum exponent (`1e-05`, `1.5e+16`).
-pub fn write_float(f: f64, out: &mut String) {
+pub(crate) fn write_float(f: f64, out: &mut String) {
     if f.is_nan() {
         out.push_str("nan");
         return;
@@ -222,7 +211,7 @@ pub fn write_float(f: f64, out: &mut String) {
 /// Reusable buffers for [`write_gpu_identifier`], so that building identifiers
 /// allocates nothing once the buffers have grown.
 #[derive(Debug, Default)]
-pub struct GpuIdScratch {
+pub(crate) struct GpuIdScratch {
     names: String,
     entries: Vec<(u32, u32, u32)>,
 }
@@ -232,7 +221,7 @@ pub struct GpuIdScratch {
 /// count 1): the number of GPUs, then for each distinct upper-case sanitised name in
 /// code-point order `_<NAME>_<count>` (`3_NVIDIA_A100_2_NVIDIA_V100_1`; an empty list
 /// gives `0_`).
-pub fn write_gpu_identifier<'s, I>(gpus: I, out: &mut String, scratch: &mut GpuIdScratch)
+pub(crate) fn write_gpu_identifier<'s, I>(gpus: I, out: &mut String, scratch: &mut GpuIdScratch)
 where
     I: IntoIterator<Item = (&'s str, u32)>,
 {
@@ -243,23 +232,23 @@ where
         total += u64::from(count);
         let start = scratch.names.len();
         sanitize_into(&mut scratch.names, gpu, true);
-        let end = scratch.names.len();
-        let name = &scratch.names[start..end];
-        let names = &scratch.names;
-        if let Some(entry) = scratch
+        scratch
             .entries
-            .iter_mut()
-            .find(|(s, e, _)| &names[*s as usize..*e as usize] == name)
-        {
-            entry.2 += count;
-            scratch.names.truncate(start);
-        } else {
-            scratch.entries.push((start as u32, end as u32, count));
-        }
+            .push((start as u32, scratch.names.len() as u32, count));
     }
+    // Sorted by name, then equal names (distinct raw names can sanitise alike) merged:
+    // n log n in the number of names, where a search per name would be quadratic.
     let names = &scratch.names;
-    scratch.entries.sort_unstable_by(|a, b| {
-        names[a.0 as usize..a.1 as usize].cmp(&names[b.0 as usize..b.1 as usize])
+    let name = |(s, e, _): &(u32, u32, u32)| &names[*s as usize..*e as usize];
+    scratch
+        .entries
+        .sort_unstable_by(|a, b| name(a).cmp(name(b)));
+    scratch.entries.dedup_by(|later, kept| {
+        let equal = name(later) == name(kept);
+        if equal {
+            kept.2 += later.2;
+        }
+        equal
     });
     push_uint(out, total);
     out.push('_');
@@ -273,7 +262,10 @@ where
     }
 }
 
-/// The GPU identifier of a list (see [`write_gpu_identifier`]).
+/// The GPU identifier of a list: the number of GPUs, then for each distinct upper-case
+/// sanitised name in code-point order `_<NAME>_<count>` (`3_NVIDIA_A100_2_NVIDIA_V100_1`;
+/// an empty list gives `0_`).
+#[must_use]
 pub fn create_gpu_identifier<S: AsRef<str>>(gpus: &[S]) -> String {
     let mut out = String::new();
     write_gpu_identifier(

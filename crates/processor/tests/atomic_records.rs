@@ -8,7 +8,7 @@ use nixl_telemetry_processor::{
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/tao_processor/"
+    "/../../tests/data/tao_processor/"
 );
 
 fn at(text: &str) -> Context {

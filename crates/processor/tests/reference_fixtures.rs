@@ -1,4 +1,4 @@
-//! The processor against the golden data in `shared/fixtures/tao_processor/`:
+//! The processor against the golden data in `tests/data/tao_processor/`:
 //! every unit case, every expected file with its builder configuration, and the
 //! time builder's trace line by line.
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/tao_processor/"
+    "/../../tests/data/tao_processor/"
 );
 
 fn read(name: &str) -> String {

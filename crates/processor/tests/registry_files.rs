@@ -4,7 +4,8 @@
 
 use nixl_telemetry_processor::{
     builders_from_list, AttributeDef, AttributeRegistry, AttributeType, BindError, Context,
-    DefaultValue, MetricProcessor, Metrics, RegistryError, Timestamp,
+    DefaultValue, FileError, MetricProcessor, Metrics, RegistryError, Timestamp,
+    MAX_REGISTRY_BYTES,
 };
 
 const FRAMEWORK_TOML: &str = r#"
@@ -105,8 +106,58 @@ fn registry_files_load_by_extension() {
     ));
     assert!(matches!(
         AttributeRegistry::from_path(&dir.join("missing.toml")),
-        Err(RegistryError::Io { .. })
+        Err(RegistryError::File(FileError::Io { .. }))
     ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A registry that is a device, a FIFO or an endless file is refused at once with a
+/// message saying what it is, instead of filling memory or waiting for a writer.
+#[test]
+fn devices_fifos_and_oversized_registries_are_refused() {
+    let dir = tempfile_dir();
+    let zero = dir.join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let err = AttributeRegistry::from_path(&zero).unwrap_err();
+    assert!(
+        matches!(err, RegistryError::File(FileError::NotRegular { .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("a character device"), "{err}");
+
+    let fifo = dir.join("fifo.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (done, waited) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = done.send(
+            AttributeRegistry::from_path(&path)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+        );
+    });
+    let result = waited
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a FIFO registry must not block");
+    let err = result.unwrap_err();
+    assert!(err.contains("a FIFO, not a regular file"), "{err}");
+
+    let big = dir.join("big.toml");
+    let mut text = String::from("include_defaults = true\n");
+    while text.len() as u64 <= MAX_REGISTRY_BYTES {
+        text.push_str("# padding padding padding padding padding padding padding\n");
+    }
+    std::fs::write(&big, &text).unwrap();
+    let err = AttributeRegistry::from_path(&big).unwrap_err();
+    assert!(
+        matches!(err, RegistryError::File(FileError::TooLarge { .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("1048576 bytes"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -3,12 +3,10 @@
 use std::borrow::Cow;
 
 use crate::error::{BindError, BuildError};
-use crate::extract::{AttrValue, NameGroups, TelemetryData};
-use crate::metrics::{ClassMemo, MetricsUpdate, SlotCache};
+use crate::extract::{NameGroups, TelemetryData};
+use crate::metrics::{ClassMemo, MetricsUpdate, Write};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{
-    push_counted, push_sanitized_piece, push_uint, write_gpu_identifier, GpuIdScratch,
-};
+use crate::sanitize::{write_gpu_identifier, GpuIdScratch};
 use crate::types::AttributeType;
 
 use super::{bind_attribute, class_mask, truthy_at, BuildContext, MetricBuilder, MetricKind};
@@ -35,19 +33,17 @@ enum Part {
 /// absent) if the registry has them; the GPU identifier is
 /// [`crate::create_gpu_identifier`]'s.
 #[derive(Debug)]
+#[must_use]
 pub struct ComprehensiveMetricsBuilder {
     parts: Option<Vec<Part>>,
     first_prefix: String,
     success: Option<usize>,
     gpus: Option<usize>,
-    /// Slots by the short form of the name's inputs.
-    slots: SlotCache<1>,
-    /// The name's slot per record class.
-    classes: ClassMemo<1>,
+    /// Per record class: the write the rules below made for it.
+    classes: ClassMemo,
     /// The attribute positions the name depends on (0: none usable).
     mask: u64,
-    short: String,
-    value: String,
+    key: String,
     scratch: GpuIdScratch,
 }
 
@@ -58,11 +54,9 @@ impl Default for ComprehensiveMetricsBuilder {
             first_prefix: String::new(),
             success: None,
             gpus: None,
-            slots: SlotCache::new(1 << 16),
             classes: ClassMemo::new(1 << 16),
             mask: 0,
-            short: String::new(),
-            value: String::new(),
+            key: String::new(),
             scratch: GpuIdScratch::default(),
         }
     }
@@ -136,62 +130,35 @@ impl MetricBuilder for ComprehensiveMetricsBuilder {
             .as_deref()
             .ok_or_else(|| BuildError::Custom("comprehensive builder used before bind".into()))?;
         let class = data.class(self.mask);
-        if let Some(memo) = class.and_then(|c| self.classes.get(metrics, c)) {
-            if let Some(slot) = memo.slot(0) {
-                return metrics.add_at(slot, 1).map(drop);
-            }
+        if let Some(writes) = self.classes.get(metrics, class, 0) {
+            return metrics.apply(writes, 0);
         }
         let success = truthy_at(data, self.success);
         let gpus = match self.gpus.and_then(|i| data.groups_at(i)) {
             Some(groups) => groups,
             None => Cow::Owned(NameGroups::from_names(["unknown"])),
         };
-        // The short form: every input of the name, sanitised text ended by a separator
-        // it cannot contain, other text as `<length>:<text>`.
-        let short = &mut self.short;
-        short.clear();
+        let key = &mut self.key;
+        key.clear();
         for part in parts {
             match part {
-                Part::Attribute { index, .. } => match data.at(*index) {
-                    AttrValue::String(v) => push_sanitized_piece(short, v),
-                    other => {
-                        self.value.clear();
-                        other.write_text(&mut self.value);
-                        push_counted(short, &self.value);
-                    }
-                },
-                Part::Status => short.push(if success { 'p' } else { 'f' }),
-            }
-        }
-        for (name, count) in gpus.iter() {
-            push_counted(short, name);
-            push_uint(short, u64::from(count));
-            short.push(';');
-        }
-        let scratch = &mut self.scratch;
-        let mut entry = self.slots.entry(metrics, short);
-        entry.add(metrics, 0, 1, |key| {
-            for part in parts {
-                match part {
-                    Part::Attribute { index, prefix } => {
-                        key.push_str(prefix);
-                        data.at(*index).write_text(key);
-                    }
-                    Part::Status => key.push_str(if success {
-                        "status_pass"
-                    } else {
-                        "status_fail"
-                    }),
+                Part::Attribute { index, prefix } => {
+                    key.push_str(prefix);
+                    data.at(*index).write_text(key);
                 }
-                key.push('_');
+                Part::Status => key.push_str(if success {
+                    "status_pass"
+                } else {
+                    "status_fail"
+                }),
             }
-            key.push_str("gpu_");
-            write_gpu_identifier(gpus.iter(), key, scratch);
-        })?;
-        if let Some(class) = class {
-            let slot = entry.slot(0);
-            self.classes.insert(metrics, class, [slot], 0, &[]);
+            key.push('_');
         }
+        key.push_str("gpu_");
+        write_gpu_identifier(gpus.iter(), key, &mut self.scratch);
+        let writes = [Write::per_job(metrics.slot(key)?, 1)];
+        metrics.apply(&writes, 0)?;
+        self.classes.insert(metrics, class, &writes, false);
         Ok(())
     }
 

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, ListValue, NameGroups, TelemetryData};
 use crate::hash::KeyHashState;
-use crate::metrics::{ClassMemo, MetricsUpdate, Slot, SlotCache};
+use crate::metrics::{ClassMemo, MetricsUpdate, Write};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{escape_label_value_into, push_counted, push_sanitized_piece, push_uint};
+use crate::sanitize::{escape_label_value_into, push_uint};
 use crate::types::AttributeType;
 use crate::unicode::{is_alpha, is_digit, push_upper};
 
@@ -119,6 +119,7 @@ const PREFIXES_SKIPPED_FOR_FALLBACK: [&str; 4] = ["NVIDIA", "GEFORCE", "QUADRO",
 /// `L40S`/`L40`/`L4`; the first part with both a digit and a letter that is not a vendor
 /// or family word; the first non-empty part that is not a vendor word; else the name
 /// without `NVIDIA_` and `GEFORCE_`.
+#[must_use]
 pub fn extract_gpu_type(gpu_name: &str) -> String {
     let mut upper = String::with_capacity(gpu_name.len());
     push_upper(&mut upper, gpu_name);
@@ -188,13 +189,18 @@ pub fn extract_gpu_type(gpu_name: &str) -> String {
 /// The primary GPU type of a job: the first type in [`GPU_PRIORITY`] the job uses; if
 /// none is listed, the most frequent type, and among equally frequent ones the one that
 /// comes first in the job's list. `unknown` for an empty list.
+#[must_use]
 pub fn extract_primary_gpu<S: AsRef<str>>(gpus: &[S]) -> String {
     let mut types: Vec<(String, usize)> = Vec::new();
+    let mut position: HashMap<String, usize, KeyHashState> = HashMap::default();
     for gpu in gpus {
         let t = extract_gpu_type(gpu.as_ref());
-        match types.iter_mut().find(|(name, _)| *name == t) {
-            Some(entry) => entry.1 += 1,
-            None => types.push((t, 1)),
+        match position.get(&t) {
+            Some(&i) => types[i].1 += 1,
+            None => {
+                position.insert(t.clone(), types.len());
+                types.push((t, 1));
+            }
         }
     }
     choose_primary(types.iter().map(|(t, c)| (t, *c, priority_rank(t))))
@@ -245,8 +251,6 @@ struct GpuType {
     rank: Option<usize>,
     /// `tao_job_gpu_total{tao_gpu_type="<name>"}`.
     total_key: String,
-    /// Where `total_key` is in the metrics, once written (checked before each use).
-    total_slot: Option<Slot>,
 }
 
 /// GPU name → type, remembered so each distinct name is analysed once.
@@ -280,7 +284,6 @@ impl GpuTypeCache {
                     rank: priority_rank(&name),
                     name,
                     total_key,
-                    total_slot: None,
                 });
                 id
             }
@@ -313,26 +316,23 @@ impl GpuTypeCache {
 /// and `tao_gpu_count`. Label values are escaped as the Prometheus text format
 /// requires. Uses `gpus` (empty if absent), `success` and `time_lapsed` if present.
 #[derive(Debug)]
+#[must_use]
 pub struct LabeledMetricsBuilder {
     labels: Option<Vec<(String, LabelSource)>>,
     success: Option<usize>,
     gpus: Option<usize>,
     time_lapsed: Option<usize>,
     cache: GpuTypeCache,
-    /// Slots of the three job families, by the label values' short form.
-    jobs: SlotCache<3>,
-    /// Per record class: the three job families' slots (duration and GPU time once
-    /// written), the GPU count, and each GPU type's total slot with its count.
-    classes: ClassMemo<3>,
+    /// Per record class: the writes the rules below made for it.
+    classes: ClassMemo,
     /// The attribute positions the keys depend on (0: none usable).
     mask: u64,
-    type_slots: Vec<(Slot, i64)>,
+    writes: Vec<Write>,
     /// Per-type counts of the current job, in first-appearance order.
     counts: Vec<(u32, usize)>,
-    /// The label values of the current job (sanitised text ended by a separator it
-    /// cannot contain, other text as `<length>:<text>`): a short form
-    /// that determines the label text.
-    short: String,
+    /// By type id: its position in `counts` while a job is grouped, else `u32::MAX`.
+    count_at: Vec<u32>,
+    key: String,
     value: String,
 }
 
@@ -344,12 +344,12 @@ impl Default for LabeledMetricsBuilder {
             gpus: None,
             time_lapsed: None,
             cache: GpuTypeCache::default(),
-            jobs: SlotCache::new(Self::MAX_LABEL_SETS),
             classes: ClassMemo::new(Self::MAX_LABEL_SETS),
             mask: 0,
-            type_slots: Vec::new(),
+            writes: Vec::new(),
             counts: Vec::new(),
-            short: String::new(),
+            count_at: Vec::new(),
+            key: String::new(),
             value: String::new(),
         }
     }
@@ -391,28 +391,6 @@ impl JobLabels<'_, '_> {
         }
         out.push('}');
     }
-
-    /// Appends the short form of the label values (see `LabeledMetricsBuilder::short`).
-    fn write_short(&self, out: &mut String, value: &mut String) {
-        for (_, source) in self.labels {
-            match source {
-                LabelSource::Attribute(index) => match self.data.at(*index) {
-                    AttrValue::String(v) => push_sanitized_piece(out, v),
-                    other => {
-                        value.clear();
-                        other.write_text(value);
-                        push_counted(out, value);
-                    }
-                },
-                LabelSource::Status => out.push(if self.success { 'p' } else { 'f' }),
-                LabelSource::PrimaryGpu => push_counted(out, self.primary),
-                LabelSource::GpuCount => {
-                    push_uint(out, self.gpu_count as u64);
-                    out.push(';');
-                }
-            }
-        }
-    }
 }
 
 impl LabeledMetricsBuilder {
@@ -421,7 +399,7 @@ impl LabeledMetricsBuilder {
         LabeledMetricsBuilder::default()
     }
 
-    /// Label sets remembered before the slot cache starts over.
+    /// Record classes remembered before the memo starts over.
     const MAX_LABEL_SETS: usize = 1 << 16;
 }
 
@@ -479,30 +457,11 @@ impl MetricBuilder for LabeledMetricsBuilder {
             .as_deref()
             .ok_or_else(|| BuildError::Custom("labeled builder used before bind".into()))?;
         let time_lapsed = integer_at(data, self.time_lapsed);
-        // Seen this class before: the same keys, in the same order, as long as the
-        // families this record writes have their slots.
+        // Seen this class before: the same writes, as long as they include those that
+        // scale with time when this record's time is positive.
         let class = data.class(self.mask);
-        if let Some(memo) = class.and_then(|c| self.classes.get(metrics, c)) {
-            let [total, duration, gpu_time] = [memo.slot(0), memo.slot(1), memo.slot(2)];
-            let timed = match (time_lapsed > 0, duration, gpu_time) {
-                (false, _, _) => Some(None),
-                (true, Some(duration), Some(gpu_time)) => memo
-                    .value()
-                    .checked_mul(time_lapsed)
-                    .map(|amount| Some((duration, gpu_time, amount))),
-                (true, _, _) => None,
-            };
-            if let (Some(total), Some(timed)) = (total, timed) {
-                metrics.add_at(total, 1)?;
-                if let Some((duration, gpu_time, amount)) = timed {
-                    metrics.add_at(duration, time_lapsed)?;
-                    metrics.add_at(gpu_time, amount)?;
-                }
-                for (slot, count) in memo.amounts() {
-                    metrics.add_at(slot, count)?;
-                }
-                return Ok(());
-            }
+        if let Some(writes) = self.classes.get(metrics, class, time_lapsed) {
+            return metrics.apply(writes, time_lapsed);
         }
         let gpus = match self.gpus.map(|i| data.at(i)) {
             Some(AttrValue::List(list)) => *list,
@@ -511,17 +470,29 @@ impl MetricBuilder for LabeledMetricsBuilder {
         let gpu_count = gpus.len();
 
         self.cache.trim();
+        self.count_at.truncate(self.cache.types.len());
         self.counts.clear();
         let groups = match self.gpus.and_then(|i| data.groups_at(i)) {
             Some(groups) => groups,
             None => Cow::Owned(NameGroups::from_names([])),
         };
+        // Counts by type id, in first-appearance order; `count_at[id]` is the type's
+        // position in `counts` (u32::MAX: not yet), so the grouping stays linear.
         for (gpu, count) in groups.iter() {
-            let id = self.cache.id(gpu);
-            match self.counts.iter_mut().find(|(t, _)| *t == id) {
-                Some(entry) => entry.1 += count as usize,
-                None => self.counts.push((id, count as usize)),
+            let id = self.cache.id(gpu) as usize;
+            if self.count_at.len() <= id {
+                self.count_at.resize(id + 1, u32::MAX);
             }
+            match self.count_at[id] {
+                u32::MAX => {
+                    self.count_at[id] = self.counts.len() as u32;
+                    self.counts.push((id as u32, count as usize));
+                }
+                at => self.counts[at as usize].1 += count as usize,
+            }
+        }
+        for &(id, _) in &self.counts {
+            self.count_at[id as usize] = u32::MAX;
         }
         let types = &self.cache.types;
         let primary: &str = if gpu_count == 0 {
@@ -542,50 +513,27 @@ impl MetricBuilder for LabeledMetricsBuilder {
             primary,
             gpu_count,
         };
-        self.short.clear();
-        job.write_short(&mut self.short, &mut self.value);
-
-        let value = &mut self.value;
-        let mut jobs = self.jobs.entry(metrics, &self.short);
-        let mut add = |jobs: &mut crate::metrics::SlotEntry<'_, 3>,
-                       which: usize,
-                       family: &str,
-                       delta: i64| {
-            jobs.add(metrics, which, delta, |key| {
-                key.push_str(family);
-                job.write_text(key, value);
-            })
+        let (key, value, writes) = (&mut self.key, &mut self.value, &mut self.writes);
+        writes.clear();
+        let mut family = |name: &str| -> Result<crate::metrics::Slot, BuildError> {
+            key.clear();
+            key.push_str(name);
+            job.write_text(key, value);
+            metrics.slot(key)
         };
-        add(&mut jobs, 0, JOB_TOTAL, 1)?;
+        writes.push(Write::per_job(family(JOB_TOTAL)?, 1));
         if time_lapsed > 0 {
-            add(&mut jobs, 1, JOB_DURATION_SUM, time_lapsed)?;
-            let gpu_time = i64::try_from(gpu_count)
-                .ok()
-                .and_then(|n| n.checked_mul(time_lapsed))
-                .ok_or_else(|| {
-                    let mut key = JOB_GPU_TIME_SUM.to_owned();
-                    job.write_text(&mut key, &mut String::new());
-                    BuildError::Overflow { key }
-                })?;
-            add(&mut jobs, 2, JOB_GPU_TIME_SUM, gpu_time)?;
+            let gpus = i64::try_from(gpu_count).unwrap_or(i64::MAX);
+            writes.push(Write::per_time(family(JOB_DURATION_SUM)?, 1));
+            writes.push(Write::per_time(family(JOB_GPU_TIME_SUM)?, gpus));
         }
-        let job_slots = [jobs.slot(0), jobs.slot(1), jobs.slot(2)];
-        self.type_slots.clear();
         for &(id, count) in &self.counts {
-            let gpu_type = &mut self.cache.types[id as usize];
-            let slot = match gpu_type.total_slot {
-                Some(slot) if metrics.is_current(slot) => slot,
-                _ => *gpu_type
-                    .total_slot
-                    .insert(metrics.slot(&gpu_type.total_key)?),
-            };
-            metrics.add_at(slot, count as i64)?;
-            self.type_slots.push((slot, count as i64));
+            let total_key = &self.cache.types[id as usize].total_key;
+            writes.push(Write::per_job(metrics.slot(total_key)?, count as i64));
         }
-        if let (Some(class), Ok(gpu_count)) = (class, i64::try_from(gpu_count)) {
-            self.classes
-                .insert(metrics, class, job_slots, gpu_count, &self.type_slots);
-        }
+        metrics.apply(&self.writes, time_lapsed)?;
+        self.classes
+            .insert(metrics, class, &self.writes, time_lapsed > 0);
         Ok(())
     }
 

@@ -2,9 +2,9 @@
 
 use crate::error::{BindError, BuildError};
 use crate::extract::{AttrValue, TelemetryData};
-use crate::metrics::{ClassMemo, MetricsUpdate, Slot, SlotCache};
+use crate::metrics::{ClassMemo, MetricsUpdate, Write};
 use crate::registry::AttributeRegistry;
-use crate::sanitize::{push_sanitized_piece, sanitize_into};
+use crate::sanitize::sanitize_into;
 use crate::types::AttributeType;
 
 use super::{bind_attribute, class_mask, truthy_at, BuildContext, MetricBuilder, MetricKind};
@@ -29,17 +29,14 @@ struct Slots {
 /// Needs the string attributes `action`, `version`, `network`, the boolean `success`
 /// and the list `gpus`.
 #[derive(Debug)]
+#[must_use]
 pub struct LegacyMetricsBuilder {
     slots: Option<Slots>,
-    /// Slots of the three job counters by their inputs.
-    jobs: SlotCache<3>,
-    /// Per record class: the three job counters' slots, and each GPU counter's slot
-    /// with the number of such GPUs.
-    classes: ClassMemo<3>,
+    /// Per record class: the writes the rules below made for it.
+    classes: ClassMemo,
     /// The attribute positions the keys depend on (0: none usable).
     mask: u64,
-    gpu_slots: Vec<(Slot, i64)>,
-    short: String,
+    writes: Vec<Write>,
     key: String,
 }
 
@@ -47,11 +44,9 @@ impl Default for LegacyMetricsBuilder {
     fn default() -> Self {
         LegacyMetricsBuilder {
             slots: None,
-            jobs: SlotCache::new(1 << 16),
             classes: ClassMemo::new(1 << 16),
             mask: 0,
-            gpu_slots: Vec::new(),
-            short: String::new(),
+            writes: Vec::new(),
             key: String::new(),
         }
     }
@@ -108,71 +103,51 @@ impl MetricBuilder for LegacyMetricsBuilder {
         let slots = self
             .slots
             .ok_or_else(|| BuildError::Custom("legacy builder used before bind".into()))?;
-        // Seen this class before: the same keys, in the same order.
+        // Seen this class before: the same writes.
         let class = data.class(self.mask);
-        if let Some(memo) = class.and_then(|c| self.classes.get(metrics, c)) {
-            for which in 0..3 {
-                if let Some(slot) = memo.slot(which) {
-                    metrics.add_at(slot, 1)?;
-                }
-            }
-            for (slot, count) in memo.amounts() {
-                metrics.add_at(slot, count)?;
-            }
-            return Ok(());
+        if let Some(writes) = self.classes.get(metrics, class, 0) {
+            return metrics.apply(writes, 0);
         }
         let action = text(data, slots.action);
         let version = text(data, slots.version);
         let network = text(data, slots.network);
         let pass = truthy_at(data, Some(slots.success));
 
-        // The three job counters share one slot-cache entry: action, version, network
-        // (sanitised, so a separator they cannot contain keeps them apart) and status.
-        let short = &mut self.short;
-        short.clear();
-        for piece in [action, version, network] {
-            push_sanitized_piece(short, piece);
-        }
-        short.push(if pass { 'p' } else { 'f' });
-        let mut entry = self.jobs.entry(metrics, short);
-        entry.add(metrics, 0, 1, |key| {
-            key.push_str("total_action_");
-            key.push_str(action);
-            key.push_str(if pass { "_pass" } else { "_fail" });
-        })?;
-        entry.add(metrics, 1, 1, |key| {
-            key.push_str("version_");
-            key.push_str(version);
-            key.push_str("_action_");
-            key.push_str(action);
-        })?;
-        entry.add(metrics, 2, 1, |key| {
-            key.push_str("network_");
-            key.push_str(network);
-            key.push_str("_action_");
-            key.push_str(action);
-        })?;
-        let job_slots = [entry.slot(0), entry.slot(1), entry.slot(2)];
-
         let key = &mut self.key;
-        self.gpu_slots.clear();
+        let writes = &mut self.writes;
+        writes.clear();
+        let mut count = |key: &mut String, amount: i64| -> Result<(), BuildError> {
+            writes.push(Write::per_job(metrics.slot(key)?, amount));
+            key.clear();
+            Ok(())
+        };
+        key.clear();
+        key.push_str("total_action_");
+        key.push_str(action);
+        key.push_str(if pass { "_pass" } else { "_fail" });
+        count(key, 1)?;
+        key.push_str("version_");
+        key.push_str(version);
+        key.push_str("_action_");
+        key.push_str(action);
+        count(key, 1)?;
+        key.push_str("network_");
+        key.push_str(network);
+        key.push_str("_action_");
+        key.push_str(action);
+        count(key, 1)?;
         if let Some(groups) = data.groups_at(slots.gpus) {
-            // Equal names add up in one step: the same result as one add per entry.
-            for (gpu, count) in groups.iter() {
-                key.clear();
+            // Equal names add up in one write: the same result as one add per entry.
+            for (gpu, n) in groups.iter() {
                 key.push_str("gpu_");
                 sanitize_into(key, gpu, false);
                 key.push_str("_action_");
                 key.push_str(action);
-                let slot = metrics.slot(key)?;
-                metrics.add_at(slot, i64::from(count))?;
-                self.gpu_slots.push((slot, i64::from(count)));
+                count(key, i64::from(n))?;
             }
         }
-        if let Some(class) = class {
-            self.classes
-                .insert(metrics, class, job_slots, 0, &self.gpu_slots);
-        }
+        metrics.apply(&self.writes, 0)?;
+        self.classes.insert(metrics, class, &self.writes, false);
         Ok(())
     }
 

@@ -18,6 +18,7 @@ const TIME_LAPSED_TODAY: &str = "time_lapsed_today";
 ///
 /// Uses the integer attribute `time_lapsed` if the registry has one (0 otherwise).
 #[derive(Debug, Default)]
+#[must_use]
 pub struct TimeMetricsBuilder {
     time_lapsed: Option<usize>,
     /// Where `time_lapsed_today` is in the metrics, once known.

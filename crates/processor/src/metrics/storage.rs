@@ -1,0 +1,467 @@
+//! Storage: the metrics map (integer values by key, plus the processor's
+//! `last_updated` timestamp), its JSON form, and the undo log that lets a record be
+//! applied wholly or not at all. Memory grows with the number of distinct keys only.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+use crate::error::{BuildError, StateError};
+use crate::hash::KeyHashState;
+use crate::time::Timestamp;
+
+/// The key under which the processor's timestamp is serialised.
+pub const LAST_UPDATED: &str = "last_updated";
+
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+fn next_generation() -> u64 {
+    NEXT_GENERATION.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Integer metrics by key, and the time of the last applied record.
+///
+/// Serialised as one flat JSON object whose keys are sorted by code point, every value
+/// an integer except `last_updated`, a string (see [`Metrics::write_json`]).
+///
+/// Each key gets a dense slot number when first written; values live in one vector, so
+/// builders that remember slots ([`crate::MetricsUpdate::slot`]) update them without hashing
+/// their keys again.
+#[derive(Debug)]
+#[must_use]
+pub struct Metrics {
+    index: HashMap<Box<str>, u32, KeyHashState>,
+    values: Vec<i64>,
+    /// Changes whenever slot numbers may have been reused (new map, clone, roll-back).
+    generation: u64,
+    last_updated: Option<Stamp>,
+}
+
+/// `last_updated`: text as loaded (parsed only when needed, like the reference does),
+/// or the timestamp of the last applied record (formatted only when shown).
+#[derive(Debug, Clone)]
+pub(crate) enum Stamp {
+    Text(String),
+    Time(Timestamp),
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            index: HashMap::default(),
+            values: Vec::new(),
+            generation: next_generation(),
+            last_updated: None,
+        }
+    }
+}
+
+impl Clone for Metrics {
+    fn clone(&self) -> Self {
+        Metrics {
+            index: self.index.clone(),
+            values: self.values.clone(),
+            generation: next_generation(),
+            last_updated: self.last_updated.clone(),
+        }
+    }
+}
+
+impl PartialEq for Metrics {
+    fn eq(&self, other: &Self) -> bool {
+        self.last_updated() == other.last_updated()
+            && self.len() == other.len()
+            && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Eq for Metrics {}
+
+impl Metrics {
+    /// An empty map.
+    pub fn new() -> Metrics {
+        Metrics::default()
+    }
+
+    /// Number of integer metrics (`last_updated` not counted).
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are no integer metrics.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The value of a metric.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<i64> {
+        self.index.get(key).map(|&id| self.values[id as usize])
+    }
+
+    /// Sets a metric. `last_updated` is reserved and refused.
+    pub fn insert(&mut self, key: &str, value: i64) -> Result<(), BuildError> {
+        if key == LAST_UPDATED {
+            return Err(BuildError::ReservedKey);
+        }
+        match self.index.get(key) {
+            Some(&id) => self.values[id as usize] = value,
+            None => {
+                self.push_new(key, value);
+            }
+        }
+        Ok(())
+    }
+
+    /// The dense number of a key, if present.
+    #[inline]
+    pub(super) fn id_of(&self, key: &str) -> Option<u32> {
+        self.index.get(key).copied()
+    }
+
+    /// The value under a dense number.
+    #[inline]
+    pub(super) fn value_at(&self, id: u32) -> i64 {
+        self.values[id as usize]
+    }
+
+    /// Changes whenever dense numbers may have been reused (new map, clone, roll-back).
+    #[inline]
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The key of a dense number (only for error messages: a scan of the index).
+    pub(super) fn key_of(&self, id: u32) -> String {
+        self.index
+            .iter()
+            .find(|(_, &i)| i == id)
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_default()
+    }
+
+    fn push_new(&mut self, key: &str, value: i64) -> u32 {
+        let id = self.values.len() as u32;
+        self.values.push(value);
+        self.index.insert(key.into(), id);
+        id
+    }
+
+    /// The metrics in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.index
+            .iter()
+            .map(|(k, &id)| (k.as_ref(), self.values[id as usize]))
+    }
+
+    /// The metrics sorted by key (code-point order).
+    #[must_use]
+    pub fn sorted(&self) -> Vec<(&str, i64)> {
+        let mut entries: Vec<(&str, i64)> = self.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        entries
+    }
+
+    /// The ISO time of the last applied record in the reference's form
+    /// (`2025-01-13T22:18:25.626509`, no fraction when the microsecond is 0), or the
+    /// text loaded with the metrics if no record has been applied since.
+    pub fn last_updated(&self) -> Option<Cow<'_, str>> {
+        match self.last_updated.as_ref()? {
+            Stamp::Text(s) => Some(Cow::Borrowed(s)),
+            Stamp::Time(t) => Some(Cow::Owned(t.to_string())),
+        }
+    }
+
+    /// Replaces the `last_updated` text (the processor parses it as the previous `now`).
+    pub fn set_last_updated(&mut self, value: Option<String>) {
+        self.last_updated = value.map(Stamp::Text);
+    }
+
+    pub(crate) fn stamp(&self) -> Option<&Stamp> {
+        self.last_updated.as_ref()
+    }
+
+    pub(crate) fn set_stamp(&mut self, now: Timestamp) {
+        self.last_updated = Some(Stamp::Time(now));
+    }
+
+    /// Reads a metrics document: a JSON object of integers, plus an optional
+    /// `last_updated` string (or `null`).
+    pub fn from_json_str(text: &str) -> Result<Metrics, StateError> {
+        let value: Value = serde_json::from_str(text).map_err(StateError::Json)?;
+        Metrics::from_json_value(&value)
+    }
+
+    /// Reads a parsed metrics document (see [`Metrics::from_json_str`]).
+    pub fn from_json_value(value: &Value) -> Result<Metrics, StateError> {
+        let map = value.as_object().ok_or(StateError::NotAnObject {
+            found: json_kind(value),
+        })?;
+        let mut metrics = Metrics::new();
+        metrics.values.reserve(map.len());
+        metrics.index.reserve(map.len());
+        for (key, v) in map {
+            if key == LAST_UPDATED {
+                metrics.last_updated = match v {
+                    Value::String(s) => Some(Stamp::Text(s.clone())),
+                    Value::Null => None,
+                    other => {
+                        return Err(StateError::BadValue {
+                            key: key.clone(),
+                            expected: "a string",
+                            found: json_kind(other),
+                        })
+                    }
+                };
+                continue;
+            }
+            let n = v.as_i64().ok_or_else(|| StateError::BadValue {
+                key: key.clone(),
+                expected: "a 64-bit integer",
+                found: json_kind(v),
+            })?;
+            metrics.push_new(key, n);
+        }
+        Ok(metrics)
+    }
+
+    /// Writes the metrics as JSON the way the reference's state files are written:
+    /// keys sorted by code point, one member per line indented by one space, `": "`
+    /// between key and value, non-ASCII text as is, and a trailing newline.
+    pub fn write_json<W: io::Write>(&self, mut out: W) -> io::Result<()> {
+        out.write_all(self.to_json_string().as_bytes())
+    }
+
+    /// The text [`Metrics::write_json`] writes.
+    #[must_use]
+    pub fn to_json_string(&self) -> String {
+        let entries = self.sorted();
+        let mut s =
+            String::with_capacity(entries.iter().map(|e| e.0.len() + 32).sum::<usize>() + 64);
+        let mut first = true;
+        let mut member = |s: &mut String, key: &str| {
+            s.push_str(if first { "{\n \"" } else { ",\n \"" });
+            first = false;
+            write_json_str(s, key);
+            s.push_str("\": ");
+        };
+        let last_updated = self.last_updated();
+        let mut pending_last = last_updated.as_deref();
+        for (key, value) in entries {
+            if let Some(last) = pending_last.filter(|_| LAST_UPDATED < key) {
+                member(&mut s, LAST_UPDATED);
+                s.push('"');
+                write_json_str(&mut s, last);
+                s.push('"');
+                pending_last = None;
+            }
+            member(&mut s, key);
+            let _ = write!(s, "{value}");
+        }
+        if let Some(last) = pending_last {
+            member(&mut s, LAST_UPDATED);
+            s.push('"');
+            write_json_str(&mut s, last);
+            s.push('"');
+        }
+        if first {
+            s.push_str("{}\n");
+        } else {
+            s.push_str("\n}\n");
+        }
+        s
+    }
+}
+
+/// Appends a JSON string body (without quotes), escaping `"`, `\` and control characters
+/// (`\b \f \n \r \t` by name, others as `\u00xx`) and leaving all other text as is.
+pub(crate) fn write_json_str(out: &mut String, text: &str) {
+    let needs = text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+    if !needs {
+        out.push_str(text);
+        return;
+    }
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a floating-point number",
+        Value::Number(n) if n.is_i64() => "an integer",
+        Value::Number(_) => "an integer out of the 64-bit range",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// One write to undo.
+#[derive(Debug, Clone, Copy)]
+enum Undo {
+    /// The slot held this value before.
+    Value(u32, i64),
+    /// The slot was created by this record; its key is the next one in `new_keys`
+    /// counting from the end.
+    Created(u32, u32),
+}
+
+/// Undo information for the record being applied, kept in buffers reused across
+/// records: previous values of written slots, and the keys this record created.
+#[derive(Debug, Default)]
+pub(crate) struct UndoLog {
+    entries: Vec<Undo>,
+    new_keys: String,
+}
+
+impl UndoLog {
+    /// Sets the value under `id`, remembering the old one.
+    #[inline]
+    pub(super) fn write(&mut self, metrics: &mut Metrics, id: u32, value: i64) {
+        let slot = &mut metrics.values[id as usize];
+        self.entries.push(Undo::Value(id, *slot));
+        *slot = value;
+    }
+
+    /// Creates `key` (absent from `metrics`) with `value`, remembering to remove it,
+    /// and returns its dense number. `last_updated` is refused.
+    pub(super) fn create(
+        &mut self,
+        metrics: &mut Metrics,
+        key: &str,
+        value: i64,
+    ) -> Result<u32, BuildError> {
+        if key == LAST_UPDATED {
+            return Err(BuildError::ReservedKey);
+        }
+        let start = self.new_keys.len() as u32;
+        self.new_keys.push_str(key);
+        let id = metrics.push_new(key, value);
+        self.entries.push(Undo::Created(id, start));
+        Ok(id)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+        self.new_keys.clear();
+    }
+
+    /// Puts back every value written since the last [`UndoLog::clear`], newest first,
+    /// and removes the keys created since then.
+    pub(crate) fn roll_back(&mut self, metrics: &mut Metrics) {
+        let mut end = self.new_keys.len();
+        let mut removed = false;
+        for &entry in self.entries.iter().rev() {
+            match entry {
+                Undo::Value(id, previous) => metrics.values[id as usize] = previous,
+                Undo::Created(id, start) => {
+                    let key = &self.new_keys[start as usize..end];
+                    end = start as usize;
+                    debug_assert_eq!(id as usize + 1, metrics.values.len());
+                    metrics.values.pop();
+                    metrics.index.remove(key);
+                    removed = true;
+                }
+            }
+        }
+        if removed {
+            metrics.generation = next_generation();
+        }
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::MetricsUpdate;
+
+    #[test]
+    fn json_is_sorted_with_last_updated_in_place() {
+        let mut m = Metrics::new();
+        m.insert("zeta", 1).unwrap();
+        m.insert("alpha", 5_000_000_000).unwrap();
+        m.insert("tab\there \"q\" é", -3).unwrap();
+        m.set_last_updated(Some("2025-01-13T00:00:00".into()));
+        let text = m.to_json_string();
+        assert_eq!(
+            text,
+            "{\n \"alpha\": 5000000000,\n \"last_updated\": \"2025-01-13T00:00:00\",\n \"tab\\there \\\"q\\\" é\": -3,\n \"zeta\": 1\n}\n"
+        );
+        assert_eq!(Metrics::from_json_str(&text).unwrap(), m);
+        assert_eq!(Metrics::new().to_json_string(), "{}\n");
+    }
+
+    #[test]
+    fn undo_restores_everything() {
+        let mut m = Metrics::new();
+        m.insert("a", 1).unwrap();
+        let before = m.clone();
+        let mut undo = UndoLog::default();
+        {
+            let mut up = MetricsUpdate::new(&mut m, &mut undo);
+            up.add("a", 2).unwrap();
+            up.add("b", 7).unwrap();
+            up.set("a", 40).unwrap();
+            let slot = up.slot("c").unwrap();
+            up.add_at(slot, 9).unwrap();
+            assert_eq!(up.get("c"), Some(9));
+            assert!(matches!(
+                up.add("a", i64::MAX),
+                Err(BuildError::Overflow { .. })
+            ));
+            assert!(matches!(
+                up.set(LAST_UPDATED, 1),
+                Err(BuildError::ReservedKey)
+            ));
+        }
+        assert_eq!(m.get("a"), Some(40));
+        let generation = m.generation;
+        undo.roll_back(&mut m);
+        assert_eq!(m, before);
+        assert_ne!(m.generation, generation, "removed keys invalidate slots");
+        assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn bad_state_values_are_named() {
+        let err = Metrics::from_json_str(r#"{"a": 1, "b": 1.5}"#).unwrap_err();
+        assert!(err.to_string().contains("`b`"), "{err}");
+        let err = Metrics::from_json_str(r#"{"last_updated": 3}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "metrics key `last_updated`: expected a string, found an integer"
+        );
+        let err = Metrics::from_json_str(r#"{"last_updated": 2.5}"#).unwrap_err();
+        assert!(
+            err.to_string().ends_with("found a floating-point number"),
+            "{err}"
+        );
+        let err = Metrics::from_json_str(r#"{"a": 18446744073709551615}"#).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("found an integer out of the 64-bit range"),
+            "{err}"
+        );
+        assert!(Metrics::from_json_str("[]").is_err());
+    }
+}
