@@ -81,7 +81,32 @@ impl Transport {
     }
 
     /// Posts `body` (already compressed as `signal` asks) within `timeout`.
+    ///
+    /// A request that fails before any answer, other than by a timeout, is
+    /// sent once more at once: the usual cause is a kept-alive connection the
+    /// collector closed (after a restart, say), and the second try opens a
+    /// new one. (A collector that is down refuses both at once.)
     pub(crate) fn post(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
+        let started = std::time::Instant::now();
+        match self.post_once(signal, body, timeout) {
+            Outcome::Retry {
+                after: None,
+                reason,
+            } if !reason.contains("timeout") && !reason.contains("timed out") => {
+                let left = timeout.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Outcome::Retry {
+                        after: None,
+                        reason,
+                    };
+                }
+                self.post_once(signal, body, left)
+            }
+            other => other,
+        }
+    }
+
+    fn post_once(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
         let mut request = self
             .agent
             .post(&signal.url)
@@ -96,10 +121,14 @@ impl Transport {
         let mut response = match request.send(body) {
             Ok(r) => r,
             Err(e) => {
+                let reason = match e {
+                    ureq::Error::Timeout(_) => format!("{}: timeout", signal.url),
+                    e => format!("cannot reach {}: {e}", signal.url),
+                };
                 return Outcome::Retry {
-                    reason: format!("cannot reach {}: {e}", signal.url),
+                    reason,
                     after: None,
-                }
+                };
             }
         };
         let status = response.status().as_u16();

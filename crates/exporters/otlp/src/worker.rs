@@ -93,6 +93,8 @@ struct Pending {
 struct SignalState {
     pending: Option<Pending>,
     not_before: Instant,
+    /// Until when the collector asked us (`Retry-After`) not to send.
+    server_wait: Option<Instant>,
     backoff: Backoff,
     failing: bool,
 }
@@ -102,6 +104,7 @@ impl SignalState {
         SignalState {
             pending: None,
             not_before: Instant::now(),
+            server_wait: None,
             backoff: Backoff::new(
                 pipeline.settings.retry_initial,
                 pipeline.settings.retry_max,
@@ -360,6 +363,7 @@ impl Worker {
                     tracing::info!(?signal, "the OTLP collector accepts requests again");
                 }
                 state.failing = false;
+                state.server_wait = None;
                 state.backoff.reset();
                 true
             }
@@ -371,6 +375,7 @@ impl Worker {
                 let state = self.state(signal);
                 let delay = state.backoff.next_delay().max(after.unwrap_or_default());
                 state.not_before = Instant::now() + delay;
+                state.server_wait = after.map(|a| Instant::now() + a);
                 state.pending = Some(pending);
                 if !state.failing {
                     tracing::warn!(?signal, %reason, "OTLP export failed; retrying with backoff");
@@ -403,13 +408,12 @@ impl Worker {
         tracing::warn!(?signal, %reason, events = pending.events, "OTLP request given up");
     }
 
-    /// The last export: current metrics and every queued event, each request
-    /// tried once (after a `Retry-After` that fits), all within the metrics
-    /// timeout; what is not delivered is counted as lost.
+    /// The last export: every queued event, then the current metrics, each
+    /// request tried once (after a `Retry-After` that fits), all within the
+    /// metrics timeout; what is not delivered is counted as lost.
     fn shutdown(&mut self) {
         let budget_end = Instant::now() + self.pipeline.settings.metrics.timeout;
-        self.prepare_metrics();
-        self.final_attempt(Signal::Metrics, budget_end);
+        // Logs first, so that the last metrics request carries final counts.
         loop {
             if self.logs.pending.is_none() {
                 self.prepare_logs();
@@ -427,11 +431,15 @@ impl Worker {
                 break;
             }
         }
+        self.prepare_metrics();
+        self.final_attempt(Signal::Metrics, budget_end);
     }
 
     fn final_attempt(&mut self, signal: Signal, budget_end: Instant) -> bool {
+        // Only the collector's own Retry-After is waited for here; our backoff
+        // is not (the collector may be back, and this is the last chance).
         let now = Instant::now();
-        let not_before = self.state(signal).not_before;
+        let not_before = self.state(signal).server_wait.unwrap_or(now);
         if not_before > now {
             if not_before >= budget_end {
                 if let Some(p) = self.state(signal).pending.take() {
