@@ -119,6 +119,86 @@ impl Hasher for NameHasher {
 
 type NameMap<V> = HashMap<NameKey, V, BuildHasherDefault<NameHasher>>;
 
+/// The built-in events, each with a fixed place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Builtin {
+    TxBytes,
+    RxBytes,
+    TxRequests,
+    RxRequests,
+    XferTime,
+    PostTime,
+    MemRegistered,
+    MemDeregistered,
+    Dropped,
+}
+
+/// The built-in event `name` is in `category`, if it is one.
+fn builtin(category: i32, name: &[u8]) -> Option<Builtin> {
+    Some(match (Category(category), name) {
+        (Category::TRANSFER, b"agent_tx_bytes") => Builtin::TxBytes,
+        (Category::TRANSFER, b"agent_rx_bytes") => Builtin::RxBytes,
+        (Category::TRANSFER, b"agent_tx_requests_num") => Builtin::TxRequests,
+        (Category::TRANSFER, b"agent_rx_requests_num") => Builtin::RxRequests,
+        (Category::PERFORMANCE, b"agent_xfer_time") => Builtin::XferTime,
+        (Category::PERFORMANCE, b"agent_xfer_post_time") => Builtin::PostTime,
+        (Category::MEMORY, b"agent_memory_registered") => Builtin::MemRegistered,
+        (Category::MEMORY, b"agent_memory_deregistered") => Builtin::MemDeregistered,
+        (Category::SYSTEM, b"agent_telemetry_events_dropped") => Builtin::Dropped,
+        _ => return None,
+    })
+}
+
+/// `name` NUL-padded to the event's name field.
+const fn padded(name: &str) -> [u8; EVENT_NAME_CAPACITY] {
+    let bytes = name.as_bytes();
+    let mut out = [0u8; EVENT_NAME_CAPACITY];
+    let mut i = 0;
+    while i < bytes.len() {
+        out[i] = bytes[i];
+        i += 1;
+    }
+    out
+}
+
+const TX_BYTES: [u8; EVENT_NAME_CAPACITY] = padded("agent_tx_bytes");
+const RX_BYTES: [u8; EVENT_NAME_CAPACITY] = padded("agent_rx_bytes");
+const TX_REQUESTS: [u8; EVENT_NAME_CAPACITY] = padded("agent_tx_requests_num");
+const RX_REQUESTS: [u8; EVENT_NAME_CAPACITY] = padded("agent_rx_requests_num");
+const XFER_TIME: [u8; EVENT_NAME_CAPACITY] = padded("agent_xfer_time");
+const POST_TIME: [u8; EVENT_NAME_CAPACITY] = padded("agent_xfer_post_time");
+
+/// The frequent built-in events by whole-field comparison (a few vector
+/// compares instead of a scan for the NUL).
+#[inline]
+fn builtin_padded(category: i32, name: &[u8; EVENT_NAME_CAPACITY]) -> Option<Builtin> {
+    match Category(category) {
+        Category::TRANSFER => {
+            if *name == TX_REQUESTS {
+                Some(Builtin::TxRequests)
+            } else if *name == TX_BYTES {
+                Some(Builtin::TxBytes)
+            } else if *name == RX_REQUESTS {
+                Some(Builtin::RxRequests)
+            } else if *name == RX_BYTES {
+                Some(Builtin::RxBytes)
+            } else {
+                None
+            }
+        }
+        Category::PERFORMANCE => {
+            if *name == XFER_TIME {
+                Some(Builtin::XferTime)
+            } else if *name == POST_TIME {
+                Some(Builtin::PostTime)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Index meaning "this name is counted as unmapped".
 const UNMAPPED: u32 = u32::MAX;
 
@@ -245,54 +325,54 @@ impl AgentAggregator {
 
     #[inline]
     fn record_one(&mut self, event: &Event) {
+        // Well-formed names are NUL-padded: compare the whole field at once;
+        // anything else takes the slower path, with the same meaning.
+        let builtin = match builtin_padded(event.category, &event.event_name) {
+            Some(b) => Some(b),
+            None => builtin(event.category, event.name_bytes()),
+        };
         let value = event.value;
-        let name = event.name_bytes();
-        match Category(event.category) {
-            Category::TRANSFER => match name {
-                b"agent_tx_bytes" => {
-                    self.add(slot::TX_BYTES, value);
-                    self.totals.fixed[slot::TX_LAST] = value;
-                }
-                b"agent_rx_bytes" => {
-                    self.add(slot::RX_BYTES, value);
-                    self.totals.fixed[slot::RX_LAST] = value;
-                }
-                b"agent_tx_requests_num" => self.add(slot::TX_REQUESTS, value),
-                b"agent_rx_requests_num" => self.add(slot::RX_REQUESTS, value),
-                _ => self.per_name(event, name),
-            },
-            Category::PERFORMANCE => match name {
-                b"agent_xfer_time" => {
-                    self.add(slot::XFER_TIME, value);
-                    self.totals.fixed[slot::XFER_LAST] = value;
-                    self.observe(0, value);
-                }
-                b"agent_xfer_post_time" => {
-                    self.add(slot::POST_TIME, value);
-                    self.totals.fixed[slot::POST_LAST] = value;
-                    self.observe(1, value);
-                }
-                _ => self.per_name(event, name),
-            },
-            Category::MEMORY => match name {
-                b"agent_memory_registered" => {
-                    self.add(slot::MEM_REGISTERED, value);
-                    self.totals.fixed[slot::MEM_REGISTERED_LAST] = value;
-                }
-                b"agent_memory_deregistered" => {
-                    self.add(slot::MEM_DEREGISTERED, value);
-                    self.totals.fixed[slot::MEM_DEREGISTERED_LAST] = value;
-                }
-                _ => self.per_name(event, name),
-            },
-            Category::SYSTEM => match name {
-                b"agent_telemetry_events_dropped" => self.add(slot::DROPPED, value),
-                _ => self.per_name(event, name),
-            },
-            Category::ERROR | Category::BACKEND | Category::CONNECTION | Category::CUSTOM => {
-                self.per_name(event, name)
+        match builtin {
+            Some(Builtin::TxBytes) => {
+                self.add(slot::TX_BYTES, value);
+                self.totals.fixed[slot::TX_LAST] = value;
             }
-            _ => self.add(slot::UNMAPPED, 1),
+            Some(Builtin::RxBytes) => {
+                self.add(slot::RX_BYTES, value);
+                self.totals.fixed[slot::RX_LAST] = value;
+            }
+            Some(Builtin::TxRequests) => self.add(slot::TX_REQUESTS, value),
+            Some(Builtin::RxRequests) => self.add(slot::RX_REQUESTS, value),
+            Some(Builtin::XferTime) => {
+                self.add(slot::XFER_TIME, value);
+                self.totals.fixed[slot::XFER_LAST] = value;
+                self.observe(0, value);
+            }
+            Some(Builtin::PostTime) => {
+                self.add(slot::POST_TIME, value);
+                self.totals.fixed[slot::POST_LAST] = value;
+                self.observe(1, value);
+            }
+            Some(Builtin::MemRegistered) => {
+                self.add(slot::MEM_REGISTERED, value);
+                self.totals.fixed[slot::MEM_REGISTERED_LAST] = value;
+            }
+            Some(Builtin::MemDeregistered) => {
+                self.add(slot::MEM_DEREGISTERED, value);
+                self.totals.fixed[slot::MEM_DEREGISTERED_LAST] = value;
+            }
+            Some(Builtin::Dropped) => self.add(slot::DROPPED, value),
+            None => match Category(event.category) {
+                Category::TRANSFER
+                | Category::PERFORMANCE
+                | Category::MEMORY
+                | Category::SYSTEM
+                | Category::ERROR
+                | Category::BACKEND
+                | Category::CONNECTION
+                | Category::CUSTOM => self.per_name(event, event.name_bytes()),
+                _ => self.add(slot::UNMAPPED, 1),
+            },
         }
     }
 
@@ -479,6 +559,19 @@ mod tests {
             KNOWN_ERROR_STATUSES.len() + MAX_NAMES_PER_AGENT
         );
         assert!(a.names.len() <= KNOWN_ERROR_STATUSES.len() + MAX_NAMES_PER_AGENT);
+    }
+
+    #[test]
+    fn names_with_bytes_after_the_nul_mean_the_same() {
+        let mut a = aggregator();
+        let mut e = ev(Category::TRANSFER, "agent_tx_bytes", 5);
+        e.event_name[20] = b'x';
+        let mut p = ev(Category::PERFORMANCE, "agent_xfer_time", 50);
+        p.event_name[30] = 1;
+        a.record(&[e, p]);
+        assert_eq!(a.totals().slot(slot::TX_BYTES), 5);
+        assert_eq!(a.totals().histograms[0].counts, [0, 1, 0]);
+        assert_eq!(a.totals().series.len(), KNOWN_ERROR_STATUSES.len());
     }
 
     #[test]

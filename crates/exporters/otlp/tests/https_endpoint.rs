@@ -51,7 +51,10 @@ fn https_uses_the_system_trust_store() {
     }
     assert_eq!(untrusting.stats().metric_requests_delivered, 0);
     drop(untrusting);
-    assert!(receiver.requests().is_empty(), "an untrusted handshake delivered");
+    assert!(
+        receiver.requests().is_empty(),
+        "an untrusted handshake delivered"
+    );
 
     // The test CA as the trust store: delivered.
     std::env::set_var("SSL_CERT_FILE", fixtures().join("ca.pem"));
