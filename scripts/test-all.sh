@@ -20,5 +20,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests
 
+echo "== OTLP exporter against a real receiver (Python venv with opentelemetry-proto)"
+bash scripts/test-otlp.sh
+
 echo "== cargo test"
 cargo test --workspace --locked
