@@ -44,7 +44,7 @@ pub struct Totals {
     pub(crate) fixed: [u64; slot::COUNT],
     /// `agent_xfer_time_us`, `agent_xfer_post_time_us`.
     pub histograms: [HistogramTotals; 2],
-    /// The run-time series, in [`AgentAggregator::series`] order.
+    /// The run-time series (error statuses, per-name Sums), in order of first sight.
     pub series: Arc<[Series]>,
     /// Their values, index for index.
     pub series_values: Vec<u64>,
