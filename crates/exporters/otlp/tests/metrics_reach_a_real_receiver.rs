@@ -277,7 +277,7 @@ fn a_collector_going_down_mid_run_misses_nothing_cumulative() {
         std::thread::sleep(Duration::from_millis(25));
     }
     assert!(
-        slowest < Duration::from_millis(250),
+        slowest < Duration::from_secs(1),
         "a record took {slowest:?}"
     );
     assert!(e.stats().metric_requests_retried > 0, "{:?}", e.stats());
@@ -317,9 +317,10 @@ fn retry_after_of_a_503_is_honoured() {
 #[ignore = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh"]
 fn a_slow_collector_never_holds_up_recording() {
     let receiver = Receiver::start();
-    receiver.control(r#"{"mode": "slow", "delay": 1.5, "times": 3}"#);
+    receiver.control(r#"{"mode": "slow", "delay": 3.0, "times": 2}"#);
     let mut settings = fast(&receiver.base_url());
-    settings.metrics.timeout = Duration::from_millis(300);
+    // A recorder waiting on the export would wait at least this long.
+    settings.metrics.timeout = Duration::from_millis(1500);
     let mut e = OtlpExporter::with_settings("snail", &settings).unwrap();
     let mut slowest = Duration::ZERO;
     let mut total = 0;
@@ -333,7 +334,7 @@ fn a_slow_collector_never_holds_up_recording() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(
-        slowest < Duration::from_millis(250),
+        slowest < Duration::from_secs(1),
         "a record took {slowest:?}"
     );
     assert!(
