@@ -56,7 +56,9 @@ use pipeline::{AgentSlot, EventBatch, Message, Pipeline};
 /// The events handed over were refused: the events queue is full (the
 /// collector is down or slow). They are counted as lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("{events} events refused: the OTLP events queue is full (at most {capacity} events wait to be sent)")]
+// The text is the same for every refused batch (hosts may log each distinct
+// reason once); the count is in `events`.
+#[error("batch refused: the OTLP events queue is full (at most {capacity} events wait to be sent; NIXL_TELEMETRY_OTLP_QUEUE_EVENTS); the collector is down or slow")]
 pub struct QueueFull {
     /// Events refused.
     pub events: usize,
@@ -192,7 +194,11 @@ impl PluginExporter for OtlpExporter {
     }
 
     fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
-        self.record(events).map_err(|e| e.to_string())
+        let result = self.record(events).map_err(|e| e.to_string());
+        // Also here, not only in `flush`: a host that never flushes still
+        // exports (a publish is a copy of the totals, and never waits).
+        self.publish();
+        result
     }
 
     fn flush(&mut self) -> Result<(), String> {
