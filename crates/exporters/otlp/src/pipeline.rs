@@ -4,9 +4,9 @@
 //!
 //! The flush thread of an agent hands over data in two ways, neither of which
 //! waits for the export thread:
-//! * metrics: after each flush, its totals are copied into the agent's slot
+//! * metrics: after each batch and flush, its totals are copied into the agent's slot
 //!   under a lock taken with `try_lock` (when the export thread is copying
-//!   them out at that moment, the copy is left to the next flush);
+//!   them out at that moment, the copy is left to the next call);
 //! * events (logs): batches go through a channel, admitted against an atomic
 //!   count of queued events; a batch that does not fit is refused whole.
 
