@@ -171,7 +171,7 @@ fn books_balance_when_the_queue_overflows_while_the_collector_is_down() {
 #[ignore = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh"]
 fn partially_rejected_and_refused_logs_are_counted_as_lost() {
     let receiver = Receiver::start();
-    receiver.control(r#"{"mode": "partial", "rejected": 2, "times": 1}"#);
+    receiver.control(r#"{"mode": "partial", "rejected": 2, "times": 1, "path": "/v1/logs"}"#);
     let mut e =
         OtlpExporter::with_settings("picky", &settings(&receiver.base_url(), 1000)).unwrap();
     let batch: Vec<Event> = (0..5)
@@ -179,7 +179,7 @@ fn partially_rejected_and_refused_logs_are_counted_as_lost() {
         .collect();
     e.record(&batch).unwrap();
     wait_stats(&e, "the partial answer", |s| s.log_requests_delivered == 1);
-    receiver.control(r#"{"mode": "bad_request", "times": 1}"#);
+    receiver.control(r#"{"mode": "bad_request", "times": 1, "path": "/v1/logs"}"#);
     e.record(&batch).unwrap();
     wait_stats(&e, "the refusal", |s| s.log_requests_dropped == 1);
     let s = e.stats();

@@ -296,7 +296,9 @@ fn a_collector_going_down_mid_run_misses_nothing_cumulative() {
 #[ignore = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh"]
 fn retry_after_of_a_503_is_honoured() {
     let receiver = Receiver::start();
-    receiver.control(r#"{"mode": "unavailable", "retry_after": "2", "times": 1}"#);
+    receiver.control(
+        r#"{"mode": "unavailable", "retry_after": "2", "times": 1, "path": "/v1/metrics"}"#,
+    );
     let settings = fast(&receiver.base_url());
     let mut e = OtlpExporter::with_settings("patient", &settings).unwrap();
     e.record(&transfers(1, 1, 1)).unwrap();
@@ -317,7 +319,7 @@ fn retry_after_of_a_503_is_honoured() {
 #[ignore = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh"]
 fn a_slow_collector_never_holds_up_recording() {
     let receiver = Receiver::start();
-    receiver.control(r#"{"mode": "slow", "delay": 3.0, "times": 2}"#);
+    receiver.control(r#"{"mode": "slow", "delay": 3.0, "times": 2, "path": "/v1/metrics"}"#);
     let mut settings = fast(&receiver.base_url());
     // A recorder waiting on the export would wait at least this long.
     settings.metrics.timeout = Duration::from_millis(1500);
@@ -354,7 +356,7 @@ fn a_slow_collector_never_holds_up_recording() {
 fn partial_success_is_counted() {
     let receiver = Receiver::start();
     receiver
-        .control(r#"{"mode": "partial", "rejected": 3, "message": "three too many", "times": 1}"#);
+        .control(r#"{"mode": "partial", "rejected": 3, "message": "three too many", "times": 1, "path": "/v1/metrics"}"#);
     let settings = fast(&receiver.base_url());
     let mut e = OtlpExporter::with_settings("partial", &settings).unwrap();
     e.record(&transfers(1, 1, 1)).unwrap();
@@ -382,7 +384,7 @@ fn partial_success_is_counted() {
 #[ignore = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh"]
 fn a_refused_request_is_dropped_not_retried() {
     let receiver = Receiver::start();
-    receiver.control(r#"{"mode": "bad_request", "times": 1}"#);
+    receiver.control(r#"{"mode": "bad_request", "times": 1, "path": "/v1/metrics"}"#);
     let settings = fast(&receiver.base_url());
     let e = OtlpExporter::with_settings("refused", &settings).unwrap();
     receiver.wait_for(Duration::from_secs(20), "a refusal then a delivery", |r| {

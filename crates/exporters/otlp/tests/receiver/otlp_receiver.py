@@ -18,6 +18,7 @@ How it answers is set with POST /control and a JSON object:
     {"mode": "partial", "rejected": 5, "message": "..."}   200 with partial success
     {"mode": "bad_request"}                          400
     ... "times": N                                   only for the next N requests, then ok
+    ... "path": "/v1/logs"                           only for requests to that path (others: ok)
 
 It prints "PORT <n>" on its first line once it listens. Standard library plus
 the two packages; run it with the test virtual environment's python.
@@ -133,9 +134,11 @@ def log_records(request):
     return resource, scope, records
 
 
-def current_mode():
-    """The mode for this request (counting down "times")."""
+def current_mode(path):
+    """The mode for a request to `path` (counting down "times")."""
     with STATE_LOCK:
+        if STATE.get("path") not in (None, path):
+            return {"mode": "ok", "times": None}
         mode = dict(STATE)
         if STATE.get("times") is not None:
             STATE["times"] -= 1
@@ -178,7 +181,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path not in ("/v1/metrics", "/v1/logs"):
             self.reply(404)
             return
-        mode = current_mode()
+        mode = current_mode(self.path)
         entry = {
             "path": self.path,
             "time": time.time(),
