@@ -14,9 +14,6 @@ use serde_json::Value;
 /// The variable `scripts/test-otlp.sh` sets to the virtual environment's python.
 pub const PYTHON_VAR: &str = "NIXL_OTLP_TEST_PYTHON";
 
-/// Why the receiver tests are ignored by a plain `cargo test`.
-pub const NEEDS_VENV: &str = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh";
-
 /// The python with `opentelemetry-proto` and `protobuf`; fails the test when
 /// the script did not say where it is.
 pub fn python() -> PathBuf {
