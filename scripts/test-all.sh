@@ -29,5 +29,8 @@ bash scripts/test-nixl-releases.sh
 echo "== prometheus_mp parity with NIXL 1.5.1 (installs nixl-cu12 into the cache)"
 bash scripts/test-prometheus-mp.sh
 
+echo "== OTLP exporter against a real receiver (Python venv with opentelemetry-proto)"
+bash scripts/test-otlp.sh
+
 echo "== cargo test"
 cargo test --workspace --locked

@@ -1,0 +1,268 @@
+//! Posting encoded requests over HTTP (OTLP/HTTP, binary protobuf) and
+//! classifying the answer as the OTLP specification asks: 2xx delivered
+//! (maybe in part), 429/502/503/504 and network failures retried (honouring
+//! `Retry-After`), every other status given up.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use flate2::write::GzEncoder;
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
+use ureq::Agent;
+
+use crate::error::OtlpError;
+use crate::settings::{Compression, SignalSettings};
+
+/// The longest `Retry-After` honoured; a longer one is cut to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+/// The most bytes of a response body read.
+const MAX_RESPONSE_BYTES: u64 = 64 * 1024;
+
+/// What one attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// 2xx; the body, to be decoded for partial success.
+    Delivered(Vec<u8>),
+    /// Worth another attempt; with the server's `Retry-After`, if any.
+    Retry {
+        /// Why the attempt failed.
+        reason: String,
+        /// How long the server asked us to wait.
+        after: Option<Duration>,
+    },
+    /// Given up for good.
+    Fail(String),
+}
+
+/// An HTTP client for one pipeline.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    agent: Agent,
+}
+
+impl Transport {
+    /// A client; `https` loads the system's trust store (failing creation if
+    /// it holds no certificate).
+    pub(crate) fn new(https: bool) -> Result<Transport, OtlpError> {
+        let mut config = Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("nixl-telemetry-otlp/", env!("CARGO_PKG_VERSION")));
+        if https {
+            let found = rustls_native_certs::load_native_certs();
+            if found.certs.is_empty() {
+                let why = found
+                    .errors
+                    .iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                return Err(OtlpError::TrustStore(if why.is_empty() {
+                    "it holds no certificate".to_owned()
+                } else {
+                    why
+                }));
+            }
+            let certs: Vec<Certificate<'static>> = found
+                .certs
+                .iter()
+                .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+                .collect();
+            config = config.tls_config(
+                TlsConfig::builder()
+                    .root_certs(RootCerts::Specific(Arc::new(certs)))
+                    .build(),
+            );
+        }
+        Ok(Transport {
+            agent: config.build().new_agent(),
+        })
+    }
+
+    /// Posts `body` (already compressed as `signal` asks) within `timeout`.
+    ///
+    /// A request that fails before any answer, other than by a timeout, is
+    /// sent once more at once: the usual cause is a kept-alive connection the
+    /// collector closed (after a restart, say), and the second try opens a
+    /// new one. (A collector that is down refuses both at once.)
+    pub(crate) fn post(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
+        let started = std::time::Instant::now();
+        match self.post_once(signal, body, timeout) {
+            Outcome::Retry {
+                after: None,
+                reason,
+            } if !reason.contains("timeout") && !reason.contains("timed out") => {
+                let left = timeout.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Outcome::Retry {
+                        after: None,
+                        reason,
+                    };
+                }
+                self.post_once(signal, body, left)
+            }
+            other => other,
+        }
+    }
+
+    fn post_once(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
+        let mut request = self
+            .agent
+            .post(&signal.url)
+            .header("Content-Type", "application/x-protobuf");
+        if signal.compression == Compression::Gzip {
+            request = request.header("Content-Encoding", "gzip");
+        }
+        for (name, value) in &signal.headers {
+            request = request.header(name, value);
+        }
+        let request = request.config().timeout_global(Some(timeout)).build();
+        let mut response = match request.send(body) {
+            Ok(r) => r,
+            Err(e) => {
+                let reason = match e {
+                    ureq::Error::Timeout(_) => format!("{}: timeout", signal.url),
+                    e => format!("cannot reach {}: {e}", signal.url),
+                };
+                return Outcome::Retry {
+                    reason,
+                    after: None,
+                };
+            }
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let payload = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_RESPONSE_BYTES)
+            .read_to_vec();
+        match status {
+            200..=299 => Outcome::Delivered(payload.unwrap_or_default()),
+            429 | 502 | 503 | 504 => Outcome::Retry {
+                reason: format!("{} answered {status}", signal.url),
+                after: retry_after,
+            },
+            _ => {
+                let text = payload
+                    .map(|b| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned())
+                    .unwrap_or_default();
+                Outcome::Fail(format!("{} answered {status}: {text:?}", signal.url))
+            }
+        }
+    }
+}
+
+/// Compresses `raw` into `out` as `compression` asks (a copy for none).
+pub(crate) fn compress(compression: Compression, raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    match compression {
+        Compression::None => out.extend_from_slice(raw),
+        Compression::Gzip => {
+            let mut encoder = GzEncoder::new(std::mem::take(out), flate2::Compression::fast());
+            // Writing into a Vec cannot fail.
+            let _ = encoder.write_all(raw);
+            *out = encoder.finish().unwrap_or_default();
+        }
+    }
+}
+
+/// `Retry-After` as a delay: whole seconds, or an HTTP date (IMF-fixdate)
+/// counted from `now`; cut to [`MAX_RETRY_AFTER`]. `None` if unreadable.
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    let delay = if let Ok(secs) = value.parse::<u64>() {
+        Duration::from_secs(secs)
+    } else {
+        let at = parse_http_date(value)?;
+        at.duration_since(now).unwrap_or(Duration::ZERO)
+    };
+    Some(delay.min(MAX_RETRY_AFTER))
+}
+
+/// Parses `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn parse_http_date(value: &str) -> Option<SystemTime> {
+    let rest = value.split_once(", ")?.1;
+    let mut parts = rest.split(' ');
+    let day: u64 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':');
+    let h: u64 = hms.next()?.parse().ok()?;
+    let m: u64 = hms.next()?.parse().ok()?;
+    let s: u64 = hms.next()?.parse().ok()?;
+    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day as i64);
+    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + s;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// Days from 1970-01-01 to the given proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        assert_eq!(parse_retry_after("3", now), Some(Duration::from_secs(3)));
+        assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
+        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT.
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("99999", now), Some(MAX_RETRY_AFTER));
+        for bad in ["soon", "-1", "1.5", "Sun, 06 Foo 1994 08:49:37 GMT", ""] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn gzip_round_trips() {
+        let raw = b"hello hello hello hello".repeat(10);
+        let mut out = Vec::new();
+        compress(Compression::Gzip, &raw, &mut out);
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(out.as_slice()), &mut back)
+            .unwrap();
+        assert_eq!(back, raw);
+        compress(Compression::None, &raw, &mut out);
+        assert_eq!(out, raw);
+    }
+}
