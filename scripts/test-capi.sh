@@ -96,11 +96,12 @@ for f in lib/libnixl_telemetry.so.1 lib/libnixl_telemetry.so lib/libnixl_telemet
          bin/nixl-telemetry bin/telemetry_reader; do
     [ -e "$prefix/$f" ] || fail "$prefix/$f was not installed"
 done
-# Every plug-in the workspace builds, no more, no less.
+# Every plug-in the workspace ships, no more, no less (test fixtures, marked
+# `publish = false`, stay out of a user's prefix).
 want_plugins="$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
-print(sorted("lib%s.so" % t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"]
-             if "cdylib" in t["kind"] and t["name"].startswith("telemetry_exporter_")))')"
+print(sorted("lib%s.so" % t["name"] for p in json.load(sys.stdin)["packages"] if p.get("publish") != []
+             for t in p["targets"] if "cdylib" in t["kind"] and t["name"].startswith("telemetry_exporter_")))')"
 got_plugins="$(cd "$prefix/lib/nixl/telemetry_exporters" && python3 -c 'import os; print(sorted(os.listdir(".")))')"
 [ "$want_plugins" = "$got_plugins" ] || fail "installed plug-ins $got_plugins, want $want_plugins"
 readelf -d "$prefix/lib/libnixl_telemetry.so.1" | grep -q 'SONAME.*\[libnixl_telemetry\.so\.1\]' \
