@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
 REPO = os.path.dirname(PYTHON_DIR)
 READER = os.path.join(PYTHON_DIR, "telemetry_reader.py")
-FIXTURES = os.path.join(REPO, os.pardir, "shared", "fixtures", "nixl_v1")
+FIXTURES = os.path.join(REPO, "tests", "data", "nixl_v1")
 FIXTURE_NAMES = ("nixl_v1_basic", "nixl_v1_wrapped", "nixl_v1_full", "nixl_v1_empty",
                  "nixl_v1_name31")
 

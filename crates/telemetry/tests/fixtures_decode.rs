@@ -6,7 +6,7 @@ use nixl_telemetry::ring::{ReadMode, RingReader};
 use serde_json::Value;
 
 fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/nixl_v1")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/nixl_v1")
 }
 
 fn fixtures() -> Vec<(PathBuf, Value)> {

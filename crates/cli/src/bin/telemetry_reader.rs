@@ -7,10 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-#[path = "../read/mod.rs"]
-mod read;
-#[path = "../signal.rs"]
-mod signal;
+use nixl_telemetry_cli::read;
 
 /// Read NIXL version-1 telemetry ring files. Events go to stdout, everything else to stderr.
 #[derive(Debug, Parser)]

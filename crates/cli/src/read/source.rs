@@ -20,23 +20,27 @@ pub struct InputError(pub String);
 /// The reader's message for a ring error.
 pub fn describe(err: &RingError, mode: ReadMode) -> String {
     match err {
-        RingError::Io { path, op, source } => {
+        RingError::Open { path, source } => {
             let path = path.display();
-            match (source.kind(), *op) {
-                (ErrorKind::NotFound, "open") => format!(
+            match source.kind() {
+                ErrorKind::NotFound => format!(
                     "{path}: no such file or directory; expected a NIXL version-1 ring file \
                      or a directory of ring files"
                 ),
-                (ErrorKind::PermissionDenied, "open") if mode == ReadMode::Peek => format!(
+                ErrorKind::PermissionDenied if mode == ReadMode::Peek => format!(
                     "{path}: permission denied opening it for reading; the reader needs read access"
                 ),
-                (ErrorKind::PermissionDenied, "open") => format!(
+                ErrorKind::PermissionDenied => format!(
                     "{path}: permission denied opening it for reading and writing; consuming \
                      needs write access, --peek reads without writing"
                 ),
-                _ => format!("{path}: cannot {op} ({source}); expected a readable ring file"),
+                _ => format!("{path}: cannot open ({source}); expected a readable ring file"),
             }
         }
+        RingError::Io { path, op, source } => format!(
+            "{}: cannot {op} ({source}); expected a readable ring file",
+            path.display()
+        ),
         RingError::NotRegularFile { path } => format!(
             "{}: not a regular file; expected a NIXL version-1 ring file",
             path.display()
@@ -159,9 +163,8 @@ impl Ring {
         // Look before opening: a FIFO or a device must not be opened at all.
         let meta = std::fs::metadata(path).map_err(|e| {
             describe(
-                &RingError::Io {
+                &RingError::Open {
                     path: path.to_owned(),
-                    op: "open",
                     source: e,
                 },
                 mode,

@@ -5,6 +5,16 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RingError {
+    /// The file could not be opened (missing, no permission...): readers
+    /// tell these apart by the cause's [`io::ErrorKind`].
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
     /// A system call on the file failed.
     #[error("{path}: cannot {op}: {source}")]
     Io {

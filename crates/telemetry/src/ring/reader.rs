@@ -196,7 +196,10 @@ impl RingReader {
             .write(mode == ReadMode::Consume)
             .custom_flags(libc::O_NONBLOCK)
             .open(path)
-            .map_err(|e| RingError::io(path, "open", e))?;
+            .map_err(|source| RingError::Open {
+                path: path.to_owned(),
+                source,
+            })?;
         let meta = file
             .metadata()
             .map_err(|e| RingError::io(path, "stat", e))?;

@@ -2,7 +2,6 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +10,7 @@ use nixl_telemetry_abi::ring::{self as layout, trailer};
 use nixl_telemetry_abi::Event;
 
 use super::error::RingError;
-use super::mapping::Mapping;
+use super::mapping::{reserve_blocks, Mapping};
 use crate::clock;
 
 /// Running totals the producer keeps in the ring's trailer.
@@ -60,25 +59,6 @@ fn try_lock(file: &File, path: &Path) -> Result<bool, RingError> {
         Ok(()) => Ok(true),
         Err(TryLockError::WouldBlock) => Ok(false),
         Err(TryLockError::Error(e)) => Err(RingError::io(path, "lock the ring file", e)),
-    }
-}
-
-/// Allocates the blocks of the file's first `size` bytes. A mapping of a
-/// sparse file needs a block the first time each page is written, and a write
-/// that finds the disk (or tmpfs) full is a SIGBUS that ends the process; with
-/// the blocks reserved, a full disk is an error here, at creation.
-fn reserve_blocks(file: &File, size: u64) -> std::io::Result<()> {
-    let len =
-        libc::off_t::try_from(size).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
-    loop {
-        // SAFETY: the descriptor is open for the call; posix_fallocate only
-        // reads its integer arguments.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
-        match rc {
-            0 => return Ok(()),
-            libc::EINTR => continue,
-            errno => return Err(std::io::Error::from_raw_os_error(errno)),
-        }
     }
 }
 
