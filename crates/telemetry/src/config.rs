@@ -27,6 +27,11 @@ pub const ENV_PLUGIN_DIR: &str = "NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR";
 pub const ENV_NIXL_PLUGIN_DIR: &str = "NIXL_PLUGIN_DIR";
 /// `NIXL_TELEMETRY_ENABLED_METRICS`
 pub const ENV_ENABLED_METRICS: &str = "NIXL_TELEMETRY_ENABLED_METRICS";
+/// `NIXL_TELEMETRY_RING_VERSION`: the ring layout the `buffer` exporter writes.
+pub const ENV_RING_VERSION: &str = "NIXL_TELEMETRY_RING_VERSION";
+/// The ring version written when `NIXL_TELEMETRY_RING_VERSION` is unset:
+/// version 1 keeps timestamps, categories and free-form names.
+pub const DEFAULT_RING_VERSION: i32 = 1;
 
 /// Default events per ring and per staging buffer.
 pub const DEFAULT_BUFFER_SIZE: usize = 4096;
@@ -39,6 +44,8 @@ const ENABLE_ACCEPTED: &str =
     "on: y, yes, on, 1, true, enable; off: n, no, off, 0, false, disable (any case)";
 const BUFFER_SIZE_ACCEPTED: &str = "a power of two from 2 to 67108864 (events)";
 const RUN_INTERVAL_ACCEPTED: &str = "a whole number of milliseconds, at least 1";
+const RING_VERSION_ACCEPTED: &str =
+    "1, 2, 3 or 4 (the ring layout of NIXL 1.0, 1.1-1.2, 1.3.0, 1.3.1 and later)";
 const EXPORTER_ACCEPTED: &str =
     "buffer, nop, or a plug-in name (letters, digits, '_', '-', '.') for libtelemetry_exporter_<name>.so";
 
@@ -119,6 +126,8 @@ pub struct TelemetryConfig {
     pub nixl_plugin_dir: Option<PathBuf>,
     /// The allowlist; `None` = every event.
     pub enabled_metrics: Option<MetricFilter>,
+    /// The ring version the `buffer` exporter writes (1–4).
+    pub ring_version: i32,
 }
 
 impl Default for TelemetryConfig {
@@ -133,6 +142,7 @@ impl Default for TelemetryConfig {
             plugin_dirs: Vec::new(),
             nixl_plugin_dir: None,
             enabled_metrics: None,
+            ring_version: DEFAULT_RING_VERSION,
         }
     }
 }
@@ -181,6 +191,18 @@ pub fn check_run_interval(
             &format!("{}ms", interval.as_secs_f64() * 1e3),
             RUN_INTERVAL_ACCEPTED,
         ))
+    }
+}
+
+/// Parses `NIXL_TELEMETRY_RING_VERSION`: 1, 2, 3 or 4.
+pub fn parse_ring_version(value: &str) -> Result<i32, ConfigError> {
+    match value.trim().parse::<i32>() {
+        Ok(v) if nixl_telemetry_abi::ring::VERSIONS.contains(&v) => Ok(v),
+        _ => Err(ConfigError::invalid(
+            ENV_RING_VERSION,
+            value,
+            RING_VERSION_ACCEPTED,
+        )),
     }
 }
 
@@ -235,7 +257,7 @@ pub fn check_agent_name(name: &str) -> Result<(), ConfigError> {
 }
 
 /// Every variable [`TelemetryConfig::from_env`] reads.
-const VARIABLES: [&str; 9] = [
+const VARIABLES: [&str; 10] = [
     ENV_ENABLE,
     ENV_BUFFER_SIZE,
     ENV_RUN_INTERVAL,
@@ -245,6 +267,7 @@ const VARIABLES: [&str; 9] = [
     ENV_PLUGIN_DIR,
     ENV_NIXL_PLUGIN_DIR,
     ENV_ENABLED_METRICS,
+    ENV_RING_VERSION,
 ];
 
 fn non_empty(value: Option<String>) -> Option<String> {
@@ -319,6 +342,10 @@ impl TelemetryConfig {
             .unwrap_or_default();
         let nixl_plugin_dir = non_empty(lookup(ENV_NIXL_PLUGIN_DIR)).map(PathBuf::from);
         let enabled_metrics = lookup(ENV_ENABLED_METRICS).and_then(|v| MetricFilter::parse(&v));
+        let ring_version = match non_empty(lookup(ENV_RING_VERSION)) {
+            Some(v) => parse_ring_version(&v)?,
+            None => DEFAULT_RING_VERSION,
+        };
         Ok(TelemetryConfig {
             enabled,
             buffer_size,
@@ -328,6 +355,7 @@ impl TelemetryConfig {
             plugin_dirs,
             nixl_plugin_dir,
             enabled_metrics,
+            ring_version,
         })
     }
 }
@@ -466,6 +494,20 @@ mod tests {
             .unwrap()
             .enabled_metrics
             .is_none());
+    }
+
+    #[test]
+    fn ring_versions() {
+        assert_eq!(cfg(&[]).unwrap().ring_version, 1);
+        for v in ["1", "2", " 3 ", "4"] {
+            let want: i32 = v.trim().parse().unwrap();
+            assert_eq!(cfg(&[(ENV_RING_VERSION, v)]).unwrap().ring_version, want);
+        }
+        for bad in ["0", "5", "v4", "-1", "1.5"] {
+            let err = cfg(&[(ENV_RING_VERSION, bad)]).unwrap_err().to_string();
+            assert!(err.contains("NIXL_TELEMETRY_RING_VERSION"), "{err}");
+            assert!(err.contains("1, 2, 3 or 4"), "{err}");
+        }
     }
 
     #[test]

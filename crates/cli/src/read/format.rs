@@ -1,4 +1,23 @@
-//! Turning events into the readers' bytes: names, dates, text blocks, JSON lines.
+//! The reader's output format, all of it: the text block and the JSON line
+//! of an event (framing, field order, the lines a ring version lacks), names,
+//! dates and integers.
+//!
+//! Text block (NIXL's Python readers' order; a line whose field the ring
+//! version does not carry is left out, as the release's own reader does):
+//!
+//! ```text
+//! (blank line)
+//! === NIXL Telemetry Event ===
+//! Agent: <agent>                    directory mode only
+//! Timestamp: <local date>.<micros>  version 1 only
+//! Category: <category>              versions 1 and 2
+//! Event: <name>
+//! Value: <value>
+//! ===========================
+//! ```
+//!
+//! JSON line: `timestamp_us`, `category`, `category_id`, `name`, `value`
+//! (then `agent` in directory mode); `null` for a field the version lacks.
 //!
 //! Everything here writes into a caller's `Vec<u8>` without allocating per
 //! event: names are decoded once per distinct 32-byte field (a direct-mapped
@@ -7,14 +26,113 @@
 use std::collections::HashMap;
 
 use nixl_telemetry::filter::glob_match;
+use nixl_telemetry::ring::RingRecord;
 use nixl_telemetry_abi::{Category, EVENT_NAME_CAPACITY};
 
 /// The line that opens every text block, blank line before it included.
-pub const EVENT_HEAD: &str = "\n=== NIXL Telemetry Event ===\n";
+const EVENT_HEAD: &str = "\n=== NIXL Telemetry Event ===\n";
+/// What starts the agent line (directory mode).
+const AGENT_PREFIX: &str = "Agent: ";
 /// What starts the timestamp line.
-pub const TIMESTAMP_PREFIX: &str = "Timestamp: ";
+const TIMESTAMP_PREFIX: &str = "Timestamp: ";
+/// What starts the category line.
+const CATEGORY_PREFIX: &str = "Category: ";
+/// What starts the name line.
+const EVENT_PREFIX: &str = "Event: ";
+/// What starts the value line.
+const VALUE_PREFIX: &str = "Value: ";
 /// The line that closes every text block.
-pub const EVENT_TAIL: &str = "===========================\n";
+const EVENT_TAIL: &str = "===========================\n";
+
+/// The bytes around each event of one ring, built once per ring.
+#[derive(Debug, Clone)]
+pub struct Framing {
+    /// Text mode: the bytes before the first field of each event.
+    text_head: Vec<u8>,
+    /// JSON mode: the bytes that close each object.
+    json_tail: Vec<u8>,
+}
+
+impl Framing {
+    /// The framing of a ring's events; `agent` is `Some` in directory mode,
+    /// where every event names its agent.
+    pub fn new(agent: Option<&str>) -> Framing {
+        let mut text_head = EVENT_HEAD.as_bytes().to_vec();
+        let mut json_tail = Vec::new();
+        if let Some(agent) = agent {
+            text_head.extend_from_slice(AGENT_PREFIX.as_bytes());
+            text_head.extend_from_slice(agent.as_bytes());
+            text_head.push(b'\n');
+            json_tail.extend_from_slice(b",\"agent\":");
+            push_json_string(&mut json_tail, agent);
+        }
+        json_tail.extend_from_slice(b"}\n");
+        Framing {
+            text_head,
+            json_tail,
+        }
+    }
+}
+
+/// Appends the text block of `record`, whose decoded name is `name`.
+#[inline]
+pub fn push_text_event(
+    buf: &mut Vec<u8>,
+    framing: &Framing,
+    dates: &mut DateCache,
+    record: &RingRecord,
+    name: &str,
+) {
+    buf.extend_from_slice(&framing.text_head);
+    if let Some(ts) = record.timestamp_us {
+        buf.extend_from_slice(TIMESTAMP_PREFIX.as_bytes());
+        buf.extend_from_slice(dates.get(ts / 1_000_000).as_bytes());
+        buf.push(b'.');
+        push_micros(buf, (ts % 1_000_000) as u32);
+        buf.push(b'\n');
+    }
+    if let Some(category) = record.category {
+        buf.extend_from_slice(CATEGORY_PREFIX.as_bytes());
+        push_category(buf, category);
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(EVENT_PREFIX.as_bytes());
+    buf.extend_from_slice(name.as_bytes());
+    buf.push(b'\n');
+    buf.extend_from_slice(VALUE_PREFIX.as_bytes());
+    push_u64(buf, record.value);
+    buf.push(b'\n');
+    buf.extend_from_slice(EVENT_TAIL.as_bytes());
+}
+
+/// Appends the JSON line of `record`, whose name as a JSON string is `name_json`.
+#[inline]
+pub fn push_json_event(
+    buf: &mut Vec<u8>,
+    framing: &Framing,
+    record: &RingRecord,
+    name_json: &[u8],
+) {
+    buf.extend_from_slice(b"{\"timestamp_us\":");
+    match record.timestamp_us {
+        Some(ts) => push_u64(buf, ts),
+        None => buf.extend_from_slice(b"null"),
+    }
+    match record.category {
+        Some(category) => {
+            buf.extend_from_slice(b",\"category\":\"");
+            push_category(buf, category);
+            buf.extend_from_slice(b"\",\"category_id\":");
+            push_i32(buf, category);
+        }
+        None => buf.extend_from_slice(b",\"category\":null,\"category_id\":null"),
+    }
+    buf.extend_from_slice(b",\"name\":");
+    buf.extend_from_slice(name_json);
+    buf.extend_from_slice(b",\"value\":");
+    push_u64(buf, record.value);
+    buf.extend_from_slice(&framing.json_tail);
+}
 
 /// Appends `text` as a JSON string (quotes included) the way Python's
 /// `json.dumps(text, ensure_ascii=False)` writes it: `"` and `\` escaped,
@@ -286,6 +404,72 @@ mod tests {
         push_category(&mut out, 5);
         push_category(&mut out, -7);
         assert_eq!(out, b"PERFORMANCEUNKNOWN_CATEGORY_-7".to_vec());
+    }
+
+    fn render(record: &RingRecord, agent: Option<&str>) -> (String, String) {
+        let framing = Framing::new(agent);
+        let mut text = Vec::new();
+        let name = record.name();
+        push_text_event(
+            &mut text,
+            &framing,
+            &mut DateCache::default(),
+            record,
+            &name,
+        );
+        let mut json = Vec::new();
+        let mut name_json = Vec::new();
+        push_json_string(&mut name_json, &name);
+        push_json_event(&mut json, &framing, record, &name_json);
+        (
+            String::from_utf8(text).unwrap(),
+            String::from_utf8(json).unwrap(),
+        )
+    }
+
+    #[test]
+    fn lines_a_version_lacks_are_left_out() {
+        let mut record = RingRecord::from_event(&nixl_telemetry_abi::Event::new(
+            0,
+            Category::TRANSFER,
+            "agent_tx_bytes",
+            42,
+        ));
+        let (text, json) = render(&record, Some("a\"b"));
+        assert_eq!(
+            text,
+            "\n=== NIXL Telemetry Event ===\nAgent: a\"b\nTimestamp: 1970-01-01 00:00:00.000000\n\
+             Category: TRANSFER\nEvent: agent_tx_bytes\nValue: 42\n===========================\n"
+                .replace("1970-01-01 00:00:00", &local_date_time(0))
+        );
+        assert_eq!(
+            json,
+            "{\"timestamp_us\":0,\"category\":\"TRANSFER\",\"category_id\":1,\
+             \"name\":\"agent_tx_bytes\",\"value\":42,\"agent\":\"a\\\"b\"}\n"
+        );
+        record.timestamp_us = None;
+        let (text, json) = render(&record, None);
+        assert_eq!(
+            text,
+            "\n=== NIXL Telemetry Event ===\nCategory: TRANSFER\nEvent: agent_tx_bytes\n\
+             Value: 42\n===========================\n"
+        );
+        assert!(
+            json.starts_with("{\"timestamp_us\":null,\"category\":\"TRANSFER\""),
+            "{json}"
+        );
+        record.category = None;
+        let (text, json) = render(&record, None);
+        assert_eq!(
+            text,
+            "\n=== NIXL Telemetry Event ===\nEvent: agent_tx_bytes\nValue: 42\n\
+             ===========================\n"
+        );
+        assert_eq!(
+            json,
+            "{\"timestamp_us\":null,\"category\":null,\"category_id\":null,\
+             \"name\":\"agent_tx_bytes\",\"value\":42}\n"
+        );
     }
 
     #[test]

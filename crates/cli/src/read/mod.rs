@@ -1,8 +1,9 @@
 //! The Rust telemetry reader: `telemetry_reader <path>` and `nixl-telemetry read <path>`.
 //!
-//! Reads NIXL version-1 ring files, one file or a directory of them (one per
+//! Reads NIXL ring files of every version (1–4, the layout detected from the
+//! header and the file size), one file or a directory of them (one per
 //! agent), and prints each event as a text block, a JSON line, or a summary
-//! table. stdout carries only events (or the table); every other line goes to
+//! table (the format is in the `format` module). stdout carries only events (or the table); every other line goes to
 //! stderr. The output is byte-identical to `python/telemetry_reader.py` on the
 //! same input; the format is fixed in that file's docstring and in
 //! `docs/readers.md`.
@@ -26,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use nixl_telemetry::ring::ReadMode;
-use nixl_telemetry_abi::{Category, Event};
+use nixl_telemetry::ring::{ReadMode, RingRecord};
+use nixl_telemetry_abi::Category;
 
 use crate::signal::StopFlag;
-use format::{DateCache, NameCache, EVENT_TAIL};
+use format::{DateCache, NameCache};
 use source::{InputError, Ring, Source};
 use summary::Summary;
 
@@ -219,7 +220,7 @@ impl Emitter {
     fn emit(
         &mut self,
         ring: &Ring,
-        events: &[Event],
+        events: &[RingRecord],
         out: &mut Output,
     ) -> Result<u64, OutputError> {
         self.bad_slots.clear();
@@ -237,7 +238,7 @@ impl Emitter {
         let agent = (*mode == Mode::Summary).then(|| summary.agent_id(&ring.agent));
         let mut bad = 0u64;
         for (index, event) in events.iter().enumerate() {
-            let info = names.get(&event.event_name);
+            let info = names.get(&event.name);
             let Some(name) = &info.decoded else {
                 bad += 1;
                 if want_bad && bad_slots.len() < MAX_SLOT_WARNINGS as usize {
@@ -245,43 +246,19 @@ impl Emitter {
                 }
                 continue;
             };
+            // An event without a category (ring versions 3, 4) matches no
+            // --category filter.
             if !name.passes
                 || categories
                     .as_ref()
-                    .is_some_and(|c| !c.contains(&event.category))
+                    .is_some_and(|c| event.category.is_none_or(|cat| !c.contains(&cat)))
             {
                 continue;
             }
             *matched += 1;
             match mode {
-                Mode::Text => {
-                    buf.extend_from_slice(&ring.text_head);
-                    let ts = event.timestamp_us;
-                    buf.extend_from_slice(dates.get(ts / 1_000_000).as_bytes());
-                    buf.push(b'.');
-                    format::push_micros(buf, (ts % 1_000_000) as u32);
-                    buf.extend_from_slice(b"\nCategory: ");
-                    format::push_category(buf, event.category);
-                    buf.extend_from_slice(b"\nEvent: ");
-                    buf.extend_from_slice(name.text.as_bytes());
-                    buf.extend_from_slice(b"\nValue: ");
-                    format::push_u64(buf, event.value);
-                    buf.push(b'\n');
-                    buf.extend_from_slice(EVENT_TAIL.as_bytes());
-                }
-                Mode::Json => {
-                    buf.extend_from_slice(b"{\"timestamp_us\":");
-                    format::push_u64(buf, event.timestamp_us);
-                    buf.extend_from_slice(b",\"category\":\"");
-                    format::push_category(buf, event.category);
-                    buf.extend_from_slice(b"\",\"category_id\":");
-                    format::push_i32(buf, event.category);
-                    buf.extend_from_slice(b",\"name\":");
-                    buf.extend_from_slice(&name.json);
-                    buf.extend_from_slice(b",\"value\":");
-                    format::push_u64(buf, event.value);
-                    buf.extend_from_slice(&ring.json_tail);
-                }
+                Mode::Text => format::push_text_event(buf, &ring.framing, dates, event, &name.text),
+                Mode::Json => format::push_json_event(buf, &ring.framing, event, &name.json),
                 Mode::Summary => {
                     let agent = agent.expect("summary mode has an agent id");
                     summary.add(agent, event.category, name.id, event.value);
@@ -328,7 +305,7 @@ fn drain(
     emitter: &mut Emitter,
     out: &mut Output,
     stop: &StopFlag,
-    batch: &mut Vec<Event>,
+    batch: &mut Vec<RingRecord>,
     log: &Log,
 ) -> Result<(), Failure> {
     let Some(reader) = ring.reader.as_mut() else {
@@ -352,7 +329,7 @@ fn drain(
         batch.clear();
         let want = remaining.min(BATCH_EVENTS as u64) as usize;
         let n = reader
-            .peek_batch(batch, want)
+            .peek_records(batch, want)
             .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
         if n == 0 {
             break;
@@ -471,9 +448,16 @@ fn print_totals(log: &Log, source: &mut Source, emitter: &Emitter, filtered: boo
     if !trailers.is_empty() {
         let staging: u64 = trailers.iter().map(|t| t.dropped_staging_full).sum();
         let full: u64 = trailers.iter().map(|t| t.dropped_ring_full).sum();
+        let format: u64 = trailers.iter().map(|t| t.dropped_format).sum();
+        // The format cause only where a ring could have it (not version 1).
+        let format_part = if rings.iter().any(|r| r.version != 1) {
+            format!(", no event type in the ring version: {format}")
+        } else {
+            String::new()
+        };
         log.info(format_args!(
-            "Events lost by the producer: {} (staging buffer full: {staging}, ring full: {full})",
-            staging + full
+            "Events lost by the producer: {} (staging buffer full: {staging}, ring full: {full}{format_part})",
+            staging + full + format
         ));
     }
 }

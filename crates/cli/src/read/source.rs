@@ -9,13 +9,19 @@ use std::path::{Path, PathBuf};
 
 use nixl_telemetry::ring::{ReadMode, RingError, RingReader, TrailerInfo};
 
-use super::format::{push_json_string, EVENT_HEAD, TIMESTAMP_PREFIX};
+use super::format::Framing;
 use super::Log;
 
 /// A problem with the input: the message names the path, what is wrong and
 /// what is accepted. The reader exits with status 2.
 #[derive(Debug)]
 pub struct InputError(pub String);
+
+/// What the reader accepts, for messages.
+const ACCEPTED_FILE: &str = "a NIXL ring file (version 1 to 4)";
+/// The slot sizes of the versions, for messages.
+const SLOT_SIZES: &str =
+    "56 bytes each in version 1, 48 or 16 in version 2, 16 in versions 3 and 4";
 
 /// The reader's message for a ring error.
 pub fn describe(err: &RingError, mode: ReadMode) -> String {
@@ -24,8 +30,8 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
             let path = path.display();
             match source.kind() {
                 ErrorKind::NotFound => format!(
-                    "{path}: no such file or directory; expected a NIXL version-1 ring file \
-                     or a directory of ring files"
+                    "{path}: no such file or directory; expected {ACCEPTED_FILE} or a \
+                     directory of ring files"
                 ),
                 ErrorKind::PermissionDenied if mode == ReadMode::Peek => format!(
                     "{path}: permission denied opening it for reading; the reader needs read access"
@@ -42,16 +48,16 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
             path.display()
         ),
         RingError::NotRegularFile { path } => format!(
-            "{}: not a regular file; expected a NIXL version-1 ring file",
+            "{}: not a regular file; expected {ACCEPTED_FILE}",
             path.display()
         ),
         RingError::TooShort { path, size } => format!(
             "{}: file is {size} bytes, too short for the 40-byte ring header; accepted: a \
-             40-byte version-1 header followed by capacity x 56-byte slots",
+             40-byte header followed by capacity slots ({SLOT_SIZES})",
             path.display()
         ),
         RingError::WrongVersion { path, found } => format!(
-            "{}: ring version {found}; this reader accepts version 1 only",
+            "{}: ring version {found}; this reader accepts versions 1, 2, 3 and 4",
             path.display()
         ),
         RingError::BadCapacity {
@@ -67,7 +73,7 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
                 format!("capacity {capacity} is invalid ({reason})")
             };
             format!(
-                "{}: {what}; accepted: a power of two >= 2 (the number of 56-byte slots)",
+                "{}: {what}; accepted: a power of two >= 2 (the number of slots)",
                 path.display()
             )
         }
@@ -82,14 +88,16 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
         ),
         RingError::CapacityBeyondFile {
             path,
+            version,
             capacity,
             needed,
             size,
         } => format!(
-            "{}: capacity {capacity} needs {needed} bytes (40-byte header + {capacity} x \
-             56-byte slots) but the file has {size}; accepted: a file holding the header and \
-             all its slots",
-            path.display()
+            "{}: version {version} capacity {capacity} needs {needed} bytes (40-byte header + \
+             {capacity} x {}-byte slots) but the file has {size}; accepted: a file holding the \
+             header and all its slots",
+            path.display(),
+            needed.saturating_sub(40) / (*capacity).max(1)
         ),
         RingError::PositionOutOfRange {
             path,
@@ -103,7 +111,7 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
         ),
         RingError::Truncated { path, size, needed } => format!(
             "{}: file truncated to {size} bytes while being read; the reader mapped {needed} \
-             bytes (40-byte header, 56-byte slots and the trailer when present)",
+             bytes (40-byte header and the slots)",
             path.display()
         ),
         other => other.to_string(),
@@ -134,10 +142,8 @@ pub struct Ring {
     pub path: PathBuf,
     /// The agent's display name.
     pub agent: String,
-    /// Text mode: the bytes before the timestamp of each event.
-    pub text_head: Vec<u8>,
-    /// JSON mode, directory mode: the bytes that close each object.
-    pub json_tail: Vec<u8>,
+    /// The bytes around each of its events.
+    pub framing: Framing,
     ident: (u64, u64),
     /// The slot the next batch starts at (used in warnings).
     pub cursor: u64,
@@ -180,25 +186,14 @@ impl Ring {
         }
         let reader = RingReader::open(path, mode).map_err(|e| describe(&e, mode))?;
         let header = reader.header().map_err(|e| describe(&e, mode))?;
-        let mut text_head = EVENT_HEAD.as_bytes().to_vec();
-        let mut json_tail = Vec::new();
-        if tagged {
-            text_head.extend_from_slice(b"Agent: ");
-            text_head.extend_from_slice(agent.as_bytes());
-            text_head.push(b'\n');
-            json_tail.extend_from_slice(b",\"agent\":");
-            push_json_string(&mut json_tail, &agent);
-        }
-        json_tail.extend_from_slice(b"}\n");
-        text_head.extend_from_slice(TIMESTAMP_PREFIX.as_bytes());
+        let framing = Framing::new(tagged.then_some(agent.as_str()));
         let capacity = reader.capacity();
         let last_trailer = reader.trailer();
         Ok(Ring {
             reader: Some(reader),
             path: path.to_owned(),
             agent,
-            text_head,
-            json_tail,
+            framing,
             ident: (meta.dev(), meta.ino()),
             cursor: header.read_pos & (capacity - 1),
             events_read: 0,
@@ -404,7 +399,7 @@ impl DirSource {
         if dir.open.is_empty() {
             return Err(InputError(format!(
                 "{}: directory holds no ring files ({} other files skipped); accepted: a \
-                 directory with at least one NIXL version-1 ring file",
+                 directory with at least one NIXL ring file",
                 path.display(),
                 dir.rejected.len()
             )));

@@ -5,7 +5,8 @@
 //! sorted order (`Agent: <name>`, then a header and one row per category and
 //! name, or `(no events)`), blocks separated by an empty line; names and
 //! categories left-aligned, numbers right-aligned, columns two spaces apart,
-//! widths counted in characters.
+//! widths counted in characters. Events of ring versions without categories
+//! (3 and 4) have `-` in the CATEGORY column and sort before the others.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -29,7 +30,7 @@ struct Row {
 pub struct Summary {
     agents: Vec<String>,
     agent_ids: HashMap<String, u32>,
-    rows: HashMap<(u32, i32, u32), Row>,
+    rows: HashMap<(u32, Option<i32>, u32), Row>,
 }
 
 impl Summary {
@@ -46,13 +47,13 @@ impl Summary {
 
     /// Counts one event.
     #[inline]
-    pub fn add(&mut self, agent: u32, category: i32, name: u32, value: u64) {
+    pub fn add(&mut self, agent: u32, category: Option<i32>, name: u32, value: u64) {
         let row = self.rows.entry((agent, category, name)).or_insert(Row {
             count: 0,
             sum: 0,
             min: value,
             max: value,
-            values: (Category(category) == Category::PERFORMANCE).then(Vec::new),
+            values: (category == Some(Category::PERFORMANCE.0)).then(Vec::new),
         });
         row.count += 1;
         row.sum += u128::from(value);
@@ -74,7 +75,7 @@ impl Summary {
         for agent in agents {
             let mut block = format!("Agent: {agent}\n");
             let id = self.agent_ids.get(agent).copied();
-            let mut keys: Vec<(i32, &str, &Row)> = self
+            let mut keys: Vec<(Option<i32>, &str, &Row)> = self
                 .rows
                 .iter()
                 .filter(|((a, _, _), _)| Some(*a) == id)
@@ -98,7 +99,7 @@ impl Summary {
                         None => ["-", "-", "-"].map(str::to_owned),
                     };
                     [
-                        Category(cat).to_string(),
+                        cat.map_or_else(|| "-".to_owned(), |c| Category(c).to_string()),
                         name.to_owned(),
                         row.count.to_string(),
                         row.sum.to_string(),
@@ -170,9 +171,9 @@ mod tests {
         let mut s = Summary::default();
         let a = s.agent_id("initiator");
         let names = ["agent_xfer_time", "agent_tx_bytes"];
-        s.add(a, 5, 0, 10);
-        s.add(a, 5, 0, 30);
-        s.add(a, 1, 1, 4096);
+        s.add(a, Some(5), 0, 10);
+        s.add(a, Some(5), 0, 30);
+        s.add(a, Some(1), 1, 4096);
         let text = s.render(&["initiator".into(), "target".into()], |id| {
             names[id as usize]
         });

@@ -1,5 +1,6 @@
 use std::path::Path;
 
+use nixl_telemetry_abi::ring::RingLayout;
 use nixl_telemetry_abi::Event;
 
 use super::{ExportOutcome, Exporter};
@@ -13,12 +14,22 @@ pub struct BufferExporter {
 }
 
 impl BufferExporter {
-    /// Creates the ring directory if needed and the agent's ring file in it.
+    /// Creates the ring directory if needed and the agent's ring file in it,
+    /// in the layout of ring version `ring_version` (1–4, see
+    /// [`RingLayout::for_version`]).
     pub fn create(
         dir: &Path,
         agent: &str,
         capacity: usize,
+        ring_version: i32,
     ) -> Result<BufferExporter, TelemetryError> {
+        let ring_layout = RingLayout::for_version(ring_version).ok_or_else(|| {
+            TelemetryError::Config(crate::config::ConfigError::InvalidValue {
+                variable: crate::config::ENV_RING_VERSION,
+                value: ring_version.to_string(),
+                accepted: "1, 2, 3 or 4".to_owned(),
+            })
+        })?;
         match std::fs::metadata(dir) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
@@ -33,7 +44,7 @@ impl BufferExporter {
             })?,
         }
         Ok(BufferExporter {
-            ring: RingWriter::create(dir, agent, capacity)?,
+            ring: RingWriter::create_with_layout(dir, agent, capacity, ring_layout)?,
         })
     }
 
@@ -50,7 +61,7 @@ impl Exporter for BufferExporter {
 
     fn export(&mut self, events: &[Event]) -> ExportOutcome {
         let was_cut = self.ring.is_cut();
-        let written = self.ring.push_batch(events);
+        let pushed = self.ring.push(events);
         if self.ring.is_cut() {
             if !was_cut {
                 tracing::error!(
@@ -61,9 +72,10 @@ impl Exporter for BufferExporter {
             return ExportOutcome::failed(events.len());
         }
         ExportOutcome {
-            delivered: written,
-            dropped_full: events.len() - written,
+            delivered: pushed.written,
+            dropped_full: pushed.dropped_full,
             failed: 0,
+            dropped_format: pushed.dropped_format,
         }
     }
 

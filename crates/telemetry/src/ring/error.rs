@@ -56,8 +56,8 @@ pub enum RingError {
         /// Its size.
         size: u64,
     },
-    /// The header's version is not 1.
-    #[error("{path}: ring version {found} is not supported (accepted: 1)")]
+    /// The header's version is none of 1–4.
+    #[error("{path}: ring version {found} is not supported (accepted: 1, 2, 3, 4)")]
     WrongVersion {
         /// The file.
         path: PathBuf,
@@ -86,11 +86,13 @@ pub enum RingError {
     },
     /// The header promises more slots than the file holds.
     #[error(
-        "{path}: header says capacity {capacity} ({needed} bytes) but the file is {size} bytes"
+        "{path}: header says version {version}, capacity {capacity} ({needed} bytes) but the file is {size} bytes"
     )]
     CapacityBeyondFile {
         /// The file.
         path: PathBuf,
+        /// The version found.
+        version: i32,
         /// The capacity found.
         capacity: u64,
         /// Bytes the header and slots need.
@@ -109,6 +111,17 @@ pub enum RingError {
         value: u64,
         /// The capacity.
         capacity: u64,
+    },
+    /// [`RingReader::peek_batch`](super::RingReader::peek_batch) hands out
+    /// version-1 events only.
+    #[error(
+        "{path}: the ring has layout {layout}, not version 1; read it as records (peek_records)"
+    )]
+    NotVersion1 {
+        /// The file.
+        path: PathBuf,
+        /// The layout's name.
+        layout: &'static str,
     },
     /// The file shrank below the mapped size while it was being read.
     #[error("{path}: file was truncated to {size} bytes while being read (needs {needed})")]
