@@ -15,11 +15,13 @@
 //! | layout | version | slot | fields | written by |
 //! | --- | --- | --- | --- | --- |
 //! | [`V1`] | 1 | 56 | timestamp, category, name, value | NIXL 1.0.x |
-//! | [`V2_NAMED`] | 2 | 48 | category, name, value | NIXL builds between 1.0 and 1.1 |
-//! | [`V2`] | 2 | 16 | category, event type (20 types), value | NIXL 1.1.x, 1.2.x |
-//! | [`V3`] | 3 | 16 | event type (20 types), value | NIXL 1.3.0 |
-//! | [`V4`] | 4 | 16 | event type (21 types), value | NIXL 1.3.1 and later, 1.4.x, 1.5.x |
+//! | [`V2_NAMED`] | 2 | 48 | category, name, value | NIXL 1.1.x |
+//! | [`V2_TYPED`] | 2 | 16 | category, event type (20 types), value | NIXL 1.2.x |
+//! | [`V3`] | 3 | 16 | event type (20 types), value | NIXL 1.3.x |
+//! | [`V4`] | 4 | 16 | event type (21 types), value | NIXL 1.4.x, 1.5.x |
 //!
+//! These are the layouts the releases published on PyPI write (checked on
+//! files the real releases wrote and read); NIXL's public source tags differ.
 //! The two layouts of version 2 are told apart by the file size (see [`detect`]).
 
 use crate::event::{Event, EVENT_NAME_CAPACITY};
@@ -130,8 +132,8 @@ pub const V1: RingLayout = RingLayout {
     releases: "NIXL 1.0.x",
 };
 
-/// Version 2 with names (the first version-2 builds): category, 32-byte
-/// name, 4 bytes of padding, value; 48-byte slots.
+/// Version 2 with names (NIXL 1.1.x): category, 32-byte name, 4 bytes of
+/// padding, value; 48-byte slots.
 pub const V2_NAMED: RingLayout = RingLayout {
     name: "v2-named",
     version: 2,
@@ -143,13 +145,13 @@ pub const V2_NAMED: RingLayout = RingLayout {
         value: 40,
     },
     event_types: &[],
-    releases: "NIXL development builds between 1.0 and 1.1",
+    releases: "NIXL 1.1.x",
 };
 
-/// Version 2 with event types (NIXL 1.1.x, 1.2.x): category, u32 type,
-/// value; 16-byte slots.
-pub const V2: RingLayout = RingLayout {
-    name: "v2",
+/// Version 2 with event types (NIXL 1.2.x): category, u32 type, value;
+/// 16-byte slots.
+pub const V2_TYPED: RingLayout = RingLayout {
+    name: "v2-typed",
     version: 2,
     slot: SlotLayout {
         size: 16,
@@ -159,10 +161,11 @@ pub const V2: RingLayout = RingLayout {
         value: 8,
     },
     event_types: EVENT_TYPES.split_at(20).0,
-    releases: "NIXL 1.1.x, 1.2.x",
+    releases: "NIXL 1.2.x",
 };
 
-/// Version 3 (NIXL 1.3.0): u32 type, 4 bytes of padding, value; 16-byte slots.
+/// Version 3 (NIXL 1.3.x): u32 type, 4 bytes of padding (NIXL leaves it
+/// uninitialised; readers ignore it), value; 16-byte slots.
 pub const V3: RingLayout = RingLayout {
     name: "v3",
     version: 3,
@@ -174,10 +177,10 @@ pub const V3: RingLayout = RingLayout {
         value: 8,
     },
     event_types: EVENT_TYPES.split_at(20).0,
-    releases: "NIXL 1.3.0",
+    releases: "NIXL 1.3.x",
 };
 
-/// Version 4 (NIXL 1.3.1 and later): as version 3, with the event type
+/// Version 4 (NIXL 1.4.x, 1.5.x): as version 3, with the event type
 /// `agent_telemetry_events_dropped` (20) added.
 pub const V4: RingLayout = RingLayout {
     name: "v4",
@@ -190,21 +193,42 @@ pub const V4: RingLayout = RingLayout {
         value: 8,
     },
     event_types: &EVENT_TYPES,
-    releases: "NIXL 1.3.1 and later (1.4.x, 1.5.x)",
+    releases: "NIXL 1.4.x, 1.5.x",
 };
 
 /// Every layout, in version order. Where one version has two layouts, the
-/// one NIXL releases write comes first.
-pub const LAYOUTS: [&RingLayout; 5] = [&V1, &V2, &V2_NAMED, &V3, &V4];
+/// one written for the bare version number comes first.
+pub const LAYOUTS: [&RingLayout; 5] = [&V1, &V2_NAMED, &V2_TYPED, &V3, &V4];
+
+/// The spellings [`RingLayout::from_selector`] accepts, for messages.
+pub const SELECTORS: &str = "1, 2 (= 2-named), 2-named, 2-typed, 3 or 4";
 
 /// The ring versions there are layouts for.
 pub const VERSIONS: [i32; 4] = [1, 2, 3, 4];
 
 impl RingLayout {
-    /// The layout this project writes for ring version `version` (the one NIXL
-    /// releases wrote), `None` for a version without one.
+    /// The layout this project writes for ring version `version`, `None` for a
+    /// version without one. Version 2 is [`V2_NAMED`] (NIXL 1.1: names and
+    /// categories); [`V2_TYPED`] is chosen by name ([`RingLayout::from_selector`]).
     pub fn for_version(version: i32) -> Option<&'static RingLayout> {
         LAYOUTS.into_iter().find(|l| l.version == version)
+    }
+
+    /// The layout a selector names: a version number (`1`…`4`, where `2` is
+    /// [`V2_NAMED`]) or a layout name (`v1`, `2-named`, `v2-typed`…; the `v`
+    /// is optional, case is ignored). `None` for anything else.
+    pub fn from_selector(text: &str) -> Option<&'static RingLayout> {
+        let text = text.trim();
+        let bare = text
+            .strip_prefix(['v', 'V'])
+            .unwrap_or(text)
+            .to_ascii_lowercase();
+        if let Ok(version) = bare.parse::<i32>() {
+            return Self::for_version(version);
+        }
+        LAYOUTS
+            .into_iter()
+            .find(|l| l.name.strip_prefix('v') == Some(bare.as_str()))
     }
 
     /// Bytes of header and slots, `None` on overflow. NIXL's readers need this
@@ -281,49 +305,59 @@ pub enum DetectError {
     },
     /// The capacity times the slot size overflows.
     Overflow,
+    /// The version has several layouts and the file's size is that of none
+    /// of them (neither exactly nor followed by this project's trailer).
+    Ambiguous {
+        /// The sizes the version's layouts would have, in [`LAYOUTS`] order.
+        sizes: [u64; 2],
+    },
 }
 
 /// The layout of a file whose header says `version` and `capacity` and
 /// which is `file_size` bytes long. `trailer_at(offset)` says whether this
 /// project's trailer magic sits at `offset` (the caller reads the file).
 ///
-/// A version with one layout is that layout when the file holds its slots.
-/// Version 2 has two (48- and 16-byte slots): the one whose slots end
-/// exactly at the file's end or at a trailer wins; otherwise the largest
-/// whose slots fit (a file written by NIXL ends exactly after its slots).
+/// A version with one layout is that layout when the file holds its slots
+/// (a larger file is fine: NIXL's readers accept one). Version 2 has two
+/// (48-byte slots, NIXL 1.1; 16-byte slots, NIXL 1.2), which NIXL itself
+/// cannot tell apart: the one whose slots end exactly at the file's end
+/// (NIXL's files) or at this project's trailer is the file's layout; any
+/// other size is [`DetectError::Ambiguous`].
 pub fn detect(
     version: i32,
     capacity: u64,
     file_size: u64,
     trailer_at: impl Fn(u64) -> bool,
 ) -> Result<&'static RingLayout, DetectError> {
-    let mut fitting: Option<&'static RingLayout> = None;
-    let mut smallest_need: Option<u64> = None;
-    let mut any = false;
-    for layout in LAYOUTS.into_iter().filter(|l| l.version == version) {
-        any = true;
-        let Some(end) = layout.data_size(capacity) else {
-            continue;
-        };
-        smallest_need = Some(smallest_need.map_or(end, |n| n.min(end)));
-        if end > file_size {
-            continue;
-        }
-        if end == file_size || trailer_at(end) {
-            return Ok(layout);
-        }
-        if fitting.is_none_or(|f| f.slot.size < layout.slot.size) {
-            fitting = Some(layout);
-        }
-    }
-    if !any {
+    let mut candidates = LAYOUTS.into_iter().filter(|l| l.version == version);
+    let Some(first) = candidates.next() else {
         return Err(DetectError::UnknownVersion);
+    };
+    let Some(first_end) = first.data_size(capacity) else {
+        return Err(DetectError::Overflow);
+    };
+    let Some(second) = candidates.next() else {
+        return if first_end <= file_size {
+            Ok(first)
+        } else {
+            Err(DetectError::TooSmall { needed: first_end })
+        };
+    };
+    let second_end = second.data_size(capacity);
+    for (layout, end) in [(first, Some(first_end)), (second, second_end)] {
+        if let Some(end) = end {
+            if end == file_size || (end < file_size && trailer_at(end)) {
+                return Ok(layout);
+            }
+        }
     }
-    match (fitting, smallest_need) {
-        (Some(layout), _) => Ok(layout),
-        (None, Some(needed)) => Err(DetectError::TooSmall { needed }),
-        (None, None) => Err(DetectError::Overflow),
+    let smallest = second_end.map_or(first_end, |e| e.min(first_end));
+    if smallest > file_size {
+        return Err(DetectError::TooSmall { needed: smallest });
     }
+    Err(DetectError::Ambiguous {
+        sizes: [first_end, second_end.unwrap_or(u64::MAX)],
+    })
 }
 
 /// The trailer's first 8 bytes.
@@ -428,9 +462,23 @@ mod tests {
         for v in VERSIONS {
             assert_eq!(RingLayout::for_version(v).unwrap().version, v);
         }
-        assert_eq!(RingLayout::for_version(2), Some(&V2));
+        assert_eq!(RingLayout::for_version(2), Some(&V2_NAMED));
         assert_eq!(RingLayout::for_version(5), None);
         assert_eq!(RingLayout::for_version(0), None);
+        for (text, want) in [
+            ("1", &V1),
+            (" 2 ", &V2_NAMED),
+            ("2-named", &V2_NAMED),
+            ("v2-typed", &V2_TYPED),
+            ("2-TYPED", &V2_TYPED),
+            ("3", &V3),
+            ("v4", &V4),
+        ] {
+            assert_eq!(RingLayout::from_selector(text), Some(want), "{text}");
+        }
+        for bad in ["", "0", "5", "2-", "typed", "v", "1.5", "-1"] {
+            assert_eq!(RingLayout::from_selector(bad), None, "{bad}");
+        }
     }
 
     #[test]
@@ -441,10 +489,10 @@ mod tests {
             Some(20)
         );
         assert_eq!(V3.event_type_of(b"agent_telemetry_events_dropped"), None);
-        assert_eq!(V2.event_type_of(b"NIXL_ERR_BACKEND"), Some(10));
-        assert_eq!(V2.event_type_of(b"NIXL_ERR_NO_TELEMETRY"), Some(19));
-        assert_eq!(V2.event_type_of(b"NIXL_ERR_"), None);
-        assert_eq!(V2.event_type_of(b"ucx_rdma_writes"), None);
+        assert_eq!(V2_TYPED.event_type_of(b"NIXL_ERR_BACKEND"), Some(10));
+        assert_eq!(V2_TYPED.event_type_of(b"NIXL_ERR_NO_TELEMETRY"), Some(19));
+        assert_eq!(V2_TYPED.event_type_of(b"NIXL_ERR_"), None);
+        assert_eq!(V2_TYPED.event_type_of(b"ucx_rdma_writes"), None);
         assert_eq!(V1.event_type_of(b"agent_tx_bytes"), None);
         assert_eq!(V3.event_type_name(19), Some("agent_err_no_telemetry"));
         assert_eq!(V3.event_type_name(20), None);
@@ -457,15 +505,24 @@ mod tests {
         assert_eq!(detect(4, 8, 40 + 128, no), Ok(&V4));
         assert_eq!(detect(3, 8, 40 + 128 + 72, |at| at == 168), Ok(&V3));
         // Version 2: the size says which slot.
-        assert_eq!(detect(2, 8, 40 + 8 * 16, no), Ok(&V2));
+        assert_eq!(detect(2, 8, 40 + 8 * 16, no), Ok(&V2_TYPED));
         assert_eq!(detect(2, 8, 40 + 8 * 48, no), Ok(&V2_NAMED));
-        assert_eq!(detect(2, 8, 40 + 8 * 16 + 72, |at| at == 168), Ok(&V2));
+        assert_eq!(
+            detect(2, 8, 40 + 8 * 16 + 72, |at| at == 168),
+            Ok(&V2_TYPED)
+        );
         // Capacity 2: 40 + 2·16 + 72 > 40 + 2·48; the trailer decides.
-        assert_eq!(detect(2, 2, 40 + 32 + 72, |at| at == 72), Ok(&V2));
+        assert_eq!(detect(2, 2, 40 + 32 + 72, |at| at == 72), Ok(&V2_TYPED));
         assert_eq!(detect(2, 2, 40 + 96 + 72, |at| at == 136), Ok(&V2_NAMED));
         assert_eq!(
             detect(2, 8, 100, no),
             Err(DetectError::TooSmall { needed: 168 })
+        );
+        assert_eq!(
+            detect(2, 8, 200, no),
+            Err(DetectError::Ambiguous {
+                sizes: [40 + 8 * 48, 40 + 8 * 16]
+            })
         );
         assert_eq!(detect(5, 8, 1000, no), Err(DetectError::UnknownVersion));
         assert_eq!(detect(4, u64::MAX, 1000, no), Err(DetectError::Overflow));

@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use nixl_telemetry_abi::ring::RingLayout;
+
 use crate::filter::MetricFilter;
 
 /// `NIXL_TELEMETRY_ENABLE`
@@ -29,9 +31,9 @@ pub const ENV_NIXL_PLUGIN_DIR: &str = "NIXL_PLUGIN_DIR";
 pub const ENV_ENABLED_METRICS: &str = "NIXL_TELEMETRY_ENABLED_METRICS";
 /// `NIXL_TELEMETRY_RING_VERSION`: the ring layout the `buffer` exporter writes.
 pub const ENV_RING_VERSION: &str = "NIXL_TELEMETRY_RING_VERSION";
-/// The ring version written when `NIXL_TELEMETRY_RING_VERSION` is unset:
+/// The ring layout written when `NIXL_TELEMETRY_RING_VERSION` is unset:
 /// version 1 keeps timestamps, categories and free-form names.
-pub const DEFAULT_RING_VERSION: i32 = 1;
+pub const DEFAULT_RING_LAYOUT: &RingLayout = &nixl_telemetry_abi::ring::V1;
 
 /// Default events per ring and per staging buffer.
 pub const DEFAULT_BUFFER_SIZE: usize = 4096;
@@ -44,8 +46,8 @@ const ENABLE_ACCEPTED: &str =
     "on: y, yes, on, 1, true, enable; off: n, no, off, 0, false, disable (any case)";
 const BUFFER_SIZE_ACCEPTED: &str = "a power of two from 2 to 67108864 (events)";
 const RUN_INTERVAL_ACCEPTED: &str = "a whole number of milliseconds, at least 1";
-const RING_VERSION_ACCEPTED: &str =
-    "1, 2, 3 or 4 (the ring layout of NIXL 1.0, 1.1-1.2, 1.3.0, 1.3.1 and later)";
+const RING_VERSION_ACCEPTED: &str = "1 (NIXL 1.0), 2 or 2-named (NIXL 1.1), 2-typed (NIXL 1.2), \
+     3 (NIXL 1.3), 4 (NIXL 1.4, 1.5)";
 const EXPORTER_ACCEPTED: &str =
     "buffer, nop, or a plug-in name (letters, digits, '_', '-', '.') for libtelemetry_exporter_<name>.so";
 
@@ -126,8 +128,8 @@ pub struct TelemetryConfig {
     pub nixl_plugin_dir: Option<PathBuf>,
     /// The allowlist; `None` = every event.
     pub enabled_metrics: Option<MetricFilter>,
-    /// The ring version the `buffer` exporter writes (1–4).
-    pub ring_version: i32,
+    /// The ring layout the `buffer` exporter writes (`NIXL_TELEMETRY_RING_VERSION`).
+    pub ring_layout: &'static RingLayout,
 }
 
 impl Default for TelemetryConfig {
@@ -142,7 +144,7 @@ impl Default for TelemetryConfig {
             plugin_dirs: Vec::new(),
             nixl_plugin_dir: None,
             enabled_metrics: None,
-            ring_version: DEFAULT_RING_VERSION,
+            ring_layout: DEFAULT_RING_LAYOUT,
         }
     }
 }
@@ -194,16 +196,11 @@ pub fn check_run_interval(
     }
 }
 
-/// Parses `NIXL_TELEMETRY_RING_VERSION`: 1, 2, 3 or 4.
-pub fn parse_ring_version(value: &str) -> Result<i32, ConfigError> {
-    match value.trim().parse::<i32>() {
-        Ok(v) if nixl_telemetry_abi::ring::VERSIONS.contains(&v) => Ok(v),
-        _ => Err(ConfigError::invalid(
-            ENV_RING_VERSION,
-            value,
-            RING_VERSION_ACCEPTED,
-        )),
-    }
+/// Parses `NIXL_TELEMETRY_RING_VERSION`: `1`–`4` or a layout name such as
+/// `2-typed` ([`RingLayout::from_selector`]).
+pub fn parse_ring_version(value: &str) -> Result<&'static RingLayout, ConfigError> {
+    RingLayout::from_selector(value)
+        .ok_or_else(|| ConfigError::invalid(ENV_RING_VERSION, value, RING_VERSION_ACCEPTED))
 }
 
 fn parse_run_interval(value: &str) -> Result<Duration, ConfigError> {
@@ -342,9 +339,9 @@ impl TelemetryConfig {
             .unwrap_or_default();
         let nixl_plugin_dir = non_empty(lookup(ENV_NIXL_PLUGIN_DIR)).map(PathBuf::from);
         let enabled_metrics = lookup(ENV_ENABLED_METRICS).and_then(|v| MetricFilter::parse(&v));
-        let ring_version = match non_empty(lookup(ENV_RING_VERSION)) {
+        let ring_layout = match non_empty(lookup(ENV_RING_VERSION)) {
             Some(v) => parse_ring_version(&v)?,
-            None => DEFAULT_RING_VERSION,
+            None => DEFAULT_RING_LAYOUT,
         };
         Ok(TelemetryConfig {
             enabled,
@@ -355,7 +352,7 @@ impl TelemetryConfig {
             plugin_dirs,
             nixl_plugin_dir,
             enabled_metrics,
-            ring_version,
+            ring_layout,
         })
     }
 }
@@ -498,15 +495,21 @@ mod tests {
 
     #[test]
     fn ring_versions() {
-        assert_eq!(cfg(&[]).unwrap().ring_version, 1);
-        for v in ["1", "2", " 3 ", "4"] {
-            let want: i32 = v.trim().parse().unwrap();
-            assert_eq!(cfg(&[(ENV_RING_VERSION, v)]).unwrap().ring_version, want);
+        use nixl_telemetry_abi::ring::{V1, V2_NAMED, V2_TYPED, V3, V4};
+        assert_eq!(cfg(&[]).unwrap().ring_layout, &V1);
+        for (v, want) in [
+            ("1", &V1),
+            ("2", &V2_NAMED),
+            ("2-typed", &V2_TYPED),
+            (" 3 ", &V3),
+            ("4", &V4),
+        ] {
+            assert_eq!(cfg(&[(ENV_RING_VERSION, v)]).unwrap().ring_layout, want);
         }
-        for bad in ["0", "5", "v4", "-1", "1.5"] {
+        for bad in ["0", "5", "2-", "-1", "1.5", "four"] {
             let err = cfg(&[(ENV_RING_VERSION, bad)]).unwrap_err().to_string();
             assert!(err.contains("NIXL_TELEMETRY_RING_VERSION"), "{err}");
-            assert!(err.contains("1, 2, 3 or 4"), "{err}");
+            assert!(err.contains("2-typed (NIXL 1.2)"), "{err}");
         }
     }
 

@@ -99,6 +99,20 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
             path.display(),
             needed.saturating_sub(40) / (*capacity).max(1)
         ),
+        RingError::AmbiguousLayout {
+            path,
+            version,
+            capacity,
+            size,
+            sizes,
+        } => format!(
+            "{}: version {version} capacity {capacity} matches neither version-2 layout: the \
+             file has {size} bytes; accepted: exactly {} bytes (48-byte slots, NIXL 1.1) or {} \
+             bytes (16-byte slots, NIXL 1.2), optionally followed by this project's trailer",
+            path.display(),
+            sizes[0],
+            sizes[1]
+        ),
         RingError::PositionOutOfRange {
             path,
             field,

@@ -15,21 +15,13 @@ pub struct BufferExporter {
 
 impl BufferExporter {
     /// Creates the ring directory if needed and the agent's ring file in it,
-    /// in the layout of ring version `ring_version` (1–4, see
-    /// [`RingLayout::for_version`]).
+    /// in `ring_layout` (`NIXL_TELEMETRY_RING_VERSION`).
     pub fn create(
         dir: &Path,
         agent: &str,
         capacity: usize,
-        ring_version: i32,
+        ring_layout: &'static RingLayout,
     ) -> Result<BufferExporter, TelemetryError> {
-        let ring_layout = RingLayout::for_version(ring_version).ok_or_else(|| {
-            TelemetryError::Config(crate::config::ConfigError::InvalidValue {
-                variable: crate::config::ENV_RING_VERSION,
-                value: ring_version.to_string(),
-                accepted: "1, 2, 3 or 4".to_owned(),
-            })
-        })?;
         match std::fs::metadata(dir) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {

@@ -82,7 +82,7 @@ pub fn create(
             dir,
             agent,
             config.buffer_size,
-            config.ring_version,
+            config.ring_layout,
         )?)),
         ExporterChoice::Plugin { name } => {
             Some(Box::new(plugin::PluginExporter::load(name, config, agent)?))

@@ -100,6 +100,23 @@ pub enum RingError {
         /// The file's size.
         size: u64,
     },
+    /// The version has two layouts and the file's size fits neither.
+    #[error(
+        "{path}: version {version} with capacity {capacity} is {} bytes (48-byte slots, NIXL 1.1) or {} bytes (16-byte slots, NIXL 1.2), but the file is {size} bytes",
+        .sizes[0], .sizes[1]
+    )]
+    AmbiguousLayout {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        version: i32,
+        /// The capacity found.
+        capacity: u64,
+        /// The file's size.
+        size: u64,
+        /// The sizes of the version's layouts.
+        sizes: [u64; 2],
+    },
     /// A position is outside `[0, capacity)`.
     #[error("{path}: {field} = {value} is outside [0, {capacity})")]
     PositionOutOfRange {

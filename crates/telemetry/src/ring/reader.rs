@@ -98,6 +98,15 @@ impl RingHeader {
             Err(DetectError::Overflow) => {
                 return Err(bad_capacity("it overflows the address space"))
             }
+            Err(DetectError::Ambiguous { sizes }) => {
+                return Err(RingError::AmbiguousLayout {
+                    path: path.to_owned(),
+                    version: self.version,
+                    capacity: self.capacity,
+                    size: file_size,
+                    sizes,
+                })
+            }
             Err(DetectError::UnknownVersion) => {
                 return Err(RingError::WrongVersion {
                     path: path.to_owned(),

@@ -117,7 +117,7 @@ fn type_name(layout: &RingLayout, t: u32) -> [u8; EVENT_NAME_CAPACITY] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nixl_telemetry_abi::ring::{V1, V2, V2_NAMED, V3, V4};
+    use nixl_telemetry_abi::ring::{V1, V2_NAMED, V2_TYPED, V3, V4};
     use nixl_telemetry_abi::Category;
 
     #[test]
@@ -141,7 +141,7 @@ mod tests {
         typed[0..4].copy_from_slice(&(-2i32).to_le_bytes());
         typed[4..8].copy_from_slice(&6u32.to_le_bytes());
         typed[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        let r = RingRecord::decode(&V2, &typed);
+        let r = RingRecord::decode(&V2_TYPED, &typed);
         assert_eq!(
             (r.category, r.event_type, r.value),
             (Some(-2), Some(6), u64::MAX)
