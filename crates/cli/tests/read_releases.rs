@@ -217,3 +217,21 @@ fn every_release_fixture_is_present_and_unread() {
         }
     }
 }
+
+#[test]
+fn both_readers_summarise_every_release_alike() {
+    for release in RELEASES {
+        let ring = releases_dir().join(release).join("initiator");
+        let rust = read_copy(reader(), &ring, &["--once", "--peek", "--summary"]);
+        let python = read_copy(
+            python_reader(),
+            &ring,
+            &["--once", "--peek", "--summary", "--telemetry_path"],
+        );
+        assert_eq!(rust, python, "{release}");
+        assert!(rust.contains("agent_xfer_time"), "{release}: {rust}");
+        // Versions without categories put "-" in the CATEGORY column.
+        let has_category = ["1.0", "1.1", "1.2"].iter().any(|s| release.starts_with(s));
+        assert_eq!(rust.contains("\n-  "), !has_category, "{release}: {rust}");
+    }
+}
