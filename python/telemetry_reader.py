@@ -517,8 +517,9 @@ class Ring:
             return self.trailer
         version, length = struct.unpack_from("<II", raw, 8)
         if version < 1 or length < TRAILER_SIZE_MIN or self.needed + length > size:
-            self.trailer_problem = ("trailer version %d, size %d; accepted: version >= 1, "
-                                    "size >= 64" % (version, length))
+            self.trailer_problem = ("trailer version %d, size %d; accepted: version >= 1 and a "
+                                    "size of 64 or more that fits in the file"
+                                    % (version, length))
             return self.trailer
         # dropped_format exists from trailer version 2 on (72 bytes).
         known = TRAILER_SIZE if version >= 2 and length >= TRAILER_SIZE else TRAILER_SIZE_MIN

@@ -246,7 +246,7 @@ fn every_layout_writes_what_its_table_says_and_reads_it_back() {
             assert_eq!(got, want, "{} {mode:?}", layout.name);
             let trailer = r.trailer().expect("our trailer");
             assert_eq!(trailer.dropped_format, (events.len() - want.len()) as u64);
-            assert_eq!(trailer.events_lost(), trailer.dropped_format);
+            assert_eq!(trailer.events_lost(), u128::from(trailer.dropped_format));
             let mut v1 = Vec::new();
             match r.peek_batch(&mut v1, usize::MAX) {
                 Ok(n) => assert!(layout == &V1 && n == want.len()),

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use nixl_telemetry::ring::{ReadMode, RingRecord};
+use nixl_telemetry::ring::{ReadMode, RingRecord, TrailerInfo};
 use nixl_telemetry_abi::Category;
 
 use crate::signal::StopFlag;
@@ -446,9 +446,13 @@ fn print_totals(log: &Log, source: &mut Source, emitter: &Emitter, filtered: boo
         log.info(format_args!("Malformed slots skipped: {malformed}"));
     }
     if !trailers.is_empty() {
-        let staging: u64 = trailers.iter().map(|t| t.dropped_staging_full).sum();
-        let full: u64 = trailers.iter().map(|t| t.dropped_ring_full).sum();
-        let format: u64 = trailers.iter().map(|t| t.dropped_format).sum();
+        // Exact sums, as Python prints them: u128 holds 2^64 rings' worth.
+        let sum = |field: fn(&TrailerInfo) -> u64| -> u128 {
+            trailers.iter().map(|t| u128::from(field(t))).sum()
+        };
+        let staging = sum(|t| t.dropped_staging_full);
+        let full = sum(|t| t.dropped_ring_full);
+        let format = sum(|t| t.dropped_format);
         // The format cause only where a ring could have it (not version 1).
         let format_part = if rings.iter().any(|r| r.version != 1) {
             format!(", no event type in the ring version: {format}")

@@ -236,8 +236,15 @@ impl Ring {
         self.last_trailer
     }
 
-    /// Logs the producer line from the trailer, when there is one.
+    /// Logs the producer line from the trailer, when there is one (or a
+    /// warning about a trailer that is ignored).
     pub fn log_trailer(&mut self, log: &Log, prefix: &str) {
+        if let Some(problem) = self.reader.as_ref().and_then(|r| r.trailer_problem()) {
+            log.warn(format_args!(
+                "{}: unrecognised trailer ignored ({problem})",
+                self.path.display()
+            ));
+        }
         if let Some(t) = self.trailer() {
             log.info(format_args!(
                 "{prefix}Producer: pid {}, {}, {} events written, {} lost",

@@ -160,11 +160,12 @@ pub struct TrailerInfo {
 }
 
 impl TrailerInfo {
-    /// Every event the producer lost.
-    pub fn events_lost(&self) -> u64 {
-        self.dropped_staging_full
-            .saturating_add(self.dropped_ring_full)
-            .saturating_add(self.dropped_format)
+    /// Every event the producer lost: the exact sum of the counters (which,
+    /// from a hostile or long-lived file, may exceed `u64`).
+    pub fn events_lost(&self) -> u128 {
+        u128::from(self.dropped_staging_full)
+            + u128::from(self.dropped_ring_full)
+            + u128::from(self.dropped_format)
     }
 }
 
@@ -189,6 +190,7 @@ pub struct RingReader {
     /// Bytes of header and slots.
     data_size: u64,
     trailer: Option<TrailerFormat>,
+    trailer_problem: Option<TrailerProblem>,
     /// Peek mode: this reader's own position.
     peek_pos: u64,
     /// Events handed out by [`RingReader::peek_batch`] and not yet committed,
@@ -214,31 +216,66 @@ fn magic_at(file: &File, offset: u64) -> bool {
     file.read_exact_at(&mut magic, offset).is_ok() && magic == layout::TRAILER_MAGIC
 }
 
-fn read_trailer_format(file: &File, data_size: u64, file_size: u64) -> Option<TrailerFormat> {
-    if file_size < data_size.checked_add(layout::TRAILER_SIZE_MIN as u64)? {
-        return None;
+/// A trailer whose magic matches but whose version or size is not accepted
+/// (it is then ignored; readers warn about it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrailerProblem {
+    /// The trailer version found.
+    pub version: u32,
+    /// The trailer size found.
+    pub size: u32,
+}
+
+impl std::fmt::Display for TrailerProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "trailer version {}, size {}; accepted: version >= 1 and a size of 64 or more that \
+             fits in the file",
+            self.version, self.size
+        )
     }
+}
+
+/// The trailer after `data_size` bytes, if the file holds one: `Ok(None)`
+/// when there is none (too short, no magic), `Err` when the magic is there
+/// but the version or size is not accepted.
+fn read_trailer_format(
+    file: &File,
+    data_size: u64,
+    file_size: u64,
+) -> Result<Option<TrailerFormat>, TrailerProblem> {
+    let Some(min_end) = data_size.checked_add(layout::TRAILER_SIZE_MIN as u64) else {
+        return Ok(None);
+    };
     let mut head = [0u8; 16];
-    file.read_exact_at(&mut head, data_size).ok()?;
+    if file_size < min_end || file.read_exact_at(&mut head, data_size).is_err() {
+        return Ok(None);
+    }
+    if head[..8] != layout::TRAILER_MAGIC {
+        return Ok(None);
+    }
     let field =
         |at: usize| u32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
     let version = field(trailer::VERSION);
-    let size = u64::from(field(trailer::SIZE));
+    let size = field(trailer::SIZE);
     // Any version from the first on: later versions only grow the trailer.
-    let known = head[..8] == layout::TRAILER_MAGIC
-        && version >= layout::TRAILER_VERSION_MIN
-        && size >= layout::TRAILER_SIZE_MIN as u64
-        && data_size.checked_add(size)? <= file_size;
+    let known = version >= layout::TRAILER_VERSION_MIN
+        && size as usize >= layout::TRAILER_SIZE_MIN
+        && data_size + u64::from(size) <= file_size;
+    if !known {
+        return Err(TrailerProblem { version, size });
+    }
     // `dropped_format` exists from trailer version 2 on.
-    let known_size = if version >= 2 && size >= layout::TRAILER_SIZE as u64 {
+    let known_size = if version >= 2 && size as usize >= layout::TRAILER_SIZE {
         layout::TRAILER_SIZE
     } else {
         layout::TRAILER_SIZE_MIN
     };
-    known.then_some(TrailerFormat {
+    Ok(Some(TrailerFormat {
         offset: data_size,
         known: known_size,
-    })
+    }))
 }
 
 impl RingReader {
@@ -280,7 +317,10 @@ impl RingReader {
         let data_size = ring_layout
             .data_size(header.capacity)
             .expect("validate checked the size");
-        let trailer = read_trailer_format(&file, data_size, size);
+        let (trailer, trailer_problem) = match read_trailer_format(&file, data_size, size) {
+            Ok(found) => (found, None),
+            Err(problem) => (None, Some(problem)),
+        };
         let map = match mode {
             ReadMode::Consume => Mapping::read_write(&file, layout::HEADER_SIZE),
             ReadMode::Peek => Mapping::read_only(&file, layout::HEADER_SIZE),
@@ -296,6 +336,7 @@ impl RingReader {
             layout: ring_layout,
             data_size,
             trailer,
+            trailer_problem,
             peek_pos: header.read_pos,
             uncommitted: 0,
             uncommitted_from: 0,
@@ -529,6 +570,11 @@ impl RingReader {
                 _ => RingError::io(&self.path, "read slots", e),
             })?;
         Ok(())
+    }
+
+    /// Why a trailer found at open (its magic matched) was ignored.
+    pub fn trailer_problem(&self) -> Option<TrailerProblem> {
+        self.trailer_problem
     }
 
     /// The trailer, when the file has one (files written by this project do).
