@@ -860,6 +860,7 @@ class FileSource:
     def __init__(self, path, peek, log):
         self.path = path
         self.peek = peek
+        self.log = log
         self.ring = Ring(path, agent_name_of(os.path.basename(path)), peek)
         self.done = []          # rings of files that were replaced, read to their end
         self.rejected = None    # why the file now under the path could not be opened
@@ -875,9 +876,15 @@ class FileSource:
             st = os.stat(self.path)
         except OSError:
             st = None
-        if st is not None and stat.S_ISREG(st.st_mode) and \
-                (st.st_dev, st.st_ino) != self.ring.ident:
-            self.ring.retiring = True
+        if st is not None and (st.st_dev, st.st_ino) != self.ring.ident:
+            if stat.S_ISREG(st.st_mode):
+                self.ring.retiring = True
+            else:
+                # A FIFO, a device or a link to one: no ring; keep the old one.
+                reason = "%s: not a regular file; expected %s" % (self.path, ACCEPTED_FILE)
+                if self.rejected != reason:
+                    self.log.warn("cannot follow the replaced ring file: %s" % reason)
+                    self.rejected = reason
         return [self.ring]
 
     def all_rings(self):

@@ -290,12 +290,31 @@ pub struct FileSource {
 }
 
 impl FileSource {
-    /// Marks the ring for retirement when the path now names another file.
-    fn check_replaced(&mut self) {
-        if let Ok(meta) = std::fs::metadata(&self.path) {
-            if meta.is_file() && (meta.dev(), meta.ino()) != self.ring.ident {
-                self.ring.retiring = true;
-            }
+    /// Marks the ring for retirement when the path now names another file;
+    /// warns (once per reason) when it names something that is no ring file
+    /// at all (a FIFO, a device, a link to one), and keeps reading the old one.
+    fn check_replaced(&mut self, log: &Log) {
+        let Ok(meta) = std::fs::metadata(&self.path) else {
+            return;
+        };
+        if (meta.dev(), meta.ino()) == self.ring.ident {
+            return;
+        }
+        if meta.is_file() {
+            self.ring.retiring = true;
+            return;
+        }
+        let reason = describe(
+            &RingError::NotRegularFile {
+                path: self.path.clone(),
+            },
+            self.mode,
+        );
+        if self.rejected.as_deref() != Some(reason.as_str()) {
+            log.warn(format_args!(
+                "cannot follow the replaced ring file: {reason}"
+            ));
+            self.rejected = Some(reason);
         }
     }
 
@@ -370,7 +389,7 @@ impl Source {
     pub fn rings(&mut self, log: &Log) -> Result<&mut [Ring], InputError> {
         match self {
             Source::File(file) => {
-                file.check_replaced();
+                file.check_replaced(log);
                 Ok(std::slice::from_mut(&mut file.ring))
             }
             Source::Dir(dir) => {
