@@ -71,7 +71,7 @@ pub enum ConfigError {
     )]
     MissingRingDirectory,
     /// The agent name cannot name a ring file.
-    #[error("agent name {name:?} is invalid: {reason}; accepted: a non-empty name of at most 255 bytes without '/' or NUL, other than '.' and '..'")]
+    #[error("agent name {name:?} is invalid: {reason}; accepted: a non-empty name of at most 255 bytes without '/' or NUL, other than '.' and '..' and not of the form '.<anything>.tmp'")]
     InvalidAgentName {
         /// The name given.
         name: String,
@@ -244,6 +244,10 @@ pub fn check_agent_name(name: &str) -> Result<(), ConfigError> {
         "it is a directory reference"
     } else if name.len() > 255 {
         "it is longer than 255 bytes"
+    } else if name.starts_with('.') && name.ends_with(".tmp") {
+        // Ring writers create `.nixl-ring.<pid>.<µs>.<n>.tmp` first; readers
+        // skip every such name in a directory, so this ring would go unread.
+        "it has the form of a ring writer's temporary file ('.' ... '.tmp'), which readers skip"
     } else {
         return Ok(());
     };
@@ -522,10 +526,15 @@ mod tests {
             ("a\0b", "NUL"),
             (".", "directory"),
             ("..", "directory"),
+            (".nixl-ring.1.2.3.tmp", "temporary file"),
+            (".agent.tmp", "temporary file"),
         ] {
             let err = check_agent_name(bad).unwrap_err().to_string();
             assert!(err.contains(why) && err.contains("accepted"), "{err}");
         }
         assert!(check_agent_name(&"x".repeat(256)).is_err());
+        for fine in [".hidden", "agent.tmp", ".tmp.agent"] {
+            assert!(check_agent_name(fine).is_ok(), "{fine}");
+        }
     }
 }
