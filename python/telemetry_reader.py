@@ -303,6 +303,15 @@ def decode_text(raw):
     return raw.decode("utf-8", "replace")
 
 
+# Control characters (U+0000-U+001F, U+007F-U+009F) -> \xHH, for text output:
+# a name or agent cannot break a block's lines or drive the terminal.
+_CONTROL_ESCAPES = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7f, 0xa0))}
+
+
+def escape_control(text):
+    return text.translate(_CONTROL_ESCAPES)
+
+
 def agent_name_of(file_name):
     """Display name of an agent: its file name, invalid UTF-8 replaced."""
     return decode_text(os.fsencode(file_name))
@@ -632,7 +641,7 @@ class Emitter:
         elif not self._wanted(cat, name):
             piece = ""
         elif self.mode == "text":
-            piece = "Event: %s\nValue: " % name
+            piece = "Event: %s\nValue: " % escape_control(name)
             if cat is not None:
                 piece = "Category: %s\n" % category_name(cat) + piece
         elif self.mode == "json":
@@ -681,7 +690,7 @@ class Emitter:
         cache = self._cache(layout)
         get = cache.get
         if self.mode == "text":
-            head = EVENT_HEAD + ("Agent: %s\n" % ring.agent if tagged else "")
+            head = EVENT_HEAD + ("Agent: %s\n" % escape_control(ring.agent) if tagged else "")
             tail = "\n" + EVENT_TAIL
         else:
             head = '{"timestamp_us":null,'
@@ -709,7 +718,8 @@ class Emitter:
         def learn(key):
             return self._piece(V1, key)
         dates, date_of = self.dates, self._date
-        head = EVENT_HEAD + ("Agent: %s\n" % ring.agent if tagged else "") + "Timestamp: "
+        head = (EVENT_HEAD + ("Agent: %s\n" % escape_control(ring.agent) if tagged else "")
+                + "Timestamp: ")
         parts = []
         append = parts.append
         bad = 0
@@ -819,8 +829,8 @@ def format_summary(stats, agents):
     for agent in sorted(set(agents) | {key[0] for key in stats}):
         # Events without a category (versions 3, 4) first, as "-".
         keys = sorted((k for k in stats if k[0] == agent),
-                      key=lambda k: (k[1] is not None, k[1] or 0, k[2]))
-        lines = ["Agent: %s" % agent]
+                      key=lambda k: (k[1] is not None, k[1] or 0, escape_control(k[2])))
+        lines = ["Agent: %s" % escape_control(agent)]
         if not keys:
             lines.append("(no events)")
             blocks.append("\n".join(lines) + "\n")
@@ -834,7 +844,7 @@ def format_summary(stats, agents):
             else:
                 pcts = ["-", "-", "-"]
             category = "-" if key[1] is None else category_name(key[1])
-            rows.append([category, key[2], str(count), str(total), str(low),
+            rows.append([category, escape_control(key[2]), str(count), str(total), str(low),
                          str(high)] + pcts)
         widths = [max(len(header[i]), max(len(r[i]) for r in rows)) for i in range(len(header))]
 

@@ -92,7 +92,8 @@ fn warns_about_a_replacement_that_is_no_ring(mut cmd: Command, prog: &str) {
     cmd.arg("--json").arg("--telemetry_path").arg(&path);
     let (child, lines) = follow(cmd);
     assert!(
-        wait_until(Duration::from_secs(10), || count(&lines, r#""before""#) == 1),
+        wait_until(Duration::from_secs(10), || count(&lines, r#""before""#)
+            == 1),
         "first event not read: {:?}",
         lines.lock().unwrap()
     );

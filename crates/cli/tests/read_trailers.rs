@@ -40,7 +40,12 @@ fn unaccepted_trailers_are_ignored_with_the_same_warning() {
     for (what, version, size, want) in [
         ("version 0", 0u32, 64u32, "trailer version 0, size 64"),
         ("size 8", 1, 8, "trailer version 1, size 8"),
-        ("size beyond the file", 1, u32::MAX, "trailer version 1, size 4294967295"),
+        (
+            "size beyond the file",
+            1,
+            u32::MAX,
+            "trailer version 1, size 4294967295",
+        ),
     ] {
         let mut bytes = good.clone();
         bytes[t + 8..t + 12].copy_from_slice(&version.to_le_bytes());
@@ -55,7 +60,10 @@ fn unaccepted_trailers_are_ignored_with_the_same_warning() {
         assert!(rw[0].contains("unrecognised trailer ignored"), "{what}");
         assert!(rw[0].contains(want), "{what}: {}", rw[0]);
         for err in [&rust, &python] {
-            assert!(!err.contains("Events lost by the producer"), "{what}: {err}");
+            assert!(
+                !err.contains("Events lost by the producer"),
+                "{what}: {err}"
+            );
         }
     }
     // The accepted trailer: no warning, the same totals.

@@ -19,10 +19,16 @@
 //! JSON line: `timestamp_us`, `category`, `category_id`, `name`, `value`
 //! (then `agent` in directory mode); `null` for a field the version lacks.
 //!
+//! In text output (blocks and the summary table) names and agents are shown
+//! with every control character (U+0000–U+001F, U+007F–U+009F) written as
+//! `\xHH`, so a name cannot break the block's lines or drive the terminal;
+//! JSON stays exact.
+//!
 //! Everything here writes into a caller's `Vec<u8>` without allocating per
 //! event: names are decoded once per distinct 32-byte field (a direct-mapped
 //! cache), dates once per distinct second, integers with `itoa`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use nixl_telemetry::filter::glob_match;
@@ -44,6 +50,24 @@ const VALUE_PREFIX: &str = "Value: ";
 /// The line that closes every text block.
 const EVENT_TAIL: &str = "===========================\n";
 
+/// `text` with every control character (U+0000–U+001F, U+007F–U+009F)
+/// written as `\xHH` (lower-case hex), for text output.
+pub fn escape_control(text: &str) -> Cow<'_, str> {
+    let is_control = |c: char| matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}');
+    if !text.contains(is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_control(c) {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// The bytes around each event of one ring, built once per ring.
 #[derive(Debug, Clone)]
 pub struct Framing {
@@ -61,7 +85,7 @@ impl Framing {
         let mut json_tail = Vec::new();
         if let Some(agent) = agent {
             text_head.extend_from_slice(AGENT_PREFIX.as_bytes());
-            text_head.extend_from_slice(agent.as_bytes());
+            text_head.extend_from_slice(escape_control(agent).as_bytes());
             text_head.push(b'\n');
             json_tail.extend_from_slice(b",\"agent\":");
             push_json_string(&mut json_tail, agent);
@@ -74,7 +98,8 @@ impl Framing {
     }
 }
 
-/// Appends the text block of `record`, whose decoded name is `name`.
+/// Appends the text block of `record`, whose name as shown in text output
+/// (control characters escaped) is `name`.
 #[inline]
 pub fn push_text_event(
     buf: &mut Vec<u8>,
@@ -266,8 +291,9 @@ pub struct NameInfo {
 /// A well-formed name, decoded.
 #[derive(Debug)]
 pub struct DecodedName {
-    /// The name, invalid UTF-8 replaced by U+FFFD.
-    pub text: Box<str>,
+    /// The name (invalid UTF-8 replaced by U+FFFD) as text output shows it
+    /// ([`escape_control`]).
+    pub shown: Box<str>,
     /// The name as a JSON string, quotes included.
     pub json: Box<[u8]>,
     /// Whether it passes the `--name` globs.
@@ -283,7 +309,8 @@ pub struct NameCache {
     slots: Vec<Option<Box<NameInfo>>>,
     globs: Option<Vec<String>>,
     ids: HashMap<Box<str>, u32>,
-    texts: Vec<Box<str>>,
+    /// Text output's form of each distinct name, by id.
+    shown: Vec<Box<str>>,
 }
 
 impl NameCache {
@@ -293,7 +320,7 @@ impl NameCache {
             slots: (0..1usize << NAME_CACHE_BITS).map(|_| None).collect(),
             globs,
             ids: HashMap::new(),
-            texts: Vec::new(),
+            shown: Vec::new(),
         }
     }
 
@@ -335,19 +362,20 @@ impl NameCache {
             .globs
             .as_ref()
             .is_none_or(|globs| globs.iter().any(|g| glob_match(g, &text)));
+        let shown: Box<str> = escape_control(&text).into();
         let id = match self.ids.get(&text) {
             Some(&id) => id,
             None => {
-                let id = self.texts.len() as u32;
+                let id = self.shown.len() as u32;
                 self.ids.insert(text.clone(), id);
-                self.texts.push(text.clone());
+                self.shown.push(shown.clone());
                 id
             }
         };
         NameInfo {
             raw: *raw,
             decoded: Some(DecodedName {
-                text,
+                shown,
                 json: json.into(),
                 passes,
                 id,
@@ -355,9 +383,10 @@ impl NameCache {
         }
     }
 
-    /// The text of a name id handed out by [`NameCache::get`].
-    pub fn text(&self, id: u32) -> &str {
-        &self.texts[id as usize]
+    /// The name of an id handed out by [`NameCache::get`], as text output
+    /// shows it.
+    pub fn shown(&self, id: u32) -> &str {
+        &self.shown[id as usize]
     }
 }
 
@@ -428,6 +457,24 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_are_escaped_for_text() {
+        assert_eq!(escape_control("agent_tx_bytes"), "agent_tx_bytes");
+        assert!(matches!(escape_control("é ü"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape_control("a\nb\u{1b}[2J\t\u{7f}\u{9b}\u{a0}\\"),
+            "a\\x0ab\\x1b[2J\\x09\\x7f\\x9b\u{a0}\\"
+        );
+        let framing = Framing::new(Some("evil\nAgent: x"));
+        assert_eq!(
+            framing.text_head,
+            b"\n=== NIXL Telemetry Event ===\nAgent: evil\\x0aAgent: x\n".to_vec()
+        );
+        assert!(String::from_utf8(framing.json_tail)
+            .unwrap()
+            .contains("evil\\nAgent"));
+    }
+
+    #[test]
     fn lines_a_version_lacks_are_left_out() {
         let mut record = RingRecord::from_event(&nixl_telemetry_abi::Event::new(
             0,
@@ -478,13 +525,13 @@ mod tests {
         let mut raw = [0u8; 32];
         raw[..14].copy_from_slice(b"agent_tx_bytes");
         let a = cache.get(&raw).decoded.as_ref().unwrap();
-        assert_eq!(&*a.text, "agent_tx_bytes");
+        assert_eq!(&*a.shown, "agent_tx_bytes");
         assert!(a.passes);
         let id = a.id;
         // Garbage after the NUL: another field, the same name.
         raw[20] = 0x41;
         assert_eq!(cache.get(&raw).decoded.as_ref().unwrap().id, id);
-        assert_eq!(cache.text(id), "agent_tx_bytes");
+        assert_eq!(cache.shown(id), "agent_tx_bytes");
         let mut bad = [b'x'; 32];
         assert!(cache.get(&bad).decoded.is_none());
         bad[31] = 0;
@@ -493,7 +540,7 @@ mod tests {
         let mut invalid = [0u8; 32];
         invalid[..3].copy_from_slice(b"a\xffb");
         assert_eq!(
-            &*cache.get(&invalid).decoded.as_ref().unwrap().text,
+            &*cache.get(&invalid).decoded.as_ref().unwrap().shown,
             "a\u{fffd}b"
         );
     }

@@ -257,7 +257,9 @@ impl Emitter {
             }
             *matched += 1;
             match mode {
-                Mode::Text => format::push_text_event(buf, &ring.framing, dates, event, &name.text),
+                Mode::Text => {
+                    format::push_text_event(buf, &ring.framing, dates, event, &name.shown)
+                }
                 Mode::Json => format::push_json_event(buf, &ring.framing, event, &name.json),
                 Mode::Summary => {
                     let agent = agent.expect("summary mode has an agent id");
@@ -277,7 +279,7 @@ impl Emitter {
     }
 
     fn summary_text(&self, agents: &[String]) -> String {
-        self.summary.render(agents, |id| self.names.text(id))
+        self.summary.render(agents, |id| self.names.shown(id))
     }
 }
 

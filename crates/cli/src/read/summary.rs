@@ -65,7 +65,8 @@ impl Summary {
     }
 
     /// The tables for every agent in `present` and every agent with events.
-    /// `name_text` turns a name id back into its text.
+    /// `name_text` turns a name id back into its text as shown (control
+    /// characters escaped); agents are escaped here.
     pub fn render<'a>(&'a self, present: &[String], name_text: impl Fn(u32) -> &'a str) -> String {
         let mut agents: BTreeSet<&str> = present.iter().map(String::as_str).collect();
         for &(agent, _, _) in self.rows.keys() {
@@ -73,7 +74,7 @@ impl Summary {
         }
         let mut blocks = Vec::new();
         for agent in agents {
-            let mut block = format!("Agent: {agent}\n");
+            let mut block = format!("Agent: {}\n", super::format::escape_control(agent));
             let id = self.agent_ids.get(agent).copied();
             let mut keys: Vec<(Option<i32>, &str, &Row)> = self
                 .rows
