@@ -89,6 +89,7 @@ import json
 import mmap
 import os
 import re
+import resource
 import select
 import signal
 import stat
@@ -420,6 +421,7 @@ class Ring:
         self.malformed = 0
         self.warned_slots = 0
         self.retiring = False
+        self.parked = False
         self.trailer = None
         self.trailer_problem = None
         self.fd = self._open()
@@ -491,11 +493,48 @@ class Ring:
     def finish(self):
         """Closes a ring whose file was removed or replaced, after its last read,
         keeping its last trailer for the totals."""
-        try:
-            self.read_trailer()
-        except ReaderError:
-            pass
+        if self.fd >= 0:
+            try:
+                self.read_trailer()
+            except (ReaderError, OSError):
+                pass
         self.close()
+
+    def park(self):
+        """Closes the file to free its descriptors; unpark() opens it again.
+        The counters, the position and the last trailer stay."""
+        if self.fd >= 0:
+            try:
+                self.read_trailer()
+            except (ReaderError, OSError):
+                pass
+            self.close()
+            self.parked = True
+
+    def unpark(self):
+        """Opens a parked ring's file again (peeking: at the slot where it
+        stopped). If the path now names another file, or none, the ring is
+        marked for retirement instead and stays closed; any other failure is
+        the input's (ReaderError): the ring was valid and no longer is."""
+        if not self.parked or self.retiring:
+            return
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self.ident:
+            self.retiring = True
+            return
+        cursor = self.cursor
+        self.fd = self._open()
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        if self.peek:
+            self.cursor = cursor
+        self.parked = False
 
     def close(self):
         self._wp = self._rp = None      # release the buffer exports before closing
@@ -930,13 +969,30 @@ def is_writer_temp_file(name):
     return name.startswith(".") and name.endswith(".tmp")
 
 
+def ring_budget():
+    """How many rings may be open at once: the soft limit on open files / 8
+    (a ring holds two descriptors here: the file and its mapping), at most 256,
+    at least 1. The Rust reader uses the same number."""
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (OSError, ValueError):
+        soft = 1024
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        soft = 2 ** 63 - 1
+    return max(1, min(256, soft // 8))
+
+
 class DirSource:
+    """Every regular file of a directory is an agent's ring. At most
+    ring_budget() rings are open at a time: with more, each ring is closed
+    after it was read and opened again for its next read."""
     tagged = True
 
     def __init__(self, path, peek, log):
         self.path = path
         self.peek = peek
         self.log = log
+        self.budget = ring_budget()
         self.open = {}        # file name -> Ring
         self.done = []        # rings whose file was removed or replaced
         self.rejected = {}    # file name -> last reason (warned once per reason)
@@ -981,6 +1037,10 @@ class DirSource:
         for name in sorted(present):
             if name in self.open:
                 continue
+            # Validating a new ring takes descriptors: free some first.
+            open_rings = [r for r in self.open.values() if r.fd >= 0]
+            if len(open_rings) >= self.budget:
+                open_rings[0].park()
             try:
                 ring = Ring(os.path.join(self.path, name), agent_name_of(name), self.peek)
             except ReaderError as err:
@@ -1092,11 +1152,20 @@ def run(args, log, stop):
     summary_shown = None
     next_summary = 0.0
     status = EXIT_OK
+    budget = ring_budget()
     try:
         try:
             while not stop.set:
-                for ring in source.rings():
-                    drain(ring, emitter, stop, source.tagged)
+                rings = source.rings()
+                # More rings than descriptors to spare: each is opened for its
+                # read and closed after it.
+                over_budget = len(rings) > budget
+                for ring in rings:
+                    ring.unpark()
+                    if ring.fd >= 0:
+                        drain(ring, emitter, stop, source.tagged)
+                    if over_budget:
+                        ring.park()
                     if stop.set:
                         break
                 source.retire(log)

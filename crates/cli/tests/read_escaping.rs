@@ -32,17 +32,28 @@ fn control_characters_are_escaped_in_text_and_exact_in_json() {
         assert!(rust.contains(name), "{name:?} in {rust}");
     }
     assert!(!rust.contains('\u{1b}') && !rust.contains('\u{9b}') && !rust.contains('\u{7}'));
-    assert_eq!(rust.matches("\nEvent: ").count(), 2, "no forged line: {rust}");
+    assert_eq!(
+        rust.matches("\nEvent: ").count(),
+        2,
+        "no forged line: {rust}"
+    );
 
-    let summary = ok(&run(reader().args(["--once", "--peek", "--summary"]).arg(&dir)));
+    let summary = ok(&run(reader()
+        .args(["--once", "--peek", "--summary"])
+        .arg(&dir)));
     let py_summary = ok(&run(python_reader()
         .args(["--once", "--peek", "--summary", "--telemetry_path"])
         .arg(&dir)));
     assert_eq!(summary, py_summary);
-    assert!(summary.starts_with("Agent: evil\\x1b[2J\\x0aAgent: x\n"), "{summary}");
+    assert!(
+        summary.starts_with("Agent: evil\\x1b[2J\\x0aAgent: x\n"),
+        "{summary}"
+    );
     assert!(summary.contains("a\\x0aEvent: forged\\x07"), "{summary}");
 
-    let json = ok(&run(reader().args(["--once", "--peek", "--json"]).arg(&dir)));
+    let json = ok(&run(reader()
+        .args(["--once", "--peek", "--json"])
+        .arg(&dir)));
     let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
     assert_eq!(first["name"], "a\nEvent: forged\u{7}");
     assert_eq!(first["agent"], agent);

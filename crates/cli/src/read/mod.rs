@@ -546,6 +546,7 @@ fn run_inner(args: &ReadArgs, log: &Log) -> u8 {
     let filtered = categories.is_some() || globs.is_some();
     let mut emitter = Emitter::new(mode, categories, globs);
     let mut out = Output::new();
+    let ring_budget = Source::ring_budget();
     if !args.once {
         log.info(format_args!("Press Ctrl+C to stop reading telemetry..."));
     }
@@ -555,8 +556,16 @@ fn run_inner(args: &ReadArgs, log: &Log) -> u8 {
     let mut next_summary = Instant::now();
     let result: Result<(), Failure> = (|| {
         while !stop.is_set() {
-            for ring in source.rings(log)?.iter_mut() {
+            let rings = source.rings(log)?;
+            // More rings than descriptors to spare: each is opened for its
+            // read and closed after it.
+            let over_budget = rings.len() > ring_budget;
+            for ring in rings.iter_mut() {
+                ring.unpark(read_mode).map_err(Failure::Input)?;
                 drain(ring, &mut emitter, &mut out, &stop, &mut batch, log)?;
+                if over_budget {
+                    ring.park();
+                }
                 if stop.is_set() {
                     break;
                 }

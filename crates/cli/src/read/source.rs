@@ -168,6 +168,9 @@ pub struct Ring {
     /// Malformed slots warned about.
     pub warned_slots: u32,
     retiring: bool,
+    /// Closed to bound the open descriptors (directory mode with many
+    /// rings); opened again for its next read.
+    parked: bool,
     /// The version in the header.
     pub version: i32,
     /// The number of slots.
@@ -214,11 +217,49 @@ impl Ring {
             malformed: 0,
             warned_slots: 0,
             retiring: false,
+            parked: false,
             version: header.version,
             capacity,
             unread_at_open: header.write_pos.wrapping_sub(header.read_pos) & (capacity - 1),
             last_trailer,
         })
+    }
+
+    /// Closes the file to free its descriptor; [`Ring::unpark`] opens it
+    /// again. The counters, the position and the last trailer stay.
+    pub fn park(&mut self) {
+        if self.reader.is_some() {
+            self.trailer();
+            self.reader = None;
+            self.parked = true;
+        }
+    }
+
+    /// Opens a parked ring's file again (peeking: at the slot where it
+    /// stopped). If the path now names another file, or none, the ring is
+    /// marked for retirement instead and stays closed (the next scan says so
+    /// too). Any other failure is the input's: the ring was valid and no
+    /// longer is.
+    pub fn unpark(&mut self, mode: ReadMode) -> Result<(), String> {
+        if !self.parked || self.retiring {
+            return Ok(());
+        }
+        let same_file = std::fs::metadata(&self.path)
+            .map(|m| (m.dev(), m.ino()) == self.ident)
+            .unwrap_or(false);
+        if !same_file {
+            self.retiring = true;
+            return Ok(());
+        }
+        let mut reader = RingReader::open(&self.path, mode).map_err(|e| describe(&e, mode))?;
+        if mode == ReadMode::Peek {
+            reader
+                .resume_peek_at(self.cursor)
+                .map_err(|e| describe(&e, mode))?;
+        }
+        self.reader = Some(reader);
+        self.parked = false;
+        Ok(())
     }
 
     /// Closes a ring whose file was removed or replaced, after its last read,
@@ -380,6 +421,22 @@ impl Source {
         })))
     }
 
+    /// How many rings may be open at once: a quarter of the soft limit on
+    /// open files (`/proc/self/limits`) per two descriptors a ring may hold
+    /// (the Python reader's mapping keeps one), at most 256, at least 1.
+    pub fn ring_budget() -> usize {
+        let soft = std::fs::read_to_string("/proc/self/limits")
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find(|l| l.starts_with("Max open files"))
+                    .and_then(|l| l.split_whitespace().nth(3))
+                    .and_then(|v| v.parse::<u64>().ok())
+            })
+            .unwrap_or(1024);
+        (soft / 8).clamp(1, 256) as usize
+    }
+
     /// Whether events carry their agent's name (directory mode).
     pub fn tagged(&self) -> bool {
         matches!(self, Source::Dir(_))
@@ -418,9 +475,14 @@ impl Source {
 }
 
 /// Directory mode: every regular file in the directory is an agent's ring.
+///
+/// At most [`Source::ring_budget`] rings are open at a time: with more, each
+/// ring is closed after it was read and opened again for its next read, so
+/// any number of agents is read within the limit on open files.
 pub struct DirSource {
     path: PathBuf,
     mode: ReadMode,
+    budget: usize,
     open: Vec<Ring>,
     done: Vec<Ring>,
     rejected: Vec<(OsString, String)>,
@@ -431,6 +493,7 @@ impl DirSource {
         let mut dir = DirSource {
             path: path.to_owned(),
             mode,
+            budget: Source::ring_budget(),
             open: Vec::new(),
             done: Vec::new(),
             rejected: Vec::new(),
@@ -501,6 +564,12 @@ impl DirSource {
                 continue;
             }
             let path = self.path.join(name);
+            // Validating a new ring takes a descriptor: free one first.
+            if self.open.iter().filter(|r| r.reader.is_some()).count() >= self.budget {
+                if let Some(ring) = self.open.iter_mut().find(|r| r.reader.is_some()) {
+                    ring.park();
+                }
+            }
             match Ring::open(&path, agent_name_of(name), self.mode, true) {
                 Ok(mut ring) => {
                     self.rejected.retain(|(n, _)| n != name);

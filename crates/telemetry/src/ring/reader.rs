@@ -425,6 +425,24 @@ impl RingReader {
         }
     }
 
+    /// Peek mode: goes on from slot `position`, where an earlier reader of
+    /// the same file stopped (a reader that closes files and opens them again
+    /// to bound its descriptors). A consuming reader always reads from
+    /// `read_pos` and ignores this.
+    pub fn resume_peek_at(&mut self, position: u64) -> Result<(), RingError> {
+        if position >= self.capacity {
+            return Err(RingError::PositionOutOfRange {
+                path: self.path.clone(),
+                field: "resume position",
+                value: position,
+                capacity: self.capacity,
+            });
+        }
+        self.peek_pos = position;
+        self.uncommitted = 0;
+        Ok(())
+    }
+
     /// Peek mode: events a consuming reader took before this reader saw them.
     pub fn overtaken(&self) -> u64 {
         self.overtaken
