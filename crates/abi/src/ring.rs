@@ -24,6 +24,8 @@
 //! files the real releases wrote and read); NIXL's public source tags differ.
 //! The two layouts of version 2 are told apart by the file size (see [`detect`]).
 
+use core::mem::offset_of;
+
 use crate::event::{Event, EVENT_NAME_CAPACITY};
 
 /// The ring version of the layout this crate writes by default ([`V1`]).
@@ -121,12 +123,13 @@ pub const UNKNOWN_EVENT_PREFIX: &str = "unknown_event_";
 pub const V1: RingLayout = RingLayout {
     name: "v1",
     version: 1,
+    // The version-1 slot is the ABI's Event: its offsets are Event's.
     slot: SlotLayout {
         size: Event::SIZE,
-        timestamp: Some(0),
-        category: Some(8),
-        key: EventKey::Name(12),
-        value: 48,
+        timestamp: Some(offset_of!(Event, timestamp_us)),
+        category: Some(offset_of!(Event, category)),
+        key: EventKey::Name(offset_of!(Event, event_name)),
+        value: offset_of!(Event, value),
     },
     event_types: &[],
     releases: "NIXL 1.0.x",

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 
 use nixl_telemetry::filter::glob_match;
 use nixl_telemetry::ring::RingRecord;
-use nixl_telemetry_abi::{Category, EVENT_NAME_CAPACITY};
+use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
 
 /// The line that opens every text block, blank line before it included.
 const EVENT_HEAD: &str = "\n=== NIXL Telemetry Event ===\n";
@@ -45,10 +45,61 @@ const TIMESTAMP_PREFIX: &str = "Timestamp: ";
 const CATEGORY_PREFIX: &str = "Category: ";
 /// What starts the name line.
 const EVENT_PREFIX: &str = "Event: ";
-/// What starts the value line.
-const VALUE_PREFIX: &str = "Value: ";
-/// The line that closes every text block.
-const EVENT_TAIL: &str = "===========================\n";
+/// What starts the value line (after the name line's end).
+const VALUE_PREFIX: &str = "\nValue: ";
+/// The end of the value line and the line that closes every text block.
+const EVENT_TAIL: &str = "\n===========================\n";
+
+/// An event as the output needs it: a version-1 [`Event`] (copied straight
+/// from its slot) or a [`RingRecord`] of any version.
+pub trait SlotView {
+    /// µs since the epoch, when the version has timestamps.
+    fn timestamp_us(&self) -> Option<u64>;
+    /// The category number, when the version has categories.
+    fn category(&self) -> Option<i32>;
+    /// The 32-byte name field (NUL-terminated when well-formed).
+    fn name_field(&self) -> &[u8; EVENT_NAME_CAPACITY];
+    /// The value.
+    fn value(&self) -> u64;
+}
+
+impl SlotView for Event {
+    #[inline]
+    fn timestamp_us(&self) -> Option<u64> {
+        Some(self.timestamp_us)
+    }
+    #[inline]
+    fn category(&self) -> Option<i32> {
+        Some(self.category)
+    }
+    #[inline]
+    fn name_field(&self) -> &[u8; EVENT_NAME_CAPACITY] {
+        &self.event_name
+    }
+    #[inline]
+    fn value(&self) -> u64 {
+        self.value
+    }
+}
+
+impl SlotView for RingRecord {
+    #[inline]
+    fn timestamp_us(&self) -> Option<u64> {
+        self.timestamp_us
+    }
+    #[inline]
+    fn category(&self) -> Option<i32> {
+        self.category
+    }
+    #[inline]
+    fn name_field(&self) -> &[u8; EVENT_NAME_CAPACITY] {
+        &self.name
+    }
+    #[inline]
+    fn value(&self) -> u64 {
+        self.value
+    }
+}
 
 /// `text` with every control character (U+0000–U+001F, U+007F–U+009F)
 /// written as `\xHH` (lower-case hex), for text output.
@@ -71,8 +122,10 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
 /// The bytes around each event of one ring, built once per ring.
 #[derive(Debug, Clone)]
 pub struct Framing {
-    /// Text mode: the bytes before the first field of each event.
-    text_head: Vec<u8>,
+    /// Text mode: the bytes before the first field of each event, up to and
+    /// including that field's prefix, for an event whose first field is the
+    /// timestamp, the category or the name.
+    text_heads: [Vec<u8>; 3],
     /// JSON mode: the bytes that close each object.
     json_tail: Vec<u8>,
 }
@@ -91,8 +144,13 @@ impl Framing {
             push_json_string(&mut json_tail, agent);
         }
         json_tail.extend_from_slice(b"}\n");
+        let head = |prefix: &str| [text_head.as_slice(), prefix.as_bytes()].concat();
         Framing {
-            text_head,
+            text_heads: [
+                head(TIMESTAMP_PREFIX),
+                head(CATEGORY_PREFIX),
+                head(EVENT_PREFIX),
+            ],
             json_tail,
         }
     }
@@ -105,28 +163,37 @@ pub fn push_text_event(
     buf: &mut Vec<u8>,
     framing: &Framing,
     dates: &mut DateCache,
-    record: &RingRecord,
+    record: &impl SlotView,
     name: &str,
 ) {
-    buf.extend_from_slice(&framing.text_head);
-    if let Some(ts) = record.timestamp_us {
-        buf.extend_from_slice(TIMESTAMP_PREFIX.as_bytes());
+    let (timestamp_us, category) = (record.timestamp_us(), record.category());
+    // The head ends with the first line's prefix; each line's end is pushed
+    // together with the next line's prefix.
+    let first = match (timestamp_us, category) {
+        (Some(_), _) => 0,
+        (None, Some(_)) => 1,
+        (None, None) => 2,
+    };
+    buf.extend_from_slice(&framing.text_heads[first]);
+    if let Some(ts) = timestamp_us {
         buf.extend_from_slice(dates.get(ts / 1_000_000).as_bytes());
         buf.push(b'.');
         push_micros(buf, (ts % 1_000_000) as u32);
-        buf.push(b'\n');
+        // Two calls with literals (not one with a chosen slice): a literal's
+        // fixed length compiles to a few stores instead of a memcpy call.
+        if category.is_some() {
+            buf.extend_from_slice(b"\nCategory: ");
+        } else {
+            buf.extend_from_slice(b"\nEvent: ");
+        }
     }
-    if let Some(category) = record.category {
-        buf.extend_from_slice(CATEGORY_PREFIX.as_bytes());
+    if let Some(category) = category {
         push_category(buf, category);
-        buf.push(b'\n');
+        buf.extend_from_slice(b"\nEvent: ");
     }
-    buf.extend_from_slice(EVENT_PREFIX.as_bytes());
     buf.extend_from_slice(name.as_bytes());
-    buf.push(b'\n');
     buf.extend_from_slice(VALUE_PREFIX.as_bytes());
-    push_u64(buf, record.value);
-    buf.push(b'\n');
+    push_u64(buf, record.value());
     buf.extend_from_slice(EVENT_TAIL.as_bytes());
 }
 
@@ -135,15 +202,15 @@ pub fn push_text_event(
 pub fn push_json_event(
     buf: &mut Vec<u8>,
     framing: &Framing,
-    record: &RingRecord,
+    record: &impl SlotView,
     name_json: &[u8],
 ) {
     buf.extend_from_slice(b"{\"timestamp_us\":");
-    match record.timestamp_us {
+    match record.timestamp_us() {
         Some(ts) => push_u64(buf, ts),
         None => buf.extend_from_slice(b"null"),
     }
-    match record.category {
+    match record.category() {
         Some(category) => {
             buf.extend_from_slice(b",\"category\":\"");
             push_category(buf, category);
@@ -155,7 +222,7 @@ pub fn push_json_event(
     buf.extend_from_slice(b",\"name\":");
     buf.extend_from_slice(name_json);
     buf.extend_from_slice(b",\"value\":");
-    push_u64(buf, record.value);
+    push_u64(buf, record.value());
     buf.extend_from_slice(&framing.json_tail);
 }
 
@@ -466,8 +533,8 @@ mod tests {
         );
         let framing = Framing::new(Some("evil\nAgent: x"));
         assert_eq!(
-            framing.text_head,
-            b"\n=== NIXL Telemetry Event ===\nAgent: evil\\x0aAgent: x\n".to_vec()
+            framing.text_heads[2],
+            b"\n=== NIXL Telemetry Event ===\nAgent: evil\\x0aAgent: x\nEvent: ".to_vec()
         );
         assert!(String::from_utf8(framing.json_tail)
             .unwrap()

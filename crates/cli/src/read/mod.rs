@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use nixl_telemetry::ring::{ReadMode, RingRecord, TrailerInfo};
-use nixl_telemetry_abi::Category;
+use nixl_telemetry::ring::{layout, ReadMode, RingRecord, TrailerInfo};
+use nixl_telemetry_abi::{Category, Event};
 
 use crate::signal::StopFlag;
-use format::{DateCache, NameCache};
+use format::{DateCache, NameCache, SlotView};
 use source::{InputError, Ring, Source};
 use summary::Summary;
 
@@ -220,7 +220,7 @@ impl Emitter {
     fn emit(
         &mut self,
         ring: &Ring,
-        events: &[RingRecord],
+        events: &[impl SlotView],
         out: &mut Output,
     ) -> Result<u64, OutputError> {
         self.bad_slots.clear();
@@ -238,7 +238,7 @@ impl Emitter {
         let agent = (*mode == Mode::Summary).then(|| summary.agent_id(&ring.agent));
         let mut bad = 0u64;
         for (index, event) in events.iter().enumerate() {
-            let info = names.get(&event.name);
+            let info = names.get(event.name_field());
             let Some(name) = &info.decoded else {
                 bad += 1;
                 if want_bad && bad_slots.len() < MAX_SLOT_WARNINGS as usize {
@@ -251,7 +251,7 @@ impl Emitter {
             if !name.passes
                 || categories
                     .as_ref()
-                    .is_some_and(|c| event.category.is_none_or(|cat| !c.contains(&cat)))
+                    .is_some_and(|c| event.category().is_none_or(|cat| !c.contains(&cat)))
             {
                 continue;
             }
@@ -263,7 +263,7 @@ impl Emitter {
                 Mode::Json => format::push_json_event(buf, &ring.framing, event, &name.json),
                 Mode::Summary => {
                     let agent = agent.expect("summary mode has an agent id");
-                    summary.add(agent, event.category, name.id, event.value);
+                    summary.add(agent, event.category(), name.id, event.value());
                 }
             }
             if buf.len() >= WRITE_CHUNK {
@@ -301,13 +301,21 @@ impl From<OutputError> for Failure {
     }
 }
 
+/// The buffers a batch is read into: version-1 events, or records of the
+/// other versions.
+#[derive(Default)]
+struct Batch {
+    events: Vec<Event>,
+    records: Vec<RingRecord>,
+}
+
 /// Reads the events `ring` holds now, in batches.
 fn drain(
     ring: &mut Ring,
     emitter: &mut Emitter,
     out: &mut Output,
     stop: &StopFlag,
-    batch: &mut Vec<RingRecord>,
+    batch: &mut Batch,
     log: &Log,
 ) -> Result<(), Failure> {
     let Some(reader) = ring.reader.as_mut() else {
@@ -328,15 +336,26 @@ fn drain(
                 & mask;
         }
         let start = ring.cursor;
-        batch.clear();
         let want = remaining.min(BATCH_EVENTS as u64) as usize;
-        let n = reader
-            .peek_records(batch, want)
-            .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
+        // Version 1 as the ABI's events (a plain copy of the slots), other
+        // versions as records; one emitter for both.
+        let version_1 = reader.layout() == &layout::V1;
+        let n = if version_1 {
+            batch.events.clear();
+            reader.peek_batch(&mut batch.events, want)
+        } else {
+            batch.records.clear();
+            reader.peek_records(&mut batch.records, want)
+        }
+        .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
         if n == 0 {
             break;
         }
-        let bad = emitter.emit(ring, batch, out)?;
+        let bad = if version_1 {
+            emitter.emit(ring, &batch.events, out)?
+        } else {
+            emitter.emit(ring, &batch.records, out)?
+        };
         // Consume only what was written out: a failed write leaves it unread.
         if let Some(reader) = ring.reader.as_mut() {
             reader
@@ -551,7 +570,7 @@ fn run_inner(args: &ReadArgs, log: &Log) -> u8 {
         log.info(format_args!("Press Ctrl+C to stop reading telemetry..."));
     }
     let mut status = EXIT_OK;
-    let mut batch = Vec::with_capacity(BATCH_EVENTS);
+    let mut batch = Batch::default();
     let mut shown: Option<String> = None;
     let mut next_summary = Instant::now();
     let result: Result<(), Failure> = (|| {

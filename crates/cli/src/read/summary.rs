@@ -30,7 +30,14 @@ struct Row {
 pub struct Summary {
     agents: Vec<String>,
     agent_ids: HashMap<String, u32>,
-    rows: HashMap<(u32, Option<i32>, u32), Row>,
+    /// The rows, in the order they were first seen.
+    rows: Vec<Row>,
+    /// (agent, category, name) → index in `rows`.
+    index: HashMap<(u32, Option<i32>, u32), usize>,
+    /// By name id: the row that name's latest event went to. Consecutive
+    /// events of one name nearly always share agent and category, so most
+    /// events find their row here without hashing.
+    recent: Vec<Option<(u32, Option<i32>, usize)>>,
 }
 
 impl Summary {
@@ -48,13 +55,32 @@ impl Summary {
     /// Counts one event.
     #[inline]
     pub fn add(&mut self, agent: u32, category: Option<i32>, name: u32, value: u64) {
-        let row = self.rows.entry((agent, category, name)).or_insert(Row {
-            count: 0,
-            sum: 0,
-            min: value,
-            max: value,
-            values: (category == Some(Category::PERFORMANCE.0)).then(Vec::new),
-        });
+        let slot = name as usize;
+        let at = match self.recent.get(slot) {
+            Some(&Some((a, c, at))) if a == agent && c == category => at,
+            _ => {
+                let rows = &mut self.rows;
+                let at = *self
+                    .index
+                    .entry((agent, category, name))
+                    .or_insert_with(|| {
+                        rows.push(Row {
+                            count: 0,
+                            sum: 0,
+                            min: value,
+                            max: value,
+                            values: (category == Some(Category::PERFORMANCE.0)).then(Vec::new),
+                        });
+                        rows.len() - 1
+                    });
+                if self.recent.len() <= slot {
+                    self.recent.resize(slot + 1, None);
+                }
+                self.recent[slot] = Some((agent, category, at));
+                at
+            }
+        };
+        let row = &mut self.rows[at];
         row.count += 1;
         row.sum += u128::from(value);
         row.min = row.min.min(value);
@@ -69,7 +95,7 @@ impl Summary {
     /// characters escaped); agents are escaped here.
     pub fn render<'a>(&'a self, present: &[String], name_text: impl Fn(u32) -> &'a str) -> String {
         let mut agents: BTreeSet<&str> = present.iter().map(String::as_str).collect();
-        for &(agent, _, _) in self.rows.keys() {
+        for &(agent, _, _) in self.index.keys() {
             agents.insert(&self.agents[agent as usize]);
         }
         let mut blocks = Vec::new();
@@ -77,10 +103,10 @@ impl Summary {
             let mut block = format!("Agent: {}\n", super::format::escape_control(agent));
             let id = self.agent_ids.get(agent).copied();
             let mut keys: Vec<(Option<i32>, &str, &Row)> = self
-                .rows
+                .index
                 .iter()
                 .filter(|((a, _, _), _)| Some(*a) == id)
-                .map(|(&(_, cat, name), row)| (cat, name_text(name), row))
+                .map(|(&(_, cat, name), &at)| (cat, name_text(name), &self.rows[at]))
                 .collect();
             if keys.is_empty() {
                 block.push_str("(no events)\n");
@@ -165,6 +191,32 @@ mod tests {
         assert_eq!(nearest_rank(&[7], 50), 7);
         assert_eq!(nearest_rank(&[1, 2, 3], 50), 2);
         assert_eq!(nearest_rank(&[1, 2, 3], 90), 3);
+    }
+
+    #[test]
+    fn rows_are_found_with_and_without_the_recent_cache() {
+        let mut s = Summary::default();
+        let (a, b) = (s.agent_id("a"), s.agent_id("b"));
+        // Alternating agents and categories for one name: every add misses the cache.
+        for i in 0..4 {
+            s.add(a, Some(1), 0, i);
+            s.add(b, Some(1), 0, 10 * i);
+            s.add(a, None, 0, 100);
+        }
+        s.add(a, Some(1), 1, 7);
+        let text = s.render(&[], |id| ["x", "y"][id as usize]);
+        let want = "\
+Agent: a
+CATEGORY  EVENT  COUNT  SUM  MIN  MAX  P50  P90  P99
+-         x          4  400  100  100    -    -    -
+TRANSFER  x          4    6    0    3    -    -    -
+TRANSFER  y          1    7    7    7    -    -    -
+
+Agent: b
+CATEGORY  EVENT  COUNT  SUM  MIN  MAX  P50  P90  P99
+TRANSFER  x          4   60    0   30    -    -    -
+";
+        assert_eq!(text, want);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! lack is an `Option`, never an invented value.
 
 use std::borrow::Cow;
+use std::mem::offset_of;
 
 use nixl_telemetry_abi::ring::{EventKey, RingLayout, UNKNOWN_EVENT_PREFIX};
 use nixl_telemetry_abi::{Event, EVENT_NAME_CAPACITY};
@@ -37,6 +38,32 @@ impl RingRecord {
             event_type: None,
             name: event.event_name,
             value: event.value,
+        }
+    }
+
+    /// Decodes one version-1 slot (the fixed offsets of [`Event`]; the
+    /// padding is ignored).
+    #[inline]
+    pub fn from_v1_slot(slot: &[u8; Event::SIZE]) -> RingRecord {
+        const TIMESTAMP: usize = offset_of!(Event, timestamp_us);
+        const CATEGORY: usize = offset_of!(Event, category);
+        const NAME: usize = offset_of!(Event, event_name);
+        const VALUE: usize = offset_of!(Event, value);
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&slot[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let mut category = [0u8; 4];
+        category.copy_from_slice(&slot[CATEGORY..CATEGORY + 4]);
+        let mut name = [0u8; EVENT_NAME_CAPACITY];
+        name.copy_from_slice(&slot[NAME..NAME + EVENT_NAME_CAPACITY]);
+        RingRecord {
+            timestamp_us: Some(u64_at(TIMESTAMP)),
+            category: Some(i32::from_le_bytes(category)),
+            event_type: None,
+            name,
+            value: u64_at(VALUE),
         }
     }
 
@@ -125,6 +152,7 @@ mod tests {
         let e = Event::new(7, Category::TRANSFER, "agent_tx_bytes", 99);
         let r = RingRecord::decode(&V1, &e.to_bytes());
         assert_eq!(r, RingRecord::from_event(&e));
+        assert_eq!(r, RingRecord::from_v1_slot(&e.to_bytes()));
 
         let mut named = [0u8; 48];
         named[0..4].copy_from_slice(&3i32.to_le_bytes());
