@@ -134,12 +134,14 @@ class Layout:
         self.version = version
         self.slot_size = slot_size
         self.slot = struct.Struct(fmt)
+        # The same slot as (key, value) only: the timestamp skipped.
+        self.key_value = struct.Struct(fmt.replace("<Q", "<8x", 1) if has_timestamp else fmt)
         self.has_timestamp = has_timestamp
         self.has_category = has_category
         self.named = named
         self.types = types
         self.releases = releases
-        assert self.slot.size == slot_size
+        assert self.slot.size == self.key_value.size == slot_size
 
     def data_size(self, capacity):
         return HEADER_SIZE + self.slot_size * capacity
@@ -809,8 +811,7 @@ class Emitter:
         stats = self.stats
         agent = ring.agent
         bad = matched = 0
-        for fields in layout.slot.iter_unpack(data):
-            key, value = fields[-2], fields[-1]
+        for key, value in layout.key_value.iter_unpack(data):
             piece = get(key)
             if piece is None:
                 piece = self._piece(layout, key)
