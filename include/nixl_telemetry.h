@@ -100,9 +100,12 @@ extern "C" {
 /* Bytes of an event name, NUL included: names keep at most 31 bytes. */
 #define NIXL_TELEMETRY_EVENT_NAME_LEN 32
 
-/* Sizes of version 1 of the structs below (64-bit targets). */
+/* Sizes of the versions of the structs below (64-bit targets). A caller's
+ * struct_size of version 1 is still accepted: fields past it keep their default. */
 #define NIXL_TELEMETRY_SETTINGS_V1_SIZE 64
+#define NIXL_TELEMETRY_SETTINGS_V2_SIZE 72
 #define NIXL_TELEMETRY_STATS_V1_SIZE 80
+#define NIXL_TELEMETRY_STATS_V2_SIZE 88
 
 /* One agent's telemetry. Opaque; create, use from any thread, destroy once. */
 typedef struct nixl_telemetry_s nixl_telemetry_t;
@@ -129,6 +132,10 @@ typedef struct {
                                    plug-ins, before the installed directory */
     const char *enabled_metrics; /* comma-separated globs (*, ?) of event names to
                                     record; NULL = all */
+    /* Since version 2 (NIXL_TELEMETRY_SETTINGS_V2_SIZE): */
+    const char *ring_version;   /* ring layout the buffer exporter writes: "1",
+                                   "2" (or "2-named"), "2-typed", "3", "4", as
+                                   NIXL_TELEMETRY_RING_VERSION; NULL or "" = "1" */
 } nixl_telemetry_settings_t;
 
 /* The accounting of one telemetry, running totals since its creation. After a
@@ -147,6 +154,8 @@ typedef struct {
     uint64_t dropped_exporter_failed; /* the exporter (a plug-in) failed */
     uint64_t dropped_late;  /* recorded while a thread exited, or through a handle
                                whose telemetry was destroyed */
+    /* Since version 2 (NIXL_TELEMETRY_STATS_V2_SIZE): */
+    uint64_t dropped_format; /* the chosen ring version has no type for the event */
 } nixl_telemetry_stats_t;
 
 /* ---- creation and destruction ------------------------------------------ */

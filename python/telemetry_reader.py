@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Read NIXL version-1 telemetry ring files (standard library only, Python >= 3.8).
+"""Read NIXL telemetry ring files of every version, 1 to 4 (standard library only, Python >= 3.8).
 
     python3 python/telemetry_reader.py --telemetry_path PATH [--once] [--peek]
         [--json | --summary] [--category NAME]... [--name GLOB]... [--quiet]
@@ -17,12 +17,19 @@ input both write byte-identical stdout. stdout carries only events (or the
 summary table); everything else goes to stderr. stdout is UTF-8, lines end
 with ``\\n``.
 
+Ring versions. The layout is detected from the header's version and the
+file size (see docs/ring-format.md): version 1 (NIXL 1.0: timestamp, category,
+name), version 2 with names (NIXL 1.1: category, name) or with event types
+(NIXL 1.2: category, type), versions 3 and 4 (NIXL 1.3, 1.4/1.5: type only).
+A field the version lacks is left out of the text block and is ``null`` in
+JSON; an event type the version's table lacks is named ``unknown_event_<n>``.
+
 Text mode (the default). Each event is written as::
 
     "\\n=== NIXL Telemetry Event ===\\n"
     ["Agent: <agent>\\n"]                      (directory mode only)
-    "Timestamp: <date-time>.<micro>\\n"
-    "Category: <category>\\n"
+    ["Timestamp: <date-time>.<micro>\\n"]      (version 1 only)
+    ["Category: <category>\\n"]                (versions 1 and 2 only)
     "Event: <name>\\n"
     "Value: <value>\\n"
     "===========================\\n"
@@ -56,7 +63,9 @@ control characters escaped as ``\\u00XX`` (lower-case hex) except ``\\b \\f \\n
 
     {"timestamp_us":1749737007118204,"category":"MEMORY","category_id":0,"name":"agent_memory_registered","value":268435456}
 
-In directory mode ``,"agent":"<agent>"`` follows ``value``.
+In directory mode ``,"agent":"<agent>"`` follows ``value``. Without a timestamp
+(versions 2-4) ``"timestamp_us":null``; without a category (versions 3 and 4)
+``"category":null,"category_id":null``.
 
 Summary mode (``--summary``), details in docs/readers.md ("Summary table"): one
 block per agent in sorted order, blocks separated by an empty line. A block is
@@ -80,6 +89,7 @@ import json
 import mmap
 import os
 import re
+import resource
 import select
 import signal
 import stat
@@ -87,25 +97,74 @@ import struct
 import sys
 import time
 
-# --- Layout (mirrors crates/abi/src/ring.rs and crates/abi/src/event.rs) ---
+# --- Layouts (mirror crates/abi/src/ring.rs and crates/abi/src/event.rs) ---
 
-RING_VERSION = 1
 HEADER_SIZE = 40
-SLOT_SIZE = 56
+SLOT_SIZE = 56                # version 1
 WRITE_POS_OFFSET = 0
 READ_POS_OFFSET = 8
 
 TRAILER_MAGIC = b"NXTLTRL\0"
-TRAILER_SIZE = 64
+TRAILER_SIZE_MIN = 64         # trailer version 1
+TRAILER_SIZE = 72             # trailer version 2: adds dropped_format
 FLAG_CLOSED = 1
+
+# NIXL's event-type enumeration by number: versions 2 and 3 know the first 20,
+# version 4 all 21.
+EVENT_TYPES = (
+    "agent_tx_bytes", "agent_rx_bytes", "agent_tx_requests_num", "agent_rx_requests_num",
+    "agent_memory_registered", "agent_memory_deregistered", "agent_xfer_time",
+    "agent_xfer_post_time", "agent_err_not_posted", "agent_err_invalid_param",
+    "agent_err_backend", "agent_err_not_found", "agent_err_mismatch", "agent_err_not_allowed",
+    "agent_err_repost_active", "agent_err_unknown", "agent_err_not_supported",
+    "agent_err_remote_disconnect", "agent_err_canceled", "agent_err_no_telemetry",
+    "agent_telemetry_events_dropped",
+)
+
+
+class Layout:
+    """One ring layout: the header's version and its slot. ``slot`` unpacks a
+    slot as (timestamp, key, value) or (key, value) when there is no
+    timestamp; ``key`` holds the category (when there is one) followed by the
+    32-byte name or the u32 event type."""
+
+    def __init__(self, name, version, slot_size, fmt, has_timestamp, has_category,
+                 named, types, releases):
+        self.name = name
+        self.version = version
+        self.slot_size = slot_size
+        self.slot = struct.Struct(fmt)
+        # The same slot as (key, value) only: the timestamp skipped.
+        self.key_value = struct.Struct(fmt.replace("<Q", "<8x", 1) if has_timestamp else fmt)
+        self.has_timestamp = has_timestamp
+        self.has_category = has_category
+        self.named = named
+        self.types = types
+        self.releases = releases
+        assert self.slot.size == self.key_value.size == slot_size
+
+    def data_size(self, capacity):
+        return HEADER_SIZE + self.slot_size * capacity
+
+
+V1 = Layout("v1", 1, 56, "<Q36s4xQ", True, True, True, (), "NIXL 1.0.x")
+V2_NAMED = Layout("v2-named", 2, 48, "<36s4xQ", False, True, True, (), "NIXL 1.1.x")
+V2_TYPED = Layout("v2-typed", 2, 16, "<8sQ", False, True, False, EVENT_TYPES[:20], "NIXL 1.2.x")
+V3 = Layout("v3", 3, 16, "<4s4xQ", False, False, False, EVENT_TYPES[:20], "NIXL 1.3.x")
+V4 = Layout("v4", 4, 16, "<4s4xQ", False, False, False, EVENT_TYPES, "NIXL 1.4.x, 1.5.x")
+LAYOUTS = (V1, V2_NAMED, V2_TYPED, V3, V4)
+VERSIONS = (1, 2, 3, 4)
+ACCEPTED_FILE = "a NIXL ring file (version 1 to 4)"
+SLOT_SIZES = "56 bytes each in version 1, 48 or 16 in version 2, 16 in versions 3 and 4"
 
 # write_pos, read_pos, version, expected_version, capacity, mask
 HEADER = struct.Struct("<QQiiQQ")
 # timestamp_us, category, name[32], 4 bytes padding (ignored), value
 SLOT = struct.Struct("<Qi32s4xQ")
 # magic, trailer_version, trailer_size, producer_pid, flags, created_us,
-# events_written, dropped_staging_full, dropped_ring_full, last_flush_us
-TRAILER = struct.Struct("<8sIIIIQQQQQ")
+# events_written, dropped_staging_full, dropped_ring_full, last_flush_us,
+# dropped_format (trailer version >= 2)
+TRAILER = struct.Struct("<8sIIIIQQQQQQ")
 U64 = struct.Struct("<Q")
 # the same slot with category and name as one 36-byte key (the decoders' cache key)
 SLOT_KEYED = struct.Struct("<Q36s4xQ")
@@ -113,6 +172,7 @@ CATEGORY_INT = struct.Struct("<i")
 
 assert HEADER.size == HEADER_SIZE and SLOT.size == SLOT_SIZE == SLOT_KEYED.size
 assert TRAILER.size == TRAILER_SIZE
+U32 = struct.Struct("<I")
 
 # ctypes views of the positions are native-endian: used only where that is little.
 NATIVE_LITTLE_ENDIAN = sys.byteorder == "little"
@@ -246,6 +306,15 @@ def decode_text(raw):
     return raw.decode("utf-8", "replace")
 
 
+# Control characters (U+0000-U+001F, U+007F-U+009F) -> \xHH, for text output:
+# a name or agent cannot break a block's lines or drive the terminal.
+_CONTROL_ESCAPES = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7f, 0xa0))}
+
+
+def escape_control(text):
+    return text.translate(_CONTROL_ESCAPES)
+
+
 def agent_name_of(file_name):
     """Display name of an agent: its file name, invalid UTF-8 replaced."""
     return decode_text(os.fsencode(file_name))
@@ -257,52 +326,76 @@ def json_string(text):
 
 # --- One ring file ---
 
-def ring_size(capacity):
-    """Bytes a version-1 reader needs: header and slots."""
-    return HEADER_SIZE + SLOT_SIZE * capacity
+def detect_layout(version, capacity, size, trailer_at):
+    """(layout, None) for a header's version and capacity in a file of `size`
+    bytes, or (None, problem). `trailer_at(offset)` says whether this project's
+    trailer magic sits at `offset`. Mirrors `detect` in crates/abi/src/ring.rs."""
+    candidates = [layout for layout in LAYOUTS if layout.version == version]
+    ends = [layout.data_size(capacity) for layout in candidates]
+    if ends[0] >= 2 ** 64:
+        return None, ("capacity %d is invalid (it overflows the address space); accepted: a "
+                      "power of two >= 2 (the number of slots)" % capacity)
+    if len(candidates) == 1:
+        if ends[0] <= size:
+            return candidates[0], None
+        need = ends[0]
+    else:
+        for layout, end in zip(candidates, ends):
+            if end < 2 ** 64 and (end == size or (end < size and trailer_at(end))):
+                return layout, None
+        need = min(ends)
+        if need <= size:
+            return None, ("version %d capacity %d matches neither version-2 layout: the file "
+                          "has %d bytes; accepted: exactly %d bytes (48-byte slots, NIXL 1.1) "
+                          "or %d bytes (16-byte slots, NIXL 1.2), optionally followed by this "
+                          "project's trailer" % (version, capacity, size, ends[0],
+                                                 ends[1] if ends[1] < 2 ** 64 else 2 ** 64 - 1))
+    return None, ("version %d capacity %d needs %d bytes (40-byte header + %d x %d-byte slots) "
+                  "but the file has %d; accepted: a file holding the header and all its slots"
+                  % (version, capacity, need, capacity, (need - HEADER_SIZE) // capacity, size))
 
 
-def header_problem(size, fields):
-    """What is wrong with a header read from a file of `size` bytes, or None."""
+def header_problem(size, fields, trailer_at):
+    """(layout, None) for a header read from a file of `size` bytes, or (None,
+    what is wrong). Checks in the order of RingHeader::validate."""
     write_pos, read_pos, version, _expected, capacity, mask = fields
-    if version != RING_VERSION:
-        return "ring version %d; this reader accepts version %d only" % (version, RING_VERSION)
+    if version not in VERSIONS:
+        return None, "ring version %d; this reader accepts versions 1, 2, 3 and 4" % version
     if capacity == 0 or capacity & (capacity - 1):
-        return ("capacity %d is not a power of two; accepted: a power of two >= 2 "
-                "(the number of 56-byte slots)" % capacity)
+        return None, ("capacity %d is not a power of two; accepted: a power of two >= 2 "
+                      "(the number of slots)" % capacity)
     if capacity < 2:
-        return ("capacity 1: a one-slot ring can hold no event; accepted: a power of two >= 2 "
-                "(the number of 56-byte slots)")
+        return None, ("capacity 1: a one-slot ring can hold no event; accepted: a power of "
+                      "two >= 2 (the number of slots)")
+    layout, problem = detect_layout(version, capacity, size, trailer_at)
+    if problem:
+        return None, problem
     if mask != capacity - 1:
-        return "mask %d is not capacity - 1 = %d; accepted: mask = capacity - 1" % (
+        return None, "mask %d is not capacity - 1 = %d; accepted: mask = capacity - 1" % (
             mask, capacity - 1)
-    need = ring_size(capacity)
-    if need > size:
-        return ("capacity %d needs %d bytes (40-byte header + %d x 56-byte slots) but the "
-                "file has %d; accepted: a file holding the header and all its slots"
-                % (capacity, need, capacity, size))
     for label, pos in (("write_pos", write_pos), ("read_pos", read_pos)):
         if pos >= capacity:
-            return "%s %d is outside [0, %d); accepted: a slot index below the capacity" % (
-                label, pos, capacity)
-    return None
+            return None, ("%s %d is outside [0, %d); accepted: a slot index below the capacity"
+                          % (label, pos, capacity))
+    return layout, None
 
 
 class Trailer:
-    """The 64-byte trailer this project appends after the last slot."""
+    """The trailer this project appends after the last slot (64 bytes in
+    trailer version 1, 72 from version 2 on)."""
 
     __slots__ = ("version", "size", "producer_pid", "flags", "created_us",
                  "events_written", "dropped_staging_full", "dropped_ring_full",
-                 "last_flush_us")
+                 "last_flush_us", "dropped_format")
 
     def __init__(self, fields):
         (_magic, self.version, self.size, self.producer_pid, self.flags, self.created_us,
          self.events_written, self.dropped_staging_full, self.dropped_ring_full,
-         self.last_flush_us) = fields
+         self.last_flush_us, self.dropped_format) = fields
 
     @property
     def lost(self):
-        return self.dropped_staging_full + self.dropped_ring_full
+        return self.dropped_staging_full + self.dropped_ring_full + self.dropped_format
 
     @property
     def closed(self):
@@ -330,6 +423,7 @@ class Ring:
         self.malformed = 0
         self.warned_slots = 0
         self.retiring = False
+        self.parked = False
         self.trailer = None
         self.trailer_problem = None
         self.fd = self._open()
@@ -348,8 +442,8 @@ class Ring:
         try:
             return os.open(self.path, flags)
         except FileNotFoundError:
-            raise self._fail("no such file or directory; expected a NIXL version-1 ring "
-                             "file or a directory of ring files") from None
+            raise self._fail("no such file or directory; expected %s or a directory of "
+                             "ring files" % ACCEPTED_FILE) from None
         except PermissionError:
             if self.peek:
                 raise self._fail("permission denied opening it for reading; "
@@ -363,28 +457,29 @@ class Ring:
     def _setup(self):
         st = os.fstat(self.fd)
         if not stat.S_ISREG(st.st_mode):
-            raise self._fail("not a regular file; expected a NIXL version-1 ring file")
+            raise self._fail("not a regular file; expected %s" % ACCEPTED_FILE)
         self.ident = (st.st_dev, st.st_ino)
         size = st.st_size
         raw = os.pread(self.fd, HEADER_SIZE, 0) if size >= HEADER_SIZE else b""
         if len(raw) < HEADER_SIZE:
             raise self._fail("file is %d bytes, too short for the 40-byte ring header; accepted: "
-                             "a 40-byte version-1 header followed by capacity x 56-byte slots"
-                             % size)
+                             "a 40-byte header followed by capacity slots (%s)"
+                             % (size, SLOT_SIZES))
         fields = HEADER.unpack(raw)
-        problem = header_problem(size, fields)
+        layout, problem = header_problem(size, fields, self._magic_at)
         if problem:
             raise self._fail(problem)
+        self.layout = layout
         write_pos, read_pos, self.version, _, self.capacity, self.mask = fields
-        self.needed = ring_size(self.capacity)
+        self.needed = layout.data_size(self.capacity)
         access = mmap.ACCESS_READ if self.peek else mmap.ACCESS_WRITE
         try:
             self.mm = mmap.mmap(self.fd, HEADER_SIZE, access=access)
         except ValueError:
             # The file shrank below the header since the size was read.
             raise self._fail("file is %d bytes, too short for the 40-byte ring header; "
-                             "accepted: a 40-byte version-1 header followed by capacity x "
-                             "56-byte slots" % os.fstat(self.fd).st_size) from None
+                             "accepted: a 40-byte header followed by capacity slots (%s)"
+                             % (os.fstat(self.fd).st_size, SLOT_SIZES)) from None
         if not self.peek and NATIVE_LITTLE_ENDIAN:
             # ctypes views: loads and stores are single aligned 8-byte accesses.
             # (They are native-endian, hence only on little-endian hosts.)
@@ -394,14 +489,54 @@ class Ring:
         self.unread_at_open = (write_pos - read_pos) & self.mask
         self.read_trailer(size)
 
+    def _magic_at(self, offset):
+        return os.pread(self.fd, len(TRAILER_MAGIC), offset) == TRAILER_MAGIC
+
     def finish(self):
         """Closes a ring whose file was removed or replaced, after its last read,
         keeping its last trailer for the totals."""
-        try:
-            self.read_trailer()
-        except ReaderError:
-            pass
+        if self.fd >= 0:
+            try:
+                self.read_trailer()
+            except (ReaderError, OSError):
+                pass
         self.close()
+
+    def park(self):
+        """Closes the file to free its descriptors; unpark() opens it again.
+        The counters, the position and the last trailer stay."""
+        if self.fd >= 0:
+            try:
+                self.read_trailer()
+            except (ReaderError, OSError):
+                pass
+            self.close()
+            self.parked = True
+
+    def unpark(self):
+        """Opens a parked ring's file again (peeking: at the slot where it
+        stopped). If the path now names another file, or none, the ring is
+        marked for retirement instead and stays closed; any other failure is
+        the input's (ReaderError): the ring was valid and no longer is."""
+        if not self.parked or self.retiring:
+            return
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self.ident:
+            self.retiring = True
+            return
+        cursor = self.cursor
+        self.fd = self._open()
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        if self.peek:
+            self.cursor = cursor
+        self.parked = False
 
     def close(self):
         self._wp = self._rp = None      # release the buffer exports before closing
@@ -417,24 +552,29 @@ class Ring:
         if size < self.needed:
             raise self._fail(
                 "file truncated to %d bytes while being read; the ring needs %d bytes "
-                "(40-byte header + %d x 56-byte slots)" % (size, self.needed, self.capacity))
+                "(40-byte header + %d x %d-byte slots)"
+                % (size, self.needed, self.capacity, self.layout.slot_size))
         return size
 
     def read_trailer(self, size=None):
         """Reads the trailer if the file is long enough and its magic matches."""
         if size is None:
             size = self.check_size()
-        if size < self.needed + TRAILER_SIZE:
+        if size < self.needed + TRAILER_SIZE_MIN:
             return self.trailer
         raw = os.pread(self.fd, TRAILER_SIZE, self.needed)
-        if len(raw) < TRAILER_SIZE or raw[:8] != TRAILER_MAGIC:
+        if len(raw) < TRAILER_SIZE_MIN or raw[:8] != TRAILER_MAGIC:
             return self.trailer
-        fields = TRAILER.unpack(raw)
-        if fields[1] < 1 or fields[2] < TRAILER_SIZE:
-            self.trailer_problem = ("trailer version %d, size %d; accepted: version >= 1, "
-                                    "size >= 64" % (fields[1], fields[2]))
+        version, length = struct.unpack_from("<II", raw, 8)
+        if version < 1 or length < TRAILER_SIZE_MIN or self.needed + length > size:
+            self.trailer_problem = ("trailer version %d, size %d; accepted: version >= 1 and a "
+                                    "size of 64 or more that fits in the file"
+                                    % (version, length))
             return self.trailer
-        self.trailer = Trailer(fields)
+        # dropped_format exists from trailer version 2 on (72 bytes).
+        known = TRAILER_SIZE if version >= 2 and length >= TRAILER_SIZE else TRAILER_SIZE_MIN
+        raw = raw[:known].ljust(TRAILER_SIZE, b"\0")
+        self.trailer = Trailer(TRAILER.unpack(raw))
         return self.trailer
 
     def _positions(self):
@@ -465,8 +605,9 @@ class Ring:
 
     def read_slots(self, start, count):
         """Raw bytes of `count` slots from `start`; start + count <= capacity."""
-        want = count * SLOT_SIZE
-        data = os.pread(self.fd, want, HEADER_SIZE + start * SLOT_SIZE)
+        size = self.layout.slot_size
+        want = count * size
+        data = os.pread(self.fd, want, HEADER_SIZE + start * size)
         if len(data) != want:
             self.check_size()
             raise self._fail("short read at slot %d; the file changed while being read" % start)
@@ -488,9 +629,10 @@ class Ring:
 class Emitter:
     """Decodes batches of slots and writes them to stdout.
 
-    The hot loops unpack each slot as (timestamp, category + name, value) and
-    look the 36 category-and-name bytes up in a cache that holds the finished
-    middle of the output for that pair, already filtered: a string to print,
+    The hot loops unpack each slot as (timestamp, key, value) (no timestamp in
+    versions 2-4) and look the key (category and name, or category and event
+    type, or the event type alone) up in a per-layout cache that holds the
+    finished middle of the output for it, already filtered: a string to print,
     "" for an event the filters drop, or False for a malformed name.
     """
 
@@ -500,41 +642,58 @@ class Emitter:
         self.log = log
         self.categories = categories     # set of category numbers, or None
         self.globs = globs               # list of patterns, or None
-        self.pieces = {}                 # 36 bytes -> output piece, "" or False
+        self.caches = {}                 # layout name -> {key bytes -> piece, "" or False}
         self.dates = {}                  # seconds -> date-time text
         self.stats = {}                  # (agent, category, name) -> [n, sum, min, max, values]
         self.matched = 0
 
-    def _decode_key(self, key):
-        """(category, name) of 36 category-and-name bytes; name None if malformed."""
-        cat = CATEGORY_INT.unpack_from(key)[0]
-        raw = key[4:]
-        end = raw.find(b"\0")
-        if end < 0:
-            return cat, None
-        return cat, decode_text(raw[:end])
+    @staticmethod
+    def decode_key(layout, key):
+        """(category or None, name) of a slot's key bytes; name None if malformed."""
+        cat = CATEGORY_INT.unpack_from(key)[0] if layout.has_category else None
+        rest = key[4:] if layout.has_category else key
+        if layout.named:
+            end = rest.find(b"\0")
+            if end < 0:
+                return cat, None
+            return cat, decode_text(rest[:end])
+        event_type = U32.unpack_from(rest)[0]
+        if event_type < len(layout.types):
+            return cat, layout.types[event_type]
+        return cat, "unknown_event_%d" % event_type
 
     def _wanted(self, cat, name):
+        # An event without a category (versions 3, 4) matches no --category.
         if self.categories is not None and cat not in self.categories:
             return False
         return self.globs is None or any(fnmatch.fnmatchcase(name, g) for g in self.globs)
 
-    def _piece(self, key):
-        if len(self.pieces) >= CACHE_LIMIT:
-            self.pieces.clear()
-        cat, name = self._decode_key(key)
+    def _cache(self, layout):
+        cache = self.caches.get(layout.name)
+        if cache is None or len(cache) >= CACHE_LIMIT:
+            cache = self.caches[layout.name] = {}
+        return cache
+
+    def _piece(self, layout, key):
+        cache = self._cache(layout)
+        cat, name = self.decode_key(layout, key)
         if name is None:
             piece = False
         elif not self._wanted(cat, name):
             piece = ""
         elif self.mode == "text":
-            piece = "Category: %s\nEvent: %s\nValue: " % (category_name(cat), name)
+            piece = "Event: %s\nValue: " % escape_control(name)
+            if cat is not None:
+                piece = "Category: %s\n" % category_name(cat) + piece
         elif self.mode == "json":
-            piece = '"category":"%s","category_id":%d,"name":%s,"value":' % (
-                category_name(cat), cat, json_string(name))
+            piece = '"name":%s,"value":' % json_string(name)
+            if cat is not None:
+                piece = '"category":"%s","category_id":%d,' % (category_name(cat), cat) + piece
+            else:
+                piece = '"category":null,"category_id":null,' + piece
         else:
             piece = (cat, name)
-        self.pieces[key] = piece
+        cache[key] = piece
         return piece
 
     def _date(self, sec):
@@ -553,20 +712,55 @@ class Emitter:
 
     def emit(self, ring, data, first_slot, tagged):
         """Handles the slots in `data`; returns how many were well-formed."""
-        if self.mode == "text":
-            bad = self._text(ring, data, tagged)
-        elif self.mode == "json":
-            bad = self._json(ring, data, tagged)
-        else:
+        layout = ring.layout
+        if self.mode == "summary":
             bad = self._summary(ring, data)
+        elif layout is not V1:
+            bad = self._untimed(ring, data, tagged)
+        elif self.mode == "text":
+            bad = self._text(ring, data, tagged)
+        else:
+            bad = self._json(ring, data, tagged)
         if bad:
             self._report_malformed(ring, data, first_slot, bad)
-        return len(data) // SLOT_SIZE - bad
+        return len(data) // layout.slot_size - bad
+
+    def _untimed(self, ring, data, tagged):
+        """Text or JSON of the slots of a layout without timestamps (2-4)."""
+        layout = ring.layout
+        cache = self._cache(layout)
+        get = cache.get
+        if self.mode == "text":
+            head = EVENT_HEAD + ("Agent: %s\n" % escape_control(ring.agent) if tagged else "")
+            tail = "\n" + EVENT_TAIL
+        else:
+            head = '{"timestamp_us":null,'
+            tail = (',"agent":%s}\n' % json_string(ring.agent)) if tagged else "}\n"
+        parts = []
+        append = parts.append
+        bad = 0
+        for key, value in layout.slot.iter_unpack(data):
+            piece = get(key)
+            if piece is None:
+                piece = self._piece(layout, key)
+                get = self._cache(layout).get
+            if piece:
+                append(f"{head}{piece}{value}{tail}")
+            elif piece is False:
+                bad += 1
+        self.matched += len(parts)
+        self.write("".join(parts))
+        return bad
 
     def _text(self, ring, data, tagged):
-        get, learn = self.pieces.get, self._piece
+        cache = self._cache(V1)
+        get = cache.get
+
+        def learn(key):
+            return self._piece(V1, key)
         dates, date_of = self.dates, self._date
-        head = EVENT_HEAD + ("Agent: %s\n" % ring.agent if tagged else "") + "Timestamp: "
+        head = (EVENT_HEAD + ("Agent: %s\n" % escape_control(ring.agent) if tagged else "")
+                + "Timestamp: ")
         parts = []
         append = parts.append
         bad = 0
@@ -576,6 +770,7 @@ class Emitter:
             piece = get(key)
             if piece is None:
                 piece = learn(key)
+                get = self._cache(V1).get
             if piece:
                 sec = ts // 1000000
                 if sec != last_sec:
@@ -592,7 +787,7 @@ class Emitter:
         return bad
 
     def _json(self, ring, data, tagged):
-        get, learn = self.pieces.get, self._piece
+        get = self._cache(V1).get
         tail = (',"agent":%s}\n' % json_string(ring.agent)) if tagged else "}\n"
         parts = []
         append = parts.append
@@ -600,7 +795,8 @@ class Emitter:
         for ts, key, value in SLOT_KEYED.iter_unpack(data):
             piece = get(key)
             if piece is None:
-                piece = learn(key)
+                piece = self._piece(V1, key)
+                get = self._cache(V1).get
             if piece:
                 append(f'{{"timestamp_us":{ts},{piece}{value}{tail}')
             elif piece is False:
@@ -610,14 +806,16 @@ class Emitter:
         return bad
 
     def _summary(self, ring, data):
-        get, learn = self.pieces.get, self._piece
+        layout = ring.layout
+        get = self._cache(layout).get
         stats = self.stats
         agent = ring.agent
         bad = matched = 0
-        for _ts, key, value in SLOT_KEYED.iter_unpack(data):
+        for key, value in layout.key_value.iter_unpack(data):
             piece = get(key)
             if piece is None:
-                piece = learn(key)
+                piece = self._piece(layout, key)
+                get = self._cache(layout).get
             if not piece:
                 if piece is False:
                     bad += 1
@@ -640,9 +838,11 @@ class Emitter:
 
     def _report_malformed(self, ring, data, first_slot, bad):
         ring.malformed += bad
-        for index, (_ts, _cat, raw, _value) in enumerate(SLOT.iter_unpack(data)):
+        layout = ring.layout
+        for index, fields in enumerate(layout.slot.iter_unpack(data)):
             if ring.warned_slots >= MAX_SLOT_WARNINGS:
                 break
+            raw = fields[-2][4:]          # the name, after the category
             if b"\0" not in raw:
                 ring.warned_slots += 1
                 more = (" (further malformed slots of this ring are only counted)"
@@ -667,8 +867,10 @@ def format_summary(stats, agents):
     header = ("CATEGORY", "EVENT", "COUNT", "SUM", "MIN", "MAX", "P50", "P90", "P99")
     blocks = []
     for agent in sorted(set(agents) | {key[0] for key in stats}):
-        keys = sorted((k for k in stats if k[0] == agent), key=lambda k: (k[1], k[2]))
-        lines = ["Agent: %s" % agent]
+        # Events without a category (versions 3, 4) first, as "-".
+        keys = sorted((k for k in stats if k[0] == agent),
+                      key=lambda k: (k[1] is not None, k[1] or 0, escape_control(k[2])))
+        lines = ["Agent: %s" % escape_control(agent)]
         if not keys:
             lines.append("(no events)")
             blocks.append("\n".join(lines) + "\n")
@@ -681,7 +883,8 @@ def format_summary(stats, agents):
                 pcts = [str(nearest_rank(ordered, p)) for p in (50, 90, 99)]
             else:
                 pcts = ["-", "-", "-"]
-            rows.append([category_name(key[1]), key[2], str(count), str(total), str(low),
+            category = "-" if key[1] is None else category_name(key[1])
+            rows.append([category, escape_control(key[2]), str(count), str(total), str(low),
                          str(high)] + pcts)
         widths = [max(len(header[i]), max(len(r[i]) for r in rows)) for i in range(len(header))]
 
@@ -707,6 +910,7 @@ class FileSource:
     def __init__(self, path, peek, log):
         self.path = path
         self.peek = peek
+        self.log = log
         self.ring = Ring(path, agent_name_of(os.path.basename(path)), peek)
         self.done = []          # rings of files that were replaced, read to their end
         self.rejected = None    # why the file now under the path could not be opened
@@ -722,9 +926,15 @@ class FileSource:
             st = os.stat(self.path)
         except OSError:
             st = None
-        if st is not None and stat.S_ISREG(st.st_mode) and \
-                (st.st_dev, st.st_ino) != self.ring.ident:
-            self.ring.retiring = True
+        if st is not None and (st.st_dev, st.st_ino) != self.ring.ident:
+            if stat.S_ISREG(st.st_mode):
+                self.ring.retiring = True
+            else:
+                # A FIFO, a device or a link to one: no ring; keep the old one.
+                reason = "%s: not a regular file; expected %s" % (self.path, ACCEPTED_FILE)
+                if self.rejected != reason:
+                    self.log.warn("cannot follow the replaced ring file: %s" % reason)
+                    self.rejected = reason
         return [self.ring]
 
     def all_rings(self):
@@ -760,13 +970,30 @@ def is_writer_temp_file(name):
     return name.startswith(".") and name.endswith(".tmp")
 
 
+def ring_budget():
+    """How many rings may be open at once: the soft limit on open files / 8
+    (a ring holds two descriptors here: the file and its mapping), at most 256,
+    at least 1. The Rust reader uses the same number."""
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (OSError, ValueError):
+        soft = 1024
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        soft = 2 ** 63 - 1
+    return max(1, min(256, soft // 8))
+
+
 class DirSource:
+    """Every regular file of a directory is an agent's ring. At most
+    ring_budget() rings are open at a time: with more, each ring is closed
+    after it was read and opened again for its next read."""
     tagged = True
 
     def __init__(self, path, peek, log):
         self.path = path
         self.peek = peek
         self.log = log
+        self.budget = ring_budget()
         self.open = {}        # file name -> Ring
         self.done = []        # rings whose file was removed or replaced
         self.rejected = {}    # file name -> last reason (warned once per reason)
@@ -774,7 +1001,7 @@ class DirSource:
         if not self.open:
             raise ReaderError(
                 "%s: directory holds no ring files (%d other files skipped); accepted: a "
-                "directory with at least one NIXL version-1 ring file" % (path, len(self.rejected)))
+                "directory with at least one NIXL ring file" % (path, len(self.rejected)))
         log.info("Telemetry directory: %s" % path)
         for name in sorted(self.open):
             self.announce(self.open[name])
@@ -811,6 +1038,10 @@ class DirSource:
         for name in sorted(present):
             if name in self.open:
                 continue
+            # Validating a new ring takes descriptors: free some first.
+            open_rings = [r for r in self.open.values() if r.fd >= 0]
+            if len(open_rings) >= self.budget:
+                open_rings[0].park()
             try:
                 ring = Ring(os.path.join(self.path, name), agent_name_of(name), self.peek)
             except ReaderError as err:
@@ -899,8 +1130,12 @@ def print_totals(log, source, emitter, filtered):
     if trailers:
         staging = sum(t.dropped_staging_full for t in trailers)
         full = sum(t.dropped_ring_full for t in trailers)
-        log.info("Events lost by the producer: %d (staging buffer full: %d, ring full: %d)"
-                 % (staging + full, staging, full))
+        dropped_format = sum(t.dropped_format for t in trailers)
+        # The format cause only where a ring could have it (not version 1).
+        format_part = (", no event type in the ring version: %d" % dropped_format
+                       if any(r.version != 1 for r in rings) else "")
+        log.info("Events lost by the producer: %d (staging buffer full: %d, ring full: %d%s)"
+                 % (staging + full + dropped_format, staging, full, format_part))
 
 
 def run(args, log, stop):
@@ -918,11 +1153,20 @@ def run(args, log, stop):
     summary_shown = None
     next_summary = 0.0
     status = EXIT_OK
+    budget = ring_budget()
     try:
         try:
             while not stop.set:
-                for ring in source.rings():
-                    drain(ring, emitter, stop, source.tagged)
+                rings = source.rings()
+                # More rings than descriptors to spare: each is opened for its
+                # read and closed after it.
+                over_budget = len(rings) > budget
+                for ring in rings:
+                    ring.unpark()
+                    if ring.fd >= 0:
+                        drain(ring, emitter, stop, source.tagged)
+                    if over_budget:
+                        ring.park()
                     if stop.set:
                         break
                 source.retire(log)
@@ -983,7 +1227,7 @@ def show_summary(emitter, source, out, shown, following):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Read NIXL version-1 telemetry ring files. Events go to stdout, "
+        description="Read NIXL telemetry ring files (versions 1 to 4). Events go to stdout, "
                     "everything else to stderr.",
         epilog="Exit codes: 0 done (or stopped by SIGINT/SIGTERM), 1 stdout closed, "
                "2 usage error or a missing, broken or truncated file, 3 internal error.")
@@ -1042,7 +1286,7 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     except OSError as err:
         where = err.filename if err.filename is not None else args.telemetry_path
-        log.error("%s: %s; expected a readable NIXL version-1 ring file or directory"
+        log.error("%s: %s; expected a readable NIXL ring file or directory"
                   % (where, err.strerror or err))
         return EXIT_BAD_INPUT
     except Exception as err:  # a bug: still one line, never a traceback

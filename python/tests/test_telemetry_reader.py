@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
 REPO = os.path.dirname(PYTHON_DIR)
 READER = os.path.join(PYTHON_DIR, "telemetry_reader.py")
-FIXTURES = os.path.join(REPO, os.pardir, "shared", "fixtures", "nixl_v1")
+FIXTURES = os.path.join(REPO, "tests", "data", "nixl_v1")
 FIXTURE_NAMES = ("nixl_v1_basic", "nixl_v1_wrapped", "nixl_v1_full", "nixl_v1_empty",
                  "nixl_v1_name31")
 
@@ -467,11 +467,11 @@ class HostileFileTests(TempDirTest):
                                            "header" % size)
 
     def test_wrong_version(self):
-        for version in (0, 2, -1):
+        for version in (0, 5, -1):
             with self.subTest(version=version):
                 path = self.write("v%d" % version, ring_bytes(4, version=version))
-                self.assert_rejected(path, "ring version %d; this reader accepts version 1"
-                                     % version)
+                self.assert_rejected(path, "ring version %d; this reader accepts versions 1, 2, "
+                                     "3 and 4" % version)
 
     def test_capacity_zero_or_not_a_power_of_two(self):
         path = self.write("cap0", HEADER.pack(0, 0, 1, 1, 0, 2 ** 64 - 1) + bytes(56))
@@ -483,10 +483,12 @@ class HostileFileTests(TempDirTest):
 
     def test_capacity_larger_than_the_file(self):
         path = self.write("big", ring_bytes(8)[:-1])
-        self.assert_rejected(path, "capacity 8 needs 488 bytes", "the file has 487")
+        self.assert_rejected(path, "version 1 capacity 8 needs 488 bytes (40-byte header + 8 x "
+                                   "56-byte slots)", "the file has 487")
         huge = 2 ** 63
         path = self.write("huge", HEADER.pack(0, 0, 1, 1, huge, huge - 1) + bytes(56))
-        self.assert_rejected(path, "capacity %d needs" % huge)
+        self.assert_rejected(path, "capacity %d is invalid (it overflows the address space)"
+                             % huge)
 
     def test_mask_is_not_capacity_minus_one(self):
         path = self.write("mask", ring_bytes(8, mask=15))
@@ -913,6 +915,134 @@ class DirectoryTests(TempDirTest):
         self.assertEqual([(e["agent"], e["name"]) for e in got], want)
         self.assertIn("skipping", res.stderr.decode())           # README, .json, .txt
 
+
+
+# --- ring versions 2-4 (the layouts of NIXL 1.1 ... 1.5) ---
+
+RELEASES_DIR = os.path.join(REPO, "tests", "data", "nixl_releases")
+EVENT_TYPES = telemetry_reader.EVENT_TYPES
+
+
+def versioned_ring(layout, slots, capacity=8, trailer=b"", read_pos=0):
+    """A ring of `layout` ("v2-named", "v2-typed", "v3", "v4") holding `slots`:
+    (category, name) tuples for v2-named, (category, type, value) for v2-typed,
+    (type, value) for v3/v4; the values of named slots are their index."""
+    version = {"v2-named": 2, "v2-typed": 2, "v3": 3, "v4": 4}[layout]
+    size = {"v2-named": 48, "v2-typed": 16, "v3": 16, "v4": 16}[layout]
+    raw = [bytes(size)] * capacity
+    for i, slot in enumerate(slots):
+        if layout == "v2-named":
+            data = struct.pack("<i32s4xQ", slot[0], slot[1].encode(), i)
+        elif layout == "v2-typed":
+            data = struct.pack("<iIQ", *slot)
+        else:
+            # NIXL leaves the padding uninitialised: readers must ignore it.
+            data = struct.pack("<I4sQ", slot[0], b"\xde\xad\xbe\xef", slot[1])
+        raw[(read_pos + i) % capacity] = data
+    write_pos = (read_pos + len(slots)) % capacity
+    header = HEADER.pack(write_pos, read_pos, version, version, capacity, capacity - 1)
+    return header + b"".join(raw) + trailer
+
+
+class VersionTests(TempDirTest):
+    def read(self, path, *args):
+        res = run_reader("--once", "--peek", *args, "--telemetry_path", path)
+        self.assertEqual(res.returncode, 0, res.stderr.decode())
+        return res.stdout.decode(), res.stderr.decode()
+
+    def test_each_version_prints_only_the_fields_it_has(self):
+        cases = (
+            ("v2-named", [(1, "agent_tx_bytes")],
+             "\n=== NIXL Telemetry Event ===\nCategory: TRANSFER\nEvent: agent_tx_bytes\n"
+             "Value: 0\n" + TAIL,
+             '{"timestamp_us":null,"category":"TRANSFER","category_id":1,'
+             '"name":"agent_tx_bytes","value":0}\n'),
+            ("v2-typed", [(5, 6, 812)],
+             "\n=== NIXL Telemetry Event ===\nCategory: PERFORMANCE\nEvent: agent_xfer_time\n"
+             "Value: 812\n" + TAIL,
+             '{"timestamp_us":null,"category":"PERFORMANCE","category_id":5,'
+             '"name":"agent_xfer_time","value":812}\n'),
+            ("v3", [(4, 65536)],
+             "\n=== NIXL Telemetry Event ===\nEvent: agent_memory_registered\nValue: 65536\n"
+             + TAIL,
+             '{"timestamp_us":null,"category":null,"category_id":null,'
+             '"name":"agent_memory_registered","value":65536}\n'),
+        )
+        for layout, slots, text, json_line in cases:
+            with self.subTest(layout=layout):
+                path = self.write(layout, versioned_ring(layout, slots))
+                self.assertEqual(self.read(path)[0], text)
+                self.assertEqual(self.read(path, "--json")[0], json_line)
+
+    def test_unknown_types_are_named_by_number_and_tables_differ_by_version(self):
+        slots = [(20, 7), (21, 8), (2 ** 32 - 1, 9)]
+        v3 = self.read(self.write("v3", versioned_ring("v3", slots)), "--json")[0]
+        v4 = self.read(self.write("v4", versioned_ring("v4", slots)), "--json")[0]
+        names = lambda out: [json.loads(line)["name"] for line in out.splitlines()]
+        self.assertEqual(names(v3), ["unknown_event_20", "unknown_event_21",
+                                     "unknown_event_4294967295"])
+        self.assertEqual(names(v4), ["agent_telemetry_events_dropped", "unknown_event_21",
+                                     "unknown_event_4294967295"])
+
+    def test_version_two_layouts_are_told_apart_by_the_file_size(self):
+        named = self.write("named", versioned_ring("v2-named", [(0, "x")]))
+        typed = self.write("typed", versioned_ring("v2-typed", [(0, 1, 5)]))
+        self.assertIn("Event: x\n", self.read(named)[0])
+        self.assertIn("Event: agent_rx_bytes\n", self.read(typed)[0])
+        odd = self.write("odd", versioned_ring("v2-typed", [(0, 1, 5)]) + bytes(8))
+        res = run_reader("--once", "--telemetry_path", odd)
+        self.assertEqual(res.returncode, 2)
+        self.assertIn("matches neither version-2 layout: the file has 176 bytes; accepted: "
+                      "exactly 424 bytes (48-byte slots, NIXL 1.1) or 168 bytes", res.stderr.decode())
+
+    def test_a_version_four_ring_is_consumed_and_wraps(self):
+        path = self.write("wrap", versioned_ring("v4", [(0, 1), (1, 2), (2, 3)], capacity=4,
+                                                 read_pos=2))
+        res = run_reader("--once", "--json", "--telemetry_path", path)
+        self.assertEqual([json.loads(line)["value"] for line in res.stdout.decode().splitlines()],
+                         [1, 2, 3])
+        self.assertEqual(positions(path), (1, 1))
+
+    def test_summary_puts_events_without_category_first(self):
+        path = self.write("v4", versioned_ring("v4", [(6, 10), (6, 30), (0, 4096)]))
+        out = self.read(path, "--summary")[0]
+        self.assertEqual(out, "Agent: v4\n"
+                              "CATEGORY  EVENT            COUNT   SUM   MIN   MAX  P50  P90  P99\n"
+                              "-         agent_tx_bytes       1  4096  4096  4096    -    -    -\n"
+                              "-         agent_xfer_time      2    40    10    30    -    -    -\n")
+
+    def test_trailer_version_two_counts_format_losses(self):
+        trailer = TRAILER.pack(b"NXTLTRL\0", 2, 72, 7, 1, 1, 3, 0, 0, 2) + struct.pack("<Q", 5)
+        path = self.write("v3", versioned_ring("v3", [(0, 1)], trailer=trailer))
+        err = self.read(path)[1]
+        self.assertIn("Producer: pid 7, closed cleanly, 3 events written, 5 lost", err)
+        self.assertIn("Events lost by the producer: 5 (staging buffer full: 0, ring full: 0, "
+                      "no event type in the ring version: 5)", err)
+
+    def test_rings_of_every_release_read_as_their_reader_printed_them(self):
+        releases = sorted(os.listdir(RELEASES_DIR))
+        releases = [r for r in releases if os.path.isdir(os.path.join(RELEASES_DIR, r))]
+        self.assertEqual(len(releases), 11)
+        for release in releases:
+            for name in ("initiator", "target", "probe.ring"):
+                with self.subTest(release=release, ring=name):
+                    src = os.path.join(RELEASES_DIR, release, name)
+                    with open(src + ".reader.txt") as f:
+                        printed = [line.split(": ", 1)[1] for line in f.read().splitlines()
+                                   if line.startswith(("Event name: ", "Value: "))]
+                    copy = os.path.join(self.tmp, release + "-" + name)
+                    shutil.copyfile(src, copy)
+                    out = self.read(copy, "--json")[0]
+                    ours = []
+                    for line in out.splitlines():
+                        event = json.loads(line)
+                        self.assertEqual(event["timestamp_us"] is None,
+                                         not release.startswith("1.0"))
+                        name_ = event["name"]
+                        if name_.startswith("unknown_event_"):
+                            name_ = "unknown_event"       # NIXL prints no number
+                        ours += [name_, str(event["value"])]
+                    self.assertEqual(ours, printed)
 
 if __name__ == "__main__":
     unittest.main()

@@ -34,6 +34,9 @@ pub const PROMETHEUS_LOCAL: &str = "NIXL_TELEMETRY_PROMETHEUS_LOCAL";
 pub const HISTOGRAM_BUCKETS_US: &str = "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US";
 /// `NIXL_TELEMETRY_CSV_FILE`: the CSV plug-in's file when no output path is given.
 pub const CSV_FILE: &str = "NIXL_TELEMETRY_CSV_FILE";
+/// The ring layout the built-in `buffer` exporter writes: `1` (default), `2`
+/// (or `2-named`), `2-typed`, `3`, `4` (see `docs/ring-format.md`).
+pub const RING_VERSION: &str = "NIXL_TELEMETRY_RING_VERSION";
 
 /// What [`parse_switch`] accepts, as error messages quote it.
 pub const SWITCH_ACCEPTED: &str =

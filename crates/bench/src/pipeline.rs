@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
+use nixl_telemetry::ring::layout::{self, HEADER_SIZE, READ_POS_OFFSET, WRITE_POS_OFFSET};
 use nixl_telemetry::ring::{ReadMode, RingReader, RingWriter};
 use nixl_telemetry::{Category, Event, Telemetry};
 use serde_json::json;
@@ -64,21 +65,22 @@ impl RawConsumer {
             .read(true)
             .write(true)
             .open(path)?;
-        let len = 40 + capacity as usize * Event::SIZE;
+        let len = layout::v1_size(capacity).context("ring size overflows")? as usize;
         let map = memmap2::MmapOptions::new().len(len).map_raw(&file)?;
         Ok(RawConsumer { map, capacity })
     }
 
     fn position(&self, offset: usize) -> &AtomicU64 {
-        // SAFETY: offsets 0 and 8 of the header are 8-aligned u64 positions
-        // inside the mapping (page-aligned, at least 40 bytes); the producer
-        // accesses them atomically too.
+        // SAFETY: callers pass WRITE_POS_OFFSET or READ_POS_OFFSET, 8-aligned
+        // u64 positions inside the header, which lies inside the mapping
+        // (page-aligned, at least HEADER_SIZE bytes); the producer accesses
+        // them atomically too.
         unsafe { &*(self.map.as_mut_ptr().add(offset) as *const AtomicU64) }
     }
 
     fn read(&mut self, out: &mut Vec<Event>) -> usize {
-        let write = self.position(0).load(Ordering::Acquire);
-        let read = self.position(8).load(Ordering::Relaxed);
+        let write = self.position(WRITE_POS_OFFSET).load(Ordering::Acquire);
+        let read = self.position(READ_POS_OFFSET).load(Ordering::Relaxed);
         let mask = self.capacity - 1;
         if write >= self.capacity || read >= self.capacity {
             return 0;
@@ -91,13 +93,13 @@ impl RawConsumer {
         // not write slots in [read, write) until read_pos moves past them;
         // `out` has room for n more events and any bytes are a valid Event.
         unsafe {
-            let slots = self.map.as_mut_ptr().add(40) as *const Event;
+            let slots = self.map.as_mut_ptr().add(HEADER_SIZE) as *const Event;
             let dst = out.as_mut_ptr().add(out.len());
             std::ptr::copy_nonoverlapping(slots.add(read as usize), dst, first);
             std::ptr::copy_nonoverlapping(slots, dst.add(first), n - first);
             out.set_len(out.len() + n);
         }
-        self.position(8)
+        self.position(READ_POS_OFFSET)
             .store((read + n as u64) & mask, Ordering::Release);
         n
     }

@@ -229,6 +229,7 @@ pub unsafe extern "C" fn nixl_telemetry_create(
                         output_path: c_bytes(s.output_path),
                         plugin_dirs: c_bytes(s.plugin_dirs),
                         enabled_metrics: c_bytes(s.enabled_metrics),
+                        ring_version: c_bytes(s.ring_version),
                     }
                 };
                 // SAFETY: agent_name NULL or NUL-terminated, as promised.

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nixl_telemetry::config::{
-    check_buffer_size, check_plugin_name, check_run_interval, DEFAULT_BUFFER_SIZE,
-    DEFAULT_RUN_INTERVAL,
+    check_buffer_size, check_plugin_name, check_run_interval, parse_ring_version,
+    DEFAULT_BUFFER_SIZE, DEFAULT_RING_LAYOUT, DEFAULT_RUN_INTERVAL,
 };
 use nixl_telemetry::filter::MetricFilter;
 use nixl_telemetry::{ExporterChoice, TelemetryConfig};
@@ -45,10 +45,16 @@ pub struct NixlTelemetrySettings {
     pub plugin_dirs: *const c_char,
     /// Comma-separated globs of event names to record; NULL or "" = all.
     pub enabled_metrics: *const c_char,
+    /// The ring layout of the `buffer` exporter, as `NIXL_TELEMETRY_RING_VERSION`
+    /// (version 2 of the struct); NULL or empty: version 1.
+    pub ring_version: *const c_char,
 }
 
 /// `NIXL_TELEMETRY_SETTINGS_V1_SIZE`: the size of version 1 of the settings, the smallest accepted.
 pub const SETTINGS_V1_SIZE: usize = 64;
+
+/// `NIXL_TELEMETRY_SETTINGS_V2_SIZE`: the size of version 2 (adds `ring_version`).
+pub const SETTINGS_V2_SIZE: usize = 72;
 
 /// The size of the settings this library knows (grows when fields are appended).
 pub const SETTINGS_KNOWN_SIZE: usize = std::mem::size_of::<NixlTelemetrySettings>();
@@ -69,6 +75,7 @@ impl NixlTelemetrySettings {
         output_path: std::ptr::null(),
         plugin_dirs: std::ptr::null(),
         enabled_metrics: std::ptr::null(),
+        ring_version: std::ptr::null(),
     };
 }
 
@@ -118,6 +125,8 @@ pub struct SettingsText<'a> {
     pub plugin_dirs: Option<&'a [u8]>,
     /// `enabled_metrics`.
     pub enabled_metrics: Option<&'a [u8]>,
+    /// `ring_version`.
+    pub ring_version: Option<&'a [u8]>,
 }
 
 /// The configuration a settings struct describes, every field checked; an
@@ -144,6 +153,17 @@ pub fn to_config(
     let output_path = setting_text("settings.output_path", text.output_path)?;
     let plugin_dirs = setting_text("settings.plugin_dirs", text.plugin_dirs)?;
     let enabled_metrics = setting_text("settings.enabled_metrics", text.enabled_metrics)?;
+    let ring_layout = match setting_text("settings.ring_version", text.ring_version)?
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+    {
+        None => DEFAULT_RING_LAYOUT,
+        Some(version) => parse_ring_version(version).map_err(|e| CapiError::InvalidArgument {
+            what: "settings.ring_version",
+            value: version.to_owned(),
+            accepted: e.to_string(),
+        })?,
+    };
     let exporter = match exporter.filter(|e| !e.is_empty()) {
         None => ring_directory.map_or(ExporterChoice::None, |dir| ExporterChoice::Buffer {
             dir: PathBuf::from(dir),
@@ -175,6 +195,7 @@ pub fn to_config(
         buffer_size,
         run_interval,
         exporter,
+        ring_layout,
         output_path: output_path.map(str::to_owned),
         plugin_dirs: plugin_dirs
             .map(|dirs| {
@@ -309,7 +330,7 @@ mod tests {
 
     #[test]
     fn struct_sizes() {
-        assert_eq!(SETTINGS_KNOWN_SIZE, SETTINGS_V1_SIZE);
+        assert_eq!(SETTINGS_KNOWN_SIZE, SETTINGS_V2_SIZE);
         assert!(check_struct_size("s", 64, 64).is_ok());
         assert!(check_struct_size("s", 128, 64).is_ok());
         for bad in [0, 63, 4097, u32::MAX] {

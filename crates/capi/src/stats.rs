@@ -34,10 +34,16 @@ pub struct NixlTelemetryStats {
     /// Recorded too late: while the thread was exiting, or through a handle
     /// whose telemetry was destroyed.
     pub dropped_late: u64,
+    /// Lost because the chosen ring version has no type for the event
+    /// (version 2 of the struct).
+    pub dropped_format: u64,
 }
 
 /// `NIXL_TELEMETRY_STATS_V1_SIZE`: the size of version 1 of the stats, the smallest accepted.
 pub const STATS_V1_SIZE: usize = 80;
+
+/// `NIXL_TELEMETRY_STATS_V2_SIZE`: the size of version 2 (adds `dropped_format`).
+pub const STATS_V2_SIZE: usize = 88;
 
 /// The size of the stats this library knows (grows when fields are appended).
 pub const STATS_KNOWN_SIZE: usize = std::mem::size_of::<NixlTelemetryStats>();
@@ -59,6 +65,7 @@ impl NixlTelemetryStats {
             dropped_exporter_full: stats.dropped.exporter_full,
             dropped_exporter_failed: stats.dropped.exporter_failed,
             dropped_late: stats.dropped.late,
+            dropped_format: stats.dropped.format,
         }
     }
 }
@@ -79,6 +86,7 @@ mod tests {
                 exporter_full: 6,
                 exporter_failed: 7,
                 late: 8,
+                format: 9,
             },
         };
         let c = NixlTelemetryStats::from_stats(&stats, 99);
@@ -97,11 +105,12 @@ mod tests {
                 c.dropped_staging_full,
                 c.dropped_exporter_full,
                 c.dropped_exporter_failed,
-                c.dropped_late
+                c.dropped_late,
+                c.dropped_format
             ),
-            (5, 6, 7, 8)
+            (5, 6, 7, 8, 9)
         );
         assert_eq!(c.dropped_total, stats.dropped.total());
-        assert_eq!(std::mem::size_of::<NixlTelemetryStats>(), STATS_V1_SIZE);
+        assert_eq!(std::mem::size_of::<NixlTelemetryStats>(), STATS_V2_SIZE);
     }
 }

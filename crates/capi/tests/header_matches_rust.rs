@@ -14,8 +14,8 @@ use std::mem::{align_of, offset_of, size_of};
 use std::process::Command;
 
 use nixl_telemetry::Category;
-use nixl_telemetry_capi::settings::SETTINGS_V1_SIZE;
-use nixl_telemetry_capi::stats::STATS_V1_SIZE;
+use nixl_telemetry_capi::settings::{SETTINGS_V1_SIZE, SETTINGS_V2_SIZE};
+use nixl_telemetry_capi::stats::{STATS_V1_SIZE, STATS_V2_SIZE};
 use nixl_telemetry_capi::{
     exports, status, NixlTelemetry, NixlTelemetryHandle, NixlTelemetrySettings, NixlTelemetryStats,
     C_API_VERSION, DIRECTION_READ, DIRECTION_WRITE,
@@ -66,6 +66,8 @@ fn constants_sizes_and_offsets_match() {
         ("event_name_len", nixl_telemetry_abi_name_len()),
         ("settings_v1_size", SETTINGS_V1_SIZE as i64),
         ("stats_v1_size", STATS_V1_SIZE as i64),
+        ("settings_v2_size", SETTINGS_V2_SIZE as i64),
+        ("stats_v2_size", STATS_V2_SIZE as i64),
         ("settings.size", size_of::<S>() as i64),
         ("settings.align", align_of::<S>() as i64),
         ("settings.struct_size", offset_of!(S, struct_size) as i64),
@@ -86,6 +88,7 @@ fn constants_sizes_and_offsets_match() {
             "settings.enabled_metrics",
             offset_of!(S, enabled_metrics) as i64,
         ),
+        ("settings.ring_version", offset_of!(S, ring_version) as i64),
         ("stats.size", size_of::<T>() as i64),
         ("stats.align", align_of::<T>() as i64),
         ("stats.struct_size", offset_of!(T, struct_size) as i64),
@@ -108,6 +111,7 @@ fn constants_sizes_and_offsets_match() {
             offset_of!(T, dropped_exporter_failed) as i64,
         ),
         ("stats.dropped_late", offset_of!(T, dropped_late) as i64),
+        ("stats.dropped_format", offset_of!(T, dropped_format) as i64),
     ];
     assert_eq!(
         c.len(),
@@ -291,8 +295,8 @@ fn headers_compile_as_cplusplus_and_c() {
     std::fs::write(
         &cpp,
         "#include \"nixl_telemetry.hpp\"\n\
-         static_assert(sizeof(nixl_telemetry_settings_t) == NIXL_TELEMETRY_SETTINGS_V1_SIZE, \"settings\");\n\
-         static_assert(sizeof(nixl_telemetry_stats_t) == NIXL_TELEMETRY_STATS_V1_SIZE, \"stats\");\n\
+         static_assert(sizeof(nixl_telemetry_settings_t) == NIXL_TELEMETRY_SETTINGS_V2_SIZE, \"settings\");\n\
+         static_assert(sizeof(nixl_telemetry_stats_t) == NIXL_TELEMETRY_STATS_V2_SIZE, \"stats\");\n\
          int main() { return 0; }\n",
     )
     .unwrap();

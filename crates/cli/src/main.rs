@@ -8,12 +8,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use nixl_telemetry_cli::{read, signal};
+
 mod demo;
 mod emit;
 mod lines;
 mod process;
-mod read;
-mod signal;
 
 /// NIXL telemetry: record, export, read and process telemetry events.
 #[derive(Debug, Parser)]

@@ -2,8 +2,7 @@
 //! the built-in `buffer` and `nop`, the CSV plug-in, and a C plug-in compiled
 //! against include/nixl_telemetry_plugin.h during the test.
 
-#[path = "../../telemetry/tests/support/mod.rs"]
-mod support;
+use nixl_telemetry_testsupport as support;
 
 use std::io::Write;
 use std::path::Path;

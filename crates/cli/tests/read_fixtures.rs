@@ -10,7 +10,7 @@ use serde_json::Value;
 
 fn fixture_rings() -> Vec<PathBuf> {
     let mut rings: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("shared/fixtures/nixl_v1 next to the repository")
+        .expect("tests/data/nixl_v1 in the repository")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "ring"))
         .collect();

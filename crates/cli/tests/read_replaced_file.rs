@@ -79,3 +79,52 @@ fn the_rust_reader_follows_a_replaced_file() {
 fn the_python_reader_follows_a_replaced_file() {
     follows_the_new_file(python_reader());
 }
+
+/// A followed file replaced by a FIFO, then by a symbolic link to /dev/zero:
+/// no ring either time, so the reader warns once for each and goes on.
+fn warns_about_a_replacement_that_is_no_ring(mut cmd: Command, prog: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = telemetry(tmp.path());
+    t.record(Category::CUSTOM, "before", 1);
+    t.flush();
+    drop(t);
+    let path = tmp.path().join("agent");
+    cmd.arg("--json").arg("--telemetry_path").arg(&path);
+    let (child, lines) = follow(cmd);
+    assert!(
+        wait_until(Duration::from_secs(10), || count(&lines, r#""before""#)
+            == 1),
+        "first event not read: {:?}",
+        lines.lock().unwrap()
+    );
+    let fifo = tmp.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    std::fs::rename(&fifo, &path).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    std::fs::rename(&link, &path).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    kill(child.id(), "INT");
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(0), "{err}");
+    let warning = format!(
+        "{prog}: warning: cannot follow the replaced ring file: {}: not a regular file; \
+         expected a NIXL ring file (version 1 to 4)",
+        path.display()
+    );
+    // One warning per reason: the FIFO and the device give the same one.
+    assert_eq!(err.matches(&warning).count(), 1, "{warning:?} in:\n{err}");
+    assert!(err.contains("Total events read: 1"), "{err}");
+}
+
+#[test]
+fn the_rust_reader_warns_about_a_replacement_that_is_no_ring() {
+    warns_about_a_replacement_that_is_no_ring(reader(), "telemetry_reader");
+}
+
+#[test]
+fn the_python_reader_warns_about_a_replacement_that_is_no_ring() {
+    warns_about_a_replacement_that_is_no_ring(python_reader(), "telemetry_reader.py");
+}

@@ -9,8 +9,7 @@
 //! Run: `cargo bench -p nixl-telemetry --bench plugin_flush`
 //! (needs `cc` to build tests/c/noop.c; results in docs/PERFORMANCE.md (Plug-in flush path (issue 4))).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use nixl_telemetry_testsupport as support;
 
 use std::time::{Duration, Instant};
 

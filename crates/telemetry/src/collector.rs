@@ -29,6 +29,8 @@ struct FlushState {
     generated: u64,
     exporter_full: u64,
     exporter_failed: u64,
+    /// Events the exporter's format cannot carry.
+    format: u64,
     /// Loss total already reported with an `agent_telemetry_events_dropped` event.
     reported_drops: u64,
     /// The exporter panicked once: it is never called again, batches count as failed.
@@ -61,6 +63,7 @@ impl Collector {
                 generated: 0,
                 exporter_full: 0,
                 exporter_failed: 0,
+                format: 0,
                 reported_drops: 0,
                 exporter_panicked: false,
             }),
@@ -181,12 +184,13 @@ impl Collector {
                 delta,
             ));
             st.generated += 1;
-            let lost_before = st.exporter_full + st.exporter_failed;
+            let lost_before = st.exporter_full + st.exporter_failed + st.format;
             Self::export(exporter, st, self.batch_size);
             // A report that is itself lost (the ring is still full) is counted,
             // but not reported again: otherwise a full ring nobody reads would
             // get a new report on every pass, forever.
-            st.reported_drops += st.exporter_full + st.exporter_failed - lost_before;
+            // (Nor is one the ring's version has no event type for.)
+            st.reported_drops += st.exporter_full + st.exporter_failed + st.format - lost_before;
         }
         let drops = Self::drop_counts(st, &self.staging);
         if !st.exporter_panicked {
@@ -227,6 +231,7 @@ impl Collector {
             st.delivered += outcome.delivered as u64;
             st.exporter_full += outcome.dropped_full as u64;
             st.exporter_failed += outcome.failed as u64;
+            st.format += outcome.dropped_format as u64;
         }
         st.batch.clear();
     }
@@ -246,6 +251,7 @@ impl Collector {
             staging_full: Self::queue_totals(st).dropped,
             exporter_full: st.exporter_full,
             exporter_failed: st.exporter_failed,
+            format: st.format,
             late: staging.late_drops(),
         }
     }

@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use nixl_telemetry_abi::ring::RingLayout;
+
 use crate::filter::MetricFilter;
 
 use nixl_telemetry_abi::env;
@@ -29,6 +31,11 @@ pub const ENV_PLUGIN_DIR: &str = env::EXPORTER_PLUGIN_DIR;
 pub const ENV_NIXL_PLUGIN_DIR: &str = env::NIXL_PLUGIN_DIR;
 /// `NIXL_TELEMETRY_ENABLED_METRICS`
 pub const ENV_ENABLED_METRICS: &str = env::ENABLED_METRICS;
+/// `NIXL_TELEMETRY_RING_VERSION`: the ring layout the `buffer` exporter writes.
+pub const ENV_RING_VERSION: &str = env::RING_VERSION;
+/// The ring layout written when `NIXL_TELEMETRY_RING_VERSION` is unset:
+/// version 1 keeps timestamps, categories and free-form names.
+pub const DEFAULT_RING_LAYOUT: &RingLayout = &nixl_telemetry_abi::ring::V1;
 
 /// Default events per ring and per staging buffer.
 pub const DEFAULT_BUFFER_SIZE: usize = 4096;
@@ -39,6 +46,8 @@ pub const MAX_BUFFER_SIZE: usize = 1 << 26;
 
 const BUFFER_SIZE_ACCEPTED: &str = "a power of two from 2 to 67108864 (events)";
 const RUN_INTERVAL_ACCEPTED: &str = "a whole number of milliseconds, at least 1";
+const RING_VERSION_ACCEPTED: &str = "1 (NIXL 1.0), 2 or 2-named (NIXL 1.1), 2-typed (NIXL 1.2), \
+     3 (NIXL 1.3), 4 (NIXL 1.4, 1.5)";
 const EXPORTER_ACCEPTED: &str =
     "buffer, nop, or a plug-in name (letters, digits, '_', '-', '.') for libtelemetry_exporter_<name>.so";
 
@@ -62,7 +71,7 @@ pub enum ConfigError {
     )]
     MissingRingDirectory,
     /// The agent name cannot name a ring file.
-    #[error("agent name {name:?} is invalid: {reason}; accepted: a non-empty name of at most 255 bytes without '/' or NUL, other than '.' and '..'")]
+    #[error("agent name {name:?} is invalid: {reason}; accepted: a non-empty name of at most 255 bytes without '/' or NUL, other than '.' and '..' and not of the form '.<anything>.tmp'")]
     InvalidAgentName {
         /// The name given.
         name: String,
@@ -119,6 +128,8 @@ pub struct TelemetryConfig {
     pub nixl_plugin_dir: Option<PathBuf>,
     /// The allowlist; `None` = every event.
     pub enabled_metrics: Option<MetricFilter>,
+    /// The ring layout the `buffer` exporter writes (`NIXL_TELEMETRY_RING_VERSION`).
+    pub ring_layout: &'static RingLayout,
 }
 
 impl Default for TelemetryConfig {
@@ -133,6 +144,7 @@ impl Default for TelemetryConfig {
             plugin_dirs: Vec::new(),
             nixl_plugin_dir: None,
             enabled_metrics: None,
+            ring_layout: DEFAULT_RING_LAYOUT,
         }
     }
 }
@@ -181,6 +193,13 @@ pub fn check_run_interval(
     }
 }
 
+/// Parses `NIXL_TELEMETRY_RING_VERSION`: `1`–`4` or a layout name such as
+/// `2-typed` ([`RingLayout::from_selector`]).
+pub fn parse_ring_version(value: &str) -> Result<&'static RingLayout, ConfigError> {
+    RingLayout::from_selector(value)
+        .ok_or_else(|| ConfigError::invalid(ENV_RING_VERSION, value, RING_VERSION_ACCEPTED))
+}
+
 fn parse_run_interval(value: &str) -> Result<Duration, ConfigError> {
     let ms: u64 = value
         .trim()
@@ -222,6 +241,10 @@ pub fn check_agent_name(name: &str) -> Result<(), ConfigError> {
         "it is a directory reference"
     } else if name.len() > 255 {
         "it is longer than 255 bytes"
+    } else if name.starts_with('.') && name.ends_with(".tmp") {
+        // Ring writers create `.nixl-ring.<pid>.<µs>.<n>.tmp` first; readers
+        // skip every such name in a directory, so this ring would go unread.
+        "it has the form of a ring writer's temporary file ('.' ... '.tmp'), which readers skip"
     } else {
         return Ok(());
     };
@@ -232,7 +255,7 @@ pub fn check_agent_name(name: &str) -> Result<(), ConfigError> {
 }
 
 /// Every variable [`TelemetryConfig::from_env`] reads.
-const VARIABLES: [&str; 9] = [
+const VARIABLES: [&str; 10] = [
     ENV_ENABLE,
     ENV_BUFFER_SIZE,
     ENV_RUN_INTERVAL,
@@ -242,6 +265,7 @@ const VARIABLES: [&str; 9] = [
     ENV_PLUGIN_DIR,
     ENV_NIXL_PLUGIN_DIR,
     ENV_ENABLED_METRICS,
+    ENV_RING_VERSION,
 ];
 
 fn non_empty(value: Option<String>) -> Option<String> {
@@ -310,6 +334,10 @@ impl TelemetryConfig {
             .unwrap_or_default();
         let nixl_plugin_dir = non_empty(lookup(ENV_NIXL_PLUGIN_DIR)).map(PathBuf::from);
         let enabled_metrics = lookup(ENV_ENABLED_METRICS).and_then(|v| MetricFilter::parse(&v));
+        let ring_layout = match non_empty(lookup(ENV_RING_VERSION)) {
+            Some(v) => parse_ring_version(&v)?,
+            None => DEFAULT_RING_LAYOUT,
+        };
         Ok(TelemetryConfig {
             enabled,
             buffer_size,
@@ -319,6 +347,7 @@ impl TelemetryConfig {
             plugin_dirs,
             nixl_plugin_dir,
             enabled_metrics,
+            ring_layout,
         })
     }
 }
@@ -460,6 +489,26 @@ mod tests {
     }
 
     #[test]
+    fn ring_versions() {
+        use nixl_telemetry_abi::ring::{V1, V2_NAMED, V2_TYPED, V3, V4};
+        assert_eq!(cfg(&[]).unwrap().ring_layout, &V1);
+        for (v, want) in [
+            ("1", &V1),
+            ("2", &V2_NAMED),
+            ("2-typed", &V2_TYPED),
+            (" 3 ", &V3),
+            ("4", &V4),
+        ] {
+            assert_eq!(cfg(&[(ENV_RING_VERSION, v)]).unwrap().ring_layout, want);
+        }
+        for bad in ["0", "5", "2-", "-1", "1.5", "four"] {
+            let err = cfg(&[(ENV_RING_VERSION, bad)]).unwrap_err().to_string();
+            assert!(err.contains("NIXL_TELEMETRY_RING_VERSION"), "{err}");
+            assert!(err.contains("2-typed (NIXL 1.2)"), "{err}");
+        }
+    }
+
+    #[test]
     fn agent_names() {
         assert!(check_agent_name("initiator-0").is_ok());
         for (bad, why) in [
@@ -468,10 +517,15 @@ mod tests {
             ("a\0b", "NUL"),
             (".", "directory"),
             ("..", "directory"),
+            (".nixl-ring.1.2.3.tmp", "temporary file"),
+            (".agent.tmp", "temporary file"),
         ] {
             let err = check_agent_name(bad).unwrap_err().to_string();
             assert!(err.contains(why) && err.contains("accepted"), "{err}");
         }
         assert!(check_agent_name(&"x".repeat(256)).is_err());
+        for fine in [".hidden", "agent.tmp", ".tmp.agent"] {
+            assert!(check_agent_name(fine).is_ok(), "{fine}");
+        }
     }
 }

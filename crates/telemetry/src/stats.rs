@@ -9,6 +9,9 @@ pub struct DropCounts {
     pub exporter_full: u64,
     /// The exporter failed (a plug-in returned an error or panicked).
     pub exporter_failed: u64,
+    /// The exporter's format cannot carry the event: the ring version chosen
+    /// with `NIXL_TELEMETRY_RING_VERSION` has no event type for its name.
+    pub format: u64,
     /// Recorded while the recording thread was being torn down, through a
     /// handle after its telemetry was dropped, or on a thread for which no
     /// staging queue could be allocated.
@@ -18,7 +21,7 @@ pub struct DropCounts {
 impl DropCounts {
     /// All causes together.
     pub fn total(&self) -> u64 {
-        self.staging_full + self.exporter_full + self.exporter_failed + self.late
+        self.staging_full + self.exporter_full + self.exporter_failed + self.format + self.late
     }
 }
 

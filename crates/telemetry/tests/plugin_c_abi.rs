@@ -1,7 +1,7 @@
 //! The C header against the Rust layout, and a C plug-in compiled against it
 //! receiving every recorded event intact.
 
-mod support;
+use nixl_telemetry_testsupport as support;
 
 use std::collections::HashMap;
 use std::mem::{align_of, offset_of, size_of};

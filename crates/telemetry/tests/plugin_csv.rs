@@ -1,7 +1,7 @@
 //! The CSV plug-in (crates/exporters/csv) loaded by the host: exact content,
 //! quoting, header only once, flushed at flush, unwritable paths.
 
-mod support;
+use nixl_telemetry_testsupport as support;
 
 use std::path::Path;
 

@@ -3,9 +3,8 @@
 //! writes) reaches the host's log: each distinct reason once, however often
 //! the call fails. A plug-in without that symbol is logged by return code only.
 
-#[path = "support/capture.rs"]
-mod capture;
-mod support;
+use nixl_telemetry_testsupport as support;
+use support::capture;
 
 use std::path::Path;
 

@@ -1,8 +1,7 @@
 //! Every way a plug-in can fail to load or to work, and the message each gives.
 
-#[path = "support/capture.rs"]
-mod capture;
-mod support;
+use nixl_telemetry_testsupport as support;
+use support::capture;
 
 use std::path::Path;
 

@@ -4,9 +4,8 @@
 //! once the plug-in recovers. (Panics and failed creation: `plugin_rust_panic.rs`;
 //! failure reasons logged once: `plugin_failure_reasons_are_logged_once.rs`.)
 
-#[path = "support/capture.rs"]
-mod capture;
-mod support;
+use nixl_telemetry_testsupport as support;
+use support::capture;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -2,9 +2,8 @@
 //! panics: the panic never crosses the boundary, the exporter is disabled with
 //! an error, later events count as lost, and the host goes on.
 
-#[path = "support/capture.rs"]
-mod capture;
-mod support;
+use nixl_telemetry_testsupport as support;
+use support::capture;
 
 use std::path::{Path, PathBuf};
 

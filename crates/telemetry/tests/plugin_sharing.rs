@@ -1,7 +1,7 @@
 //! One plug-in library serving several agents of one process: loaded and
 //! initialised once, exporters destroyed before `fini`, unloaded with the last.
 
-mod support;
+use nixl_telemetry_testsupport as support;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! CSV and Prometheus plug-ins. (Should the check regress, this test binary
 //! dies of SIGBUS: a failure that cannot pass unnoticed.)
 
-mod support;
+use nixl_telemetry_testsupport as support;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use nixl_telemetry::ring::{ReadMode, RingError, RingReader, RingWriter};
+use nixl_telemetry::ring::{layout, ReadMode, RingError, RingReader, RingWriter};
 use nixl_telemetry::{Category, Event};
 
 #[test]
@@ -65,19 +65,24 @@ fn a_hostile_read_pos_cannot_move_the_writer_outside_the_slots() {
     let dir = tempfile::tempdir().unwrap();
     let mut writer = RingWriter::create(dir.path(), "h", 8).unwrap();
     let path = dir.path().join("h");
-    let before_trailer = std::fs::read(&path).unwrap()[40 + 56 * 8..].to_vec();
+    let trailer_at = layout::trailer_offset(8).unwrap() as usize;
+    let before_trailer = std::fs::read(&path).unwrap()[trailer_at..].to_vec();
     for hostile in [u64::MAX, 8, 1 << 40, 3] {
-        write_u64(&path, 8, hostile);
+        write_u64(&path, layout::READ_POS_OFFSET as u64, hostile);
         let batch: Vec<Event> = (0..20)
             .map(|i| Event::new(i, Category::CUSTOM, "x", i))
             .collect();
         writer.push_batch(&batch);
         let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(bytes.len(), 40 + 56 * 8 + 64, "file never grows");
+        assert_eq!(
+            bytes.len() as u64,
+            layout::file_size_with_trailer(8).unwrap(),
+            "file never grows"
+        );
         let write_pos = u64::from_le_bytes(bytes[0..8].try_into().unwrap());
         assert!(write_pos < 8);
         // The trailer's fixed part (magic, version, size, pid) is untouched.
-        assert_eq!(bytes[40 + 56 * 8..40 + 56 * 8 + 20], before_trailer[..20]);
+        assert_eq!(bytes[trailer_at..trailer_at + 20], before_trailer[..20]);
     }
 }
 
@@ -135,8 +140,8 @@ fn hostile_headers_are_rejected_before_mapping() {
         ("short", Box::new(|b| b.truncate(39)), "too short"),
         (
             "version",
-            Box::new(|b| b[16..20].copy_from_slice(&2i32.to_le_bytes())),
-            "version 2",
+            Box::new(|b| b[16..20].copy_from_slice(&5i32.to_le_bytes())),
+            "version 5",
         ),
         (
             "cap0",

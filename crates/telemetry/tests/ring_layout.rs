@@ -64,7 +64,7 @@ fn our_files_decode_independently_and_carry_the_trailer() {
         dropped_staging_full: 7,
     });
     let bytes = std::fs::read(dir.path().join("agent-a")).unwrap();
-    assert_eq!(bytes.len(), 40 + 56 * 8 + 64);
+    assert_eq!(bytes.len(), 40 + 56 * 8 + 72);
     let decoded = independent_decode(&bytes);
     let want: Vec<_> = events
         .iter()
@@ -78,11 +78,13 @@ fn our_files_decode_independently_and_carry_the_trailer() {
     assert_eq!(&bytes[t..t + 8], b"NXTLTRL\0");
     assert_eq!(
         u32::from_le_bytes(bytes[t + 8..t + 12].try_into().unwrap()),
-        1
+        2,
+        "trailer version"
     );
     assert_eq!(
         u32::from_le_bytes(bytes[t + 12..t + 16].try_into().unwrap()),
-        64
+        72,
+        "trailer size"
     );
     assert_eq!(
         u32::from_le_bytes(bytes[t + 16..t + 20].try_into().unwrap()),
@@ -91,6 +93,7 @@ fn our_files_decode_independently_and_carry_the_trailer() {
     assert_eq!(u64le(&bytes, t + 32), 5, "events_written");
     assert_eq!(u64le(&bytes, t + 40), 7, "dropped_staging_full");
     assert_eq!(u64le(&bytes, t + 48), 0, "dropped_ring_full");
+    assert_eq!(u64le(&bytes, t + 64), 0, "dropped_format");
     drop(w);
     let bytes = std::fs::read(dir.path().join("agent-a")).unwrap();
     assert_eq!(

@@ -5,8 +5,7 @@
 //! as a child whose address space is limited to 1 GiB, where that allocation
 //! fails; the child records and reports its books.
 
-#[path = "support/child.rs"]
-mod child;
+use nixl_telemetry_testsupport::child;
 
 use nixl_telemetry::{Category, Telemetry};
 

@@ -33,6 +33,8 @@ int main(void) {
     P("event_name_len", NIXL_TELEMETRY_EVENT_NAME_LEN);
     P("settings_v1_size", NIXL_TELEMETRY_SETTINGS_V1_SIZE);
     P("stats_v1_size", NIXL_TELEMETRY_STATS_V1_SIZE);
+    P("settings_v2_size", NIXL_TELEMETRY_SETTINGS_V2_SIZE);
+    P("stats_v2_size", NIXL_TELEMETRY_STATS_V2_SIZE);
 
     P("settings.size", sizeof(nixl_telemetry_settings_t));
     P("settings.align", _Alignof(nixl_telemetry_settings_t));
@@ -45,6 +47,7 @@ int main(void) {
     SETTINGS(output_path);
     SETTINGS(plugin_dirs);
     SETTINGS(enabled_metrics);
+    SETTINGS(ring_version);
 
     P("stats.size", sizeof(nixl_telemetry_stats_t));
     P("stats.align", _Alignof(nixl_telemetry_stats_t));
@@ -59,5 +62,6 @@ int main(void) {
     STATS(dropped_exporter_full);
     STATS(dropped_exporter_failed);
     STATS(dropped_late);
+    STATS(dropped_format);
     return 0;
 }

@@ -7,12 +7,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-#[path = "../read/mod.rs"]
-mod read;
-#[path = "../signal.rs"]
-mod signal;
+use nixl_telemetry_cli::read;
 
-/// Read NIXL version-1 telemetry ring files. Events go to stdout, everything else to stderr.
+/// Read NIXL telemetry ring files (versions 1 to 4). Events go to stdout, everything else to stderr.
 #[derive(Debug, Parser)]
 #[command(
     name = "telemetry_reader",

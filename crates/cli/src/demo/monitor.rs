@@ -201,7 +201,7 @@ impl RingMonitor {
                 want -= n as u64;
             }
             if let Some(t) = a.reader.trailer() {
-                a.lost = t.events_lost();
+                a.lost = u64::try_from(t.events_lost()).unwrap_or(u64::MAX);
             }
         }
         Ok(())
@@ -245,7 +245,7 @@ impl RingMonitor {
                 a.interval.add_events(&self.batch);
             }
             if let Some(t) = peek.trailer() {
-                a.lost = t.events_lost();
+                a.lost = u64::try_from(t.events_lost()).unwrap_or(u64::MAX);
             }
             let t = std::mem::take(&mut a.interval);
             a.total.merge(&t);

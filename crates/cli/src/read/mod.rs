@@ -1,8 +1,9 @@
 //! The Rust telemetry reader: `telemetry_reader <path>` and `nixl-telemetry read <path>`.
 //!
-//! Reads NIXL version-1 ring files, one file or a directory of them (one per
+//! Reads NIXL ring files of every version (1–4, the layout detected from the
+//! header and the file size), one file or a directory of them (one per
 //! agent), and prints each event as a text block, a JSON line, or a summary
-//! table. stdout carries only events (or the table); every other line goes to
+//! table (the format is in the `format` module). stdout carries only events (or the table); every other line goes to
 //! stderr. The output is byte-identical to `python/telemetry_reader.py` on the
 //! same input; the format is fixed in that file's docstring and in
 //! `docs/readers.md`.
@@ -26,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use nixl_telemetry::ring::ReadMode;
+use nixl_telemetry::ring::{layout, ReadMode, RingRecord, TrailerInfo};
 use nixl_telemetry_abi::{Category, Event};
 
 use crate::signal::StopFlag;
-use format::{DateCache, NameCache, EVENT_TAIL};
+use format::{DateCache, NameCache, SlotView};
 use source::{InputError, Ring, Source};
 use summary::Summary;
 
@@ -219,7 +220,7 @@ impl Emitter {
     fn emit(
         &mut self,
         ring: &Ring,
-        events: &[Event],
+        events: &[impl SlotView],
         out: &mut Output,
     ) -> Result<u64, OutputError> {
         self.bad_slots.clear();
@@ -237,7 +238,7 @@ impl Emitter {
         let agent = (*mode == Mode::Summary).then(|| summary.agent_id(&ring.agent));
         let mut bad = 0u64;
         for (index, event) in events.iter().enumerate() {
-            let info = names.get(&event.event_name);
+            let info = names.get(event.name_field());
             let Some(name) = &info.decoded else {
                 bad += 1;
                 if want_bad && bad_slots.len() < MAX_SLOT_WARNINGS as usize {
@@ -245,46 +246,24 @@ impl Emitter {
                 }
                 continue;
             };
+            // An event without a category (ring versions 3, 4) matches no
+            // --category filter.
             if !name.passes
                 || categories
                     .as_ref()
-                    .is_some_and(|c| !c.contains(&event.category))
+                    .is_some_and(|c| event.category().is_none_or(|cat| !c.contains(&cat)))
             {
                 continue;
             }
             *matched += 1;
             match mode {
                 Mode::Text => {
-                    buf.extend_from_slice(&ring.text_head);
-                    let ts = event.timestamp_us;
-                    buf.extend_from_slice(dates.get(ts / 1_000_000).as_bytes());
-                    buf.push(b'.');
-                    format::push_micros(buf, (ts % 1_000_000) as u32);
-                    buf.extend_from_slice(b"\nCategory: ");
-                    format::push_category(buf, event.category);
-                    buf.extend_from_slice(b"\nEvent: ");
-                    buf.extend_from_slice(name.text.as_bytes());
-                    buf.extend_from_slice(b"\nValue: ");
-                    format::push_u64(buf, event.value);
-                    buf.push(b'\n');
-                    buf.extend_from_slice(EVENT_TAIL.as_bytes());
+                    format::push_text_event(buf, &ring.framing, dates, event, &name.shown)
                 }
-                Mode::Json => {
-                    buf.extend_from_slice(b"{\"timestamp_us\":");
-                    format::push_u64(buf, event.timestamp_us);
-                    buf.extend_from_slice(b",\"category\":\"");
-                    format::push_category(buf, event.category);
-                    buf.extend_from_slice(b"\",\"category_id\":");
-                    format::push_i32(buf, event.category);
-                    buf.extend_from_slice(b",\"name\":");
-                    buf.extend_from_slice(&name.json);
-                    buf.extend_from_slice(b",\"value\":");
-                    format::push_u64(buf, event.value);
-                    buf.extend_from_slice(&ring.json_tail);
-                }
+                Mode::Json => format::push_json_event(buf, &ring.framing, event, &name.json),
                 Mode::Summary => {
                     let agent = agent.expect("summary mode has an agent id");
-                    summary.add(agent, event.category, name.id, event.value);
+                    summary.add(agent, event.category(), name.id, event.value());
                 }
             }
             if buf.len() >= WRITE_CHUNK {
@@ -300,7 +279,7 @@ impl Emitter {
     }
 
     fn summary_text(&self, agents: &[String]) -> String {
-        self.summary.render(agents, |id| self.names.text(id))
+        self.summary.render(agents, |id| self.names.shown(id))
     }
 }
 
@@ -322,13 +301,21 @@ impl From<OutputError> for Failure {
     }
 }
 
+/// The buffers a batch is read into: version-1 events, or records of the
+/// other versions.
+#[derive(Default)]
+struct Batch {
+    events: Vec<Event>,
+    records: Vec<RingRecord>,
+}
+
 /// Reads the events `ring` holds now, in batches.
 fn drain(
     ring: &mut Ring,
     emitter: &mut Emitter,
     out: &mut Output,
     stop: &StopFlag,
-    batch: &mut Vec<Event>,
+    batch: &mut Batch,
     log: &Log,
 ) -> Result<(), Failure> {
     let Some(reader) = ring.reader.as_mut() else {
@@ -349,15 +336,26 @@ fn drain(
                 & mask;
         }
         let start = ring.cursor;
-        batch.clear();
         let want = remaining.min(BATCH_EVENTS as u64) as usize;
-        let n = reader
-            .peek_batch(batch, want)
-            .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
+        // Version 1 as the ABI's events (a plain copy of the slots), other
+        // versions as records; one emitter for both.
+        let version_1 = reader.layout() == &layout::V1;
+        let n = if version_1 {
+            batch.events.clear();
+            reader.peek_batch(&mut batch.events, want)
+        } else {
+            batch.records.clear();
+            reader.peek_records(&mut batch.records, want)
+        }
+        .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
         if n == 0 {
             break;
         }
-        let bad = emitter.emit(ring, batch, out)?;
+        let bad = if version_1 {
+            emitter.emit(ring, &batch.events, out)?
+        } else {
+            emitter.emit(ring, &batch.records, out)?
+        };
         // Consume only what was written out: a failed write leaves it unread.
         if let Some(reader) = ring.reader.as_mut() {
             reader
@@ -469,11 +467,22 @@ fn print_totals(log: &Log, source: &mut Source, emitter: &Emitter, filtered: boo
         log.info(format_args!("Malformed slots skipped: {malformed}"));
     }
     if !trailers.is_empty() {
-        let staging: u64 = trailers.iter().map(|t| t.dropped_staging_full).sum();
-        let full: u64 = trailers.iter().map(|t| t.dropped_ring_full).sum();
+        // Exact sums, as Python prints them: u128 holds 2^64 rings' worth.
+        let sum = |field: fn(&TrailerInfo) -> u64| -> u128 {
+            trailers.iter().map(|t| u128::from(field(t))).sum()
+        };
+        let staging = sum(|t| t.dropped_staging_full);
+        let full = sum(|t| t.dropped_ring_full);
+        let format = sum(|t| t.dropped_format);
+        // The format cause only where a ring could have it (not version 1).
+        let format_part = if rings.iter().any(|r| r.version != 1) {
+            format!(", no event type in the ring version: {format}")
+        } else {
+            String::new()
+        };
         log.info(format_args!(
-            "Events lost by the producer: {} (staging buffer full: {staging}, ring full: {full})",
-            staging + full
+            "Events lost by the producer: {} (staging buffer full: {staging}, ring full: {full}{format_part})",
+            staging + full + format
         ));
     }
 }
@@ -556,17 +565,26 @@ fn run_inner(args: &ReadArgs, log: &Log) -> u8 {
     let filtered = categories.is_some() || globs.is_some();
     let mut emitter = Emitter::new(mode, categories, globs);
     let mut out = Output::new();
+    let ring_budget = Source::ring_budget();
     if !args.once {
         log.info(format_args!("Press Ctrl+C to stop reading telemetry..."));
     }
     let mut status = EXIT_OK;
-    let mut batch = Vec::with_capacity(BATCH_EVENTS);
+    let mut batch = Batch::default();
     let mut shown: Option<String> = None;
     let mut next_summary = Instant::now();
     let result: Result<(), Failure> = (|| {
         while !stop.is_set() {
-            for ring in source.rings(log)?.iter_mut() {
+            let rings = source.rings(log)?;
+            // More rings than descriptors to spare: each is opened for its
+            // read and closed after it.
+            let over_budget = rings.len() > ring_budget;
+            for ring in rings.iter_mut() {
+                ring.unpark(read_mode).map_err(Failure::Input)?;
                 drain(ring, &mut emitter, &mut out, &stop, &mut batch, log)?;
+                if over_budget {
+                    ring.park();
+                }
                 if stop.is_set() {
                     break;
                 }

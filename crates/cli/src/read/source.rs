@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use nixl_telemetry::ring::{ReadMode, RingError, RingReader, TrailerInfo};
 
-use super::format::{push_json_string, EVENT_HEAD, TIMESTAMP_PREFIX};
+use super::format::Framing;
 use super::Log;
 
 /// A problem with the input: the message names the path, what is wrong and
@@ -17,37 +17,47 @@ use super::Log;
 #[derive(Debug)]
 pub struct InputError(pub String);
 
+/// What the reader accepts, for messages.
+const ACCEPTED_FILE: &str = "a NIXL ring file (version 1 to 4)";
+/// The slot sizes of the versions, for messages.
+const SLOT_SIZES: &str =
+    "56 bytes each in version 1, 48 or 16 in version 2, 16 in versions 3 and 4";
+
 /// The reader's message for a ring error.
 pub fn describe(err: &RingError, mode: ReadMode) -> String {
     match err {
-        RingError::Io { path, op, source } => {
+        RingError::Open { path, source } => {
             let path = path.display();
-            match (source.kind(), *op) {
-                (ErrorKind::NotFound, "open") => format!(
-                    "{path}: no such file or directory; expected a NIXL version-1 ring file \
-                     or a directory of ring files"
+            match source.kind() {
+                ErrorKind::NotFound => format!(
+                    "{path}: no such file or directory; expected {ACCEPTED_FILE} or a \
+                     directory of ring files"
                 ),
-                (ErrorKind::PermissionDenied, "open") if mode == ReadMode::Peek => format!(
+                ErrorKind::PermissionDenied if mode == ReadMode::Peek => format!(
                     "{path}: permission denied opening it for reading; the reader needs read access"
                 ),
-                (ErrorKind::PermissionDenied, "open") => format!(
+                ErrorKind::PermissionDenied => format!(
                     "{path}: permission denied opening it for reading and writing; consuming \
                      needs write access, --peek reads without writing"
                 ),
-                _ => format!("{path}: cannot {op} ({source}); expected a readable ring file"),
+                _ => format!("{path}: cannot open ({source}); expected a readable ring file"),
             }
         }
+        RingError::Io { path, op, source } => format!(
+            "{}: cannot {op} ({source}); expected a readable ring file",
+            path.display()
+        ),
         RingError::NotRegularFile { path } => format!(
-            "{}: not a regular file; expected a NIXL version-1 ring file",
+            "{}: not a regular file; expected {ACCEPTED_FILE}",
             path.display()
         ),
         RingError::TooShort { path, size } => format!(
             "{}: file is {size} bytes, too short for the 40-byte ring header; accepted: a \
-             40-byte version-1 header followed by capacity x 56-byte slots",
+             40-byte header followed by capacity slots ({SLOT_SIZES})",
             path.display()
         ),
         RingError::WrongVersion { path, found } => format!(
-            "{}: ring version {found}; this reader accepts version 1 only",
+            "{}: ring version {found}; this reader accepts versions 1, 2, 3 and 4",
             path.display()
         ),
         RingError::BadCapacity {
@@ -63,7 +73,7 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
                 format!("capacity {capacity} is invalid ({reason})")
             };
             format!(
-                "{}: {what}; accepted: a power of two >= 2 (the number of 56-byte slots)",
+                "{}: {what}; accepted: a power of two >= 2 (the number of slots)",
                 path.display()
             )
         }
@@ -78,14 +88,30 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
         ),
         RingError::CapacityBeyondFile {
             path,
+            version,
             capacity,
             needed,
             size,
         } => format!(
-            "{}: capacity {capacity} needs {needed} bytes (40-byte header + {capacity} x \
-             56-byte slots) but the file has {size}; accepted: a file holding the header and \
-             all its slots",
-            path.display()
+            "{}: version {version} capacity {capacity} needs {needed} bytes (40-byte header + \
+             {capacity} x {}-byte slots) but the file has {size}; accepted: a file holding the \
+             header and all its slots",
+            path.display(),
+            needed.saturating_sub(40) / (*capacity).max(1)
+        ),
+        RingError::AmbiguousLayout {
+            path,
+            version,
+            capacity,
+            size,
+            sizes,
+        } => format!(
+            "{}: version {version} capacity {capacity} matches neither version-2 layout: the \
+             file has {size} bytes; accepted: exactly {} bytes (48-byte slots, NIXL 1.1) or {} \
+             bytes (16-byte slots, NIXL 1.2), optionally followed by this project's trailer",
+            path.display(),
+            sizes[0],
+            sizes[1]
         ),
         RingError::PositionOutOfRange {
             path,
@@ -99,7 +125,7 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
         ),
         RingError::Truncated { path, size, needed } => format!(
             "{}: file truncated to {size} bytes while being read; the reader mapped {needed} \
-             bytes (40-byte header, 56-byte slots and the trailer when present)",
+             bytes (40-byte header and the slots)",
             path.display()
         ),
         other => other.to_string(),
@@ -130,10 +156,8 @@ pub struct Ring {
     pub path: PathBuf,
     /// The agent's display name.
     pub agent: String,
-    /// Text mode: the bytes before the timestamp of each event.
-    pub text_head: Vec<u8>,
-    /// JSON mode, directory mode: the bytes that close each object.
-    pub json_tail: Vec<u8>,
+    /// The bytes around each of its events.
+    pub framing: Framing,
     ident: (u64, u64),
     /// The slot the next batch starts at (used in warnings).
     pub cursor: u64,
@@ -144,6 +168,9 @@ pub struct Ring {
     /// Malformed slots warned about.
     pub warned_slots: u32,
     retiring: bool,
+    /// Closed to bound the open descriptors (directory mode with many
+    /// rings); opened again for its next read.
+    parked: bool,
     /// The version in the header.
     pub version: i32,
     /// The number of slots.
@@ -159,9 +186,8 @@ impl Ring {
         // Look before opening: a FIFO or a device must not be opened at all.
         let meta = std::fs::metadata(path).map_err(|e| {
             describe(
-                &RingError::Io {
+                &RingError::Open {
                     path: path.to_owned(),
-                    op: "open",
                     source: e,
                 },
                 mode,
@@ -177,36 +203,63 @@ impl Ring {
         }
         let reader = RingReader::open(path, mode).map_err(|e| describe(&e, mode))?;
         let header = reader.header().map_err(|e| describe(&e, mode))?;
-        let mut text_head = EVENT_HEAD.as_bytes().to_vec();
-        let mut json_tail = Vec::new();
-        if tagged {
-            text_head.extend_from_slice(b"Agent: ");
-            text_head.extend_from_slice(agent.as_bytes());
-            text_head.push(b'\n');
-            json_tail.extend_from_slice(b",\"agent\":");
-            push_json_string(&mut json_tail, &agent);
-        }
-        json_tail.extend_from_slice(b"}\n");
-        text_head.extend_from_slice(TIMESTAMP_PREFIX.as_bytes());
+        let framing = Framing::new(tagged.then_some(agent.as_str()));
         let capacity = reader.capacity();
         let last_trailer = reader.trailer();
         Ok(Ring {
             reader: Some(reader),
             path: path.to_owned(),
             agent,
-            text_head,
-            json_tail,
+            framing,
             ident: (meta.dev(), meta.ino()),
             cursor: header.read_pos & (capacity - 1),
             events_read: 0,
             malformed: 0,
             warned_slots: 0,
             retiring: false,
+            parked: false,
             version: header.version,
             capacity,
             unread_at_open: header.write_pos.wrapping_sub(header.read_pos) & (capacity - 1),
             last_trailer,
         })
+    }
+
+    /// Closes the file to free its descriptor; [`Ring::unpark`] opens it
+    /// again. The counters, the position and the last trailer stay.
+    pub fn park(&mut self) {
+        if self.reader.is_some() {
+            self.trailer();
+            self.reader = None;
+            self.parked = true;
+        }
+    }
+
+    /// Opens a parked ring's file again (peeking: at the slot where it
+    /// stopped). If the path now names another file, or none, the ring is
+    /// marked for retirement instead and stays closed (the next scan says so
+    /// too). Any other failure is the input's: the ring was valid and no
+    /// longer is.
+    pub fn unpark(&mut self, mode: ReadMode) -> Result<(), String> {
+        if !self.parked || self.retiring {
+            return Ok(());
+        }
+        let same_file = std::fs::metadata(&self.path)
+            .map(|m| (m.dev(), m.ino()) == self.ident)
+            .unwrap_or(false);
+        if !same_file {
+            self.retiring = true;
+            return Ok(());
+        }
+        let mut reader = RingReader::open(&self.path, mode).map_err(|e| describe(&e, mode))?;
+        if mode == ReadMode::Peek {
+            reader
+                .resume_peek_at(self.cursor)
+                .map_err(|e| describe(&e, mode))?;
+        }
+        self.reader = Some(reader);
+        self.parked = false;
+        Ok(())
     }
 
     /// Closes a ring whose file was removed or replaced, after its last read,
@@ -224,8 +277,15 @@ impl Ring {
         self.last_trailer
     }
 
-    /// Logs the producer line from the trailer, when there is one.
+    /// Logs the producer line from the trailer, when there is one (or a
+    /// warning about a trailer that is ignored).
     pub fn log_trailer(&mut self, log: &Log, prefix: &str) {
+        if let Some(problem) = self.reader.as_ref().and_then(|r| r.trailer_problem()) {
+            log.warn(format_args!(
+                "{}: unrecognised trailer ignored ({problem})",
+                self.path.display()
+            ));
+        }
         if let Some(t) = self.trailer() {
             log.info(format_args!(
                 "{prefix}Producer: pid {}, {}, {} events written, {} lost",
@@ -271,12 +331,31 @@ pub struct FileSource {
 }
 
 impl FileSource {
-    /// Marks the ring for retirement when the path now names another file.
-    fn check_replaced(&mut self) {
-        if let Ok(meta) = std::fs::metadata(&self.path) {
-            if meta.is_file() && (meta.dev(), meta.ino()) != self.ring.ident {
-                self.ring.retiring = true;
-            }
+    /// Marks the ring for retirement when the path now names another file;
+    /// warns (once per reason) when it names something that is no ring file
+    /// at all (a FIFO, a device, a link to one), and keeps reading the old one.
+    fn check_replaced(&mut self, log: &Log) {
+        let Ok(meta) = std::fs::metadata(&self.path) else {
+            return;
+        };
+        if (meta.dev(), meta.ino()) == self.ring.ident {
+            return;
+        }
+        if meta.is_file() {
+            self.ring.retiring = true;
+            return;
+        }
+        let reason = describe(
+            &RingError::NotRegularFile {
+                path: self.path.clone(),
+            },
+            self.mode,
+        );
+        if self.rejected.as_deref() != Some(reason.as_str()) {
+            log.warn(format_args!(
+                "cannot follow the replaced ring file: {reason}"
+            ));
+            self.rejected = Some(reason);
         }
     }
 
@@ -342,6 +421,22 @@ impl Source {
         })))
     }
 
+    /// How many rings may be open at once: a quarter of the soft limit on
+    /// open files (`/proc/self/limits`) per two descriptors a ring may hold
+    /// (the Python reader's mapping keeps one), at most 256, at least 1.
+    pub fn ring_budget() -> usize {
+        let soft = std::fs::read_to_string("/proc/self/limits")
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find(|l| l.starts_with("Max open files"))
+                    .and_then(|l| l.split_whitespace().nth(3))
+                    .and_then(|v| v.parse::<u64>().ok())
+            })
+            .unwrap_or(1024);
+        (soft / 8).clamp(1, 256) as usize
+    }
+
     /// Whether events carry their agent's name (directory mode).
     pub fn tagged(&self) -> bool {
         matches!(self, Source::Dir(_))
@@ -351,7 +446,7 @@ impl Source {
     pub fn rings(&mut self, log: &Log) -> Result<&mut [Ring], InputError> {
         match self {
             Source::File(file) => {
-                file.check_replaced();
+                file.check_replaced(log);
                 Ok(std::slice::from_mut(&mut file.ring))
             }
             Source::Dir(dir) => {
@@ -380,9 +475,14 @@ impl Source {
 }
 
 /// Directory mode: every regular file in the directory is an agent's ring.
+///
+/// At most [`Source::ring_budget`] rings are open at a time: with more, each
+/// ring is closed after it was read and opened again for its next read, so
+/// any number of agents is read within the limit on open files.
 pub struct DirSource {
     path: PathBuf,
     mode: ReadMode,
+    budget: usize,
     open: Vec<Ring>,
     done: Vec<Ring>,
     rejected: Vec<(OsString, String)>,
@@ -393,6 +493,7 @@ impl DirSource {
         let mut dir = DirSource {
             path: path.to_owned(),
             mode,
+            budget: Source::ring_budget(),
             open: Vec::new(),
             done: Vec::new(),
             rejected: Vec::new(),
@@ -401,7 +502,7 @@ impl DirSource {
         if dir.open.is_empty() {
             return Err(InputError(format!(
                 "{}: directory holds no ring files ({} other files skipped); accepted: a \
-                 directory with at least one NIXL version-1 ring file",
+                 directory with at least one NIXL ring file",
                 path.display(),
                 dir.rejected.len()
             )));
@@ -463,6 +564,12 @@ impl DirSource {
                 continue;
             }
             let path = self.path.join(name);
+            // Validating a new ring takes a descriptor: free one first.
+            if self.open.iter().filter(|r| r.reader.is_some()).count() >= self.budget {
+                if let Some(ring) = self.open.iter_mut().find(|r| r.reader.is_some()) {
+                    ring.park();
+                }
+            }
             match Ring::open(&path, agent_name_of(name), self.mode, true) {
                 Ok(mut ring) => {
                     self.rejected.retain(|(n, _)| n != name);

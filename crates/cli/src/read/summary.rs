@@ -5,7 +5,8 @@
 //! sorted order (`Agent: <name>`, then a header and one row per category and
 //! name, or `(no events)`), blocks separated by an empty line; names and
 //! categories left-aligned, numbers right-aligned, columns two spaces apart,
-//! widths counted in characters.
+//! widths counted in characters. Events of ring versions without categories
+//! (3 and 4) have `-` in the CATEGORY column and sort before the others.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -29,7 +30,14 @@ struct Row {
 pub struct Summary {
     agents: Vec<String>,
     agent_ids: HashMap<String, u32>,
-    rows: HashMap<(u32, i32, u32), Row>,
+    /// The rows, in the order they were first seen.
+    rows: Vec<Row>,
+    /// (agent, category, name) → index in `rows`.
+    index: HashMap<(u32, Option<i32>, u32), usize>,
+    /// By name id: the row that name's latest event went to. Consecutive
+    /// events of one name nearly always share agent and category, so most
+    /// events find their row here without hashing.
+    recent: Vec<Option<(u32, Option<i32>, usize)>>,
 }
 
 impl Summary {
@@ -46,14 +54,33 @@ impl Summary {
 
     /// Counts one event.
     #[inline]
-    pub fn add(&mut self, agent: u32, category: i32, name: u32, value: u64) {
-        let row = self.rows.entry((agent, category, name)).or_insert(Row {
-            count: 0,
-            sum: 0,
-            min: value,
-            max: value,
-            values: (Category(category) == Category::PERFORMANCE).then(Vec::new),
-        });
+    pub fn add(&mut self, agent: u32, category: Option<i32>, name: u32, value: u64) {
+        let slot = name as usize;
+        let at = match self.recent.get(slot) {
+            Some(&Some((a, c, at))) if a == agent && c == category => at,
+            _ => {
+                let rows = &mut self.rows;
+                let at = *self
+                    .index
+                    .entry((agent, category, name))
+                    .or_insert_with(|| {
+                        rows.push(Row {
+                            count: 0,
+                            sum: 0,
+                            min: value,
+                            max: value,
+                            values: (category == Some(Category::PERFORMANCE.0)).then(Vec::new),
+                        });
+                        rows.len() - 1
+                    });
+                if self.recent.len() <= slot {
+                    self.recent.resize(slot + 1, None);
+                }
+                self.recent[slot] = Some((agent, category, at));
+                at
+            }
+        };
+        let row = &mut self.rows[at];
         row.count += 1;
         row.sum += u128::from(value);
         row.min = row.min.min(value);
@@ -64,21 +91,22 @@ impl Summary {
     }
 
     /// The tables for every agent in `present` and every agent with events.
-    /// `name_text` turns a name id back into its text.
+    /// `name_text` turns a name id back into its text as shown (control
+    /// characters escaped); agents are escaped here.
     pub fn render<'a>(&'a self, present: &[String], name_text: impl Fn(u32) -> &'a str) -> String {
         let mut agents: BTreeSet<&str> = present.iter().map(String::as_str).collect();
-        for &(agent, _, _) in self.rows.keys() {
+        for &(agent, _, _) in self.index.keys() {
             agents.insert(&self.agents[agent as usize]);
         }
         let mut blocks = Vec::new();
         for agent in agents {
-            let mut block = format!("Agent: {agent}\n");
+            let mut block = format!("Agent: {}\n", super::format::escape_control(agent));
             let id = self.agent_ids.get(agent).copied();
-            let mut keys: Vec<(i32, &str, &Row)> = self
-                .rows
+            let mut keys: Vec<(Option<i32>, &str, &Row)> = self
+                .index
                 .iter()
                 .filter(|((a, _, _), _)| Some(*a) == id)
-                .map(|(&(_, cat, name), row)| (cat, name_text(name), row))
+                .map(|(&(_, cat, name), &at)| (cat, name_text(name), &self.rows[at]))
                 .collect();
             if keys.is_empty() {
                 block.push_str("(no events)\n");
@@ -98,7 +126,7 @@ impl Summary {
                         None => ["-", "-", "-"].map(str::to_owned),
                     };
                     [
-                        Category(cat).to_string(),
+                        cat.map_or_else(|| "-".to_owned(), |c| Category(c).to_string()),
                         name.to_owned(),
                         row.count.to_string(),
                         row.sum.to_string(),
@@ -166,13 +194,39 @@ mod tests {
     }
 
     #[test]
+    fn rows_are_found_with_and_without_the_recent_cache() {
+        let mut s = Summary::default();
+        let (a, b) = (s.agent_id("a"), s.agent_id("b"));
+        // Alternating agents and categories for one name: every add misses the cache.
+        for i in 0..4 {
+            s.add(a, Some(1), 0, i);
+            s.add(b, Some(1), 0, 10 * i);
+            s.add(a, None, 0, 100);
+        }
+        s.add(a, Some(1), 1, 7);
+        let text = s.render(&[], |id| ["x", "y"][id as usize]);
+        let want = "\
+Agent: a
+CATEGORY  EVENT  COUNT  SUM  MIN  MAX  P50  P90  P99
+-         x          4  400  100  100    -    -    -
+TRANSFER  x          4    6    0    3    -    -    -
+TRANSFER  y          1    7    7    7    -    -    -
+
+Agent: b
+CATEGORY  EVENT  COUNT  SUM  MIN  MAX  P50  P90  P99
+TRANSFER  x          4   60    0   30    -    -    -
+";
+        assert_eq!(text, want);
+    }
+
+    #[test]
     fn table_layout() {
         let mut s = Summary::default();
         let a = s.agent_id("initiator");
         let names = ["agent_xfer_time", "agent_tx_bytes"];
-        s.add(a, 5, 0, 10);
-        s.add(a, 5, 0, 30);
-        s.add(a, 1, 1, 4096);
+        s.add(a, Some(5), 0, 10);
+        s.add(a, Some(5), 0, 30);
+        s.add(a, Some(1), 1, 4096);
         let text = s.render(&["initiator".into(), "target".into()], |id| {
             names[id as usize]
         });

@@ -39,9 +39,9 @@ pub fn python_reader() -> Command {
     cmd
 }
 
-/// `shared/fixtures/nixl_v1`, next to the repository.
+/// `tests/data/nixl_v1`: rings written by NIXL's own version-1 ring (see its README).
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/nixl_v1")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/nixl_v1")
 }
 
 /// Runs `cmd` to completion (killed after 60 s) and returns its output.

@@ -7,8 +7,7 @@
 //! again as a child with SIGPIPE restored to its default, and that child sends
 //! requests and resets the connection before the answer is written.
 
-#[path = "../../../telemetry/tests/support/child.rs"]
-mod child;
+use nixl_telemetry_testsupport::child;
 mod common;
 
 use std::io::Write;

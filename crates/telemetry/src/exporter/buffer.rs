@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use nixl_telemetry_abi::ring::RingLayout;
 use nixl_telemetry_abi::Event;
 
 use super::{ExportOutcome, Exporter};
@@ -17,11 +18,13 @@ pub struct BufferExporter {
 }
 
 impl BufferExporter {
-    /// Creates the ring directory if needed and the agent's ring file in it.
+    /// Creates the ring directory if needed and the agent's ring file in it,
+    /// in `ring_layout` (`NIXL_TELEMETRY_RING_VERSION`).
     pub fn create(
         dir: &Path,
         agent: &str,
         capacity: usize,
+        ring_layout: &'static RingLayout,
     ) -> Result<BufferExporter, TelemetryError> {
         match std::fs::metadata(dir) {
             Ok(meta) if meta.is_dir() => {}
@@ -37,7 +40,7 @@ impl BufferExporter {
             })?,
         }
         Ok(BufferExporter {
-            ring: RingWriter::create(dir, agent, capacity)?,
+            ring: RingWriter::create_with_layout(dir, agent, capacity, ring_layout)?,
         })
     }
 
@@ -54,7 +57,7 @@ impl Exporter for BufferExporter {
 
     fn export(&mut self, events: &[Event]) -> ExportOutcome {
         let was_cut = self.ring.is_cut();
-        let written = self.ring.push_batch(events);
+        let pushed = self.ring.push(events);
         if self.ring.is_cut() {
             if !was_cut {
                 tracing::error!(
@@ -65,9 +68,10 @@ impl Exporter for BufferExporter {
             return ExportOutcome::failed(events.len());
         }
         ExportOutcome {
-            delivered: written,
-            dropped_full: events.len() - written,
+            delivered: pushed.written,
+            dropped_full: pushed.dropped_full,
             failed: 0,
+            dropped_format: pushed.dropped_format,
         }
     }
 

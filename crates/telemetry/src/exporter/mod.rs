@@ -27,6 +27,9 @@ pub struct ExportOutcome {
     pub dropped_full: usize,
     /// Events lost because the exporter failed.
     pub failed: usize,
+    /// Events the exporter's format cannot carry (a ring version without an
+    /// event type for them), dropped.
+    pub dropped_format: usize,
 }
 
 impl ExportOutcome {
@@ -79,6 +82,7 @@ pub fn create(
             dir,
             agent,
             config.buffer_size,
+            config.ring_layout,
         )?)),
         ExporterChoice::Plugin { name } => Some(Box::new(plugin::LoadedPluginExporter::load(
             name, config, agent,

@@ -5,6 +5,16 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RingError {
+    /// The file could not be opened (missing, no permission...): readers
+    /// tell these apart by the cause's [`io::ErrorKind`].
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
     /// A system call on the file failed.
     #[error("{path}: cannot {op}: {source}")]
     Io {
@@ -46,8 +56,8 @@ pub enum RingError {
         /// Its size.
         size: u64,
     },
-    /// The header's version is not 1.
-    #[error("{path}: ring version {found} is not supported (accepted: 1)")]
+    /// The header's version is none of 1–4.
+    #[error("{path}: ring version {found} is not supported (accepted: 1, 2, 3, 4)")]
     WrongVersion {
         /// The file.
         path: PathBuf,
@@ -76,17 +86,36 @@ pub enum RingError {
     },
     /// The header promises more slots than the file holds.
     #[error(
-        "{path}: header says capacity {capacity} ({needed} bytes) but the file is {size} bytes"
+        "{path}: header says version {version}, capacity {capacity} ({needed} bytes) but the file is {size} bytes"
     )]
     CapacityBeyondFile {
         /// The file.
         path: PathBuf,
+        /// The version found.
+        version: i32,
         /// The capacity found.
         capacity: u64,
         /// Bytes the header and slots need.
         needed: u64,
         /// The file's size.
         size: u64,
+    },
+    /// The version has two layouts and the file's size fits neither.
+    #[error(
+        "{path}: version {version} with capacity {capacity} is {} bytes (48-byte slots, NIXL 1.1) or {} bytes (16-byte slots, NIXL 1.2), but the file is {size} bytes",
+        .sizes[0], .sizes[1]
+    )]
+    AmbiguousLayout {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        version: i32,
+        /// The capacity found.
+        capacity: u64,
+        /// The file's size.
+        size: u64,
+        /// The sizes of the version's layouts.
+        sizes: [u64; 2],
     },
     /// A position is outside `[0, capacity)`.
     #[error("{path}: {field} = {value} is outside [0, {capacity})")]
@@ -99,6 +128,17 @@ pub enum RingError {
         value: u64,
         /// The capacity.
         capacity: u64,
+    },
+    /// [`RingReader::peek_batch`](super::RingReader::peek_batch) hands out
+    /// version-1 events only.
+    #[error(
+        "{path}: the ring has layout {layout}, not version 1; read it as records (peek_records)"
+    )]
+    NotVersion1 {
+        /// The file.
+        path: PathBuf,
+        /// The layout's name.
+        layout: &'static str,
     },
     /// The file shrank below the mapped size while it was being read.
     #[error("{path}: file was truncated to {size} bytes while being read (needs {needed})")]

@@ -1,4 +1,6 @@
-//! A shared file mapping accessed only through bounds-checked, typed operations.
+//! A shared file mapping accessed only through bounds-checked, typed operations,
+//! and the one system call the ring needs outside the standard library
+//! (`posix_fallocate`): all `unsafe` code of the ring lives here.
 //!
 //! The mapping is shared with other processes that write it concurrently, so no
 //! Rust reference to its bytes is ever created except to atomic integers;
@@ -7,6 +9,8 @@
 //! writing outside the mapping.
 
 use std::fs::File;
+use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -92,5 +96,24 @@ impl Mapping {
         // SAFETY: dst is valid for `size` bytes and 8-aligned (checked); Event is
         // plain data with no padding; no overlap with a private slice.
         unsafe { std::ptr::copy_nonoverlapping(events.as_ptr().cast::<u8>(), dst, size) };
+    }
+}
+
+/// Allocates the blocks of the file's first `size` bytes. A mapping of a
+/// sparse file needs a block the first time each page is written, and a write
+/// that finds the disk (or tmpfs) full is a SIGBUS that ends the process; with
+/// the blocks reserved, a full disk is an error here, at creation.
+pub(crate) fn reserve_blocks(file: &File, size: u64) -> std::io::Result<()> {
+    let len =
+        libc::off_t::try_from(size).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
+    loop {
+        // SAFETY: the descriptor is open for the call; posix_fallocate only
+        // reads its integer arguments.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        match rc {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            errno => return Err(std::io::Error::from_raw_os_error(errno)),
+        }
     }
 }

@@ -1,14 +1,20 @@
-//! The version-1 shared-memory ring file: [`RingWriter`] (the producer side of the
-//! built-in `buffer` exporter) and [`RingReader`] (consuming or peeking readers).
+//! The shared-memory ring file, every version NIXL shipped (1–4):
+//! [`RingWriter`] (the producer side of the built-in `buffer` exporter) and
+//! [`RingReader`] (consuming or peeking readers, handing out version-1
+//! [`Event`](crate::Event)s or version-aware [`RingRecord`]s).
 //!
-//! The layout is defined once in [`nixl_telemetry_abi::ring`]; see
-//! `docs/ring-format.md`. All `unsafe` of the ring lives in its `mapping` module.
+//! The layouts are defined once in [`nixl_telemetry_abi::ring`] (re-exported
+//! as [`layout`]); see `docs/ring-format.md`. All `unsafe` of the ring lives
+//! in its `mapping` module.
 
 mod error;
 mod mapping;
 mod reader;
+mod record;
 mod writer;
 
 pub use error::RingError;
-pub use reader::{ReadMode, RingHeader, RingReader, TrailerInfo};
-pub use writer::{RingWriter, TrailerCounts};
+pub use nixl_telemetry_abi::ring as layout;
+pub use reader::{ReadMode, RingHeader, RingReader, TrailerInfo, TrailerProblem};
+pub use record::RingRecord;
+pub use writer::{PushOutcome, RingWriter, TrailerCounts};

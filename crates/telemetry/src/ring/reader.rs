@@ -1,15 +1,17 @@
-//! The consumer side of a ring file: validates everything before it maps.
+//! The consumer side of a ring file of any version: detects the layout from
+//! the header and the file size and validates everything before it maps.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use nixl_telemetry_abi::ring::{self as layout, trailer};
+use nixl_telemetry_abi::ring::{self as layout, trailer, DetectError, RingLayout};
 use nixl_telemetry_abi::Event;
 
 use super::error::RingError;
 use super::mapping::Mapping;
+use super::record::RingRecord;
 
 /// How a reader treats the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,10 +55,16 @@ impl RingHeader {
         }
     }
 
-    /// Checks the header against the file's size; on success returns the bytes
-    /// of header and slots.
-    pub fn validate(&self, path: &Path, file_size: u64) -> Result<u64, RingError> {
-        if self.version != layout::RING_VERSION {
+    /// Checks the header against the file's size and finds the file's layout
+    /// ([`layout::detect`]); `trailer_at(offset)` says whether this project's
+    /// trailer magic sits at `offset`.
+    pub fn validate(
+        &self,
+        path: &Path,
+        file_size: u64,
+        trailer_at: impl Fn(u64) -> bool,
+    ) -> Result<&'static RingLayout, RingError> {
+        if !layout::VERSIONS.contains(&self.version) {
             return Err(RingError::WrongVersion {
                 path: path.to_owned(),
                 found: self.version,
@@ -76,16 +84,36 @@ impl RingHeader {
         if self.capacity < 2 {
             return Err(bad_capacity("a one-slot ring can hold no event"));
         }
-        let needed = layout::v1_size(self.capacity)
-            .ok_or_else(|| bad_capacity("it overflows the address space"))?;
-        if needed > file_size {
-            return Err(RingError::CapacityBeyondFile {
-                path: path.to_owned(),
-                capacity: self.capacity,
-                needed,
-                size: file_size,
-            });
-        }
+        let ring_layout = match layout::detect(self.version, self.capacity, file_size, trailer_at) {
+            Ok(found) => found,
+            Err(DetectError::TooSmall { needed }) => {
+                return Err(RingError::CapacityBeyondFile {
+                    path: path.to_owned(),
+                    version: self.version,
+                    capacity: self.capacity,
+                    needed,
+                    size: file_size,
+                })
+            }
+            Err(DetectError::Overflow) => {
+                return Err(bad_capacity("it overflows the address space"))
+            }
+            Err(DetectError::Ambiguous { sizes }) => {
+                return Err(RingError::AmbiguousLayout {
+                    path: path.to_owned(),
+                    version: self.version,
+                    capacity: self.capacity,
+                    size: file_size,
+                    sizes,
+                })
+            }
+            Err(DetectError::UnknownVersion) => {
+                return Err(RingError::WrongVersion {
+                    path: path.to_owned(),
+                    found: self.version,
+                })
+            }
+        };
         if self.mask != self.capacity - 1 {
             return Err(RingError::BadMask {
                 path: path.to_owned(),
@@ -103,7 +131,7 @@ impl RingHeader {
                 });
             }
         }
-        Ok(needed)
+        Ok(ring_layout)
     }
 }
 
@@ -126,17 +154,26 @@ pub struct TrailerInfo {
     pub dropped_ring_full: u64,
     /// Wall-clock µs of the producer's latest flush.
     pub last_flush_us: u64,
+    /// Events lost because the ring's version has no event type for them
+    /// (0 in a version-1 trailer, which has no such field).
+    pub dropped_format: u64,
 }
 
 impl TrailerInfo {
-    /// Every event the producer lost.
-    pub fn events_lost(&self) -> u64 {
-        self.dropped_staging_full
-            .saturating_add(self.dropped_ring_full)
+    /// Every event the producer lost: the exact sum of the counters (which,
+    /// from a hostile or long-lived file, may exceed `u64`).
+    pub fn events_lost(&self) -> u128 {
+        u128::from(self.dropped_staging_full)
+            + u128::from(self.dropped_ring_full)
+            + u128::from(self.dropped_format)
     }
 }
 
 /// Reads events from a ring file, consuming or peeking.
+///
+/// Any ring version: [`RingReader::peek_records`] hands out [`RingRecord`]s
+/// (`None` for what the version lacks); [`RingReader::peek_batch`] hands out
+/// version-1 [`Event`]s and refuses other versions.
 ///
 /// Only the 40-byte header is mapped (its positions are shared atomics); slots
 /// and trailer are read with `pread`, so a file truncated under the reader is
@@ -148,9 +185,12 @@ pub struct RingReader {
     mode: ReadMode,
     capacity: u64,
     mask: u64,
+    /// The file's layout.
+    layout: &'static RingLayout,
     /// Bytes of header and slots.
-    v1_size: u64,
+    data_size: u64,
     trailer: Option<TrailerFormat>,
+    trailer_problem: Option<TrailerProblem>,
     /// Peek mode: this reader's own position.
     peek_pos: u64,
     /// Events handed out by [`RingReader::peek_batch`] and not yet committed,
@@ -162,26 +202,80 @@ pub struct RingReader {
     scratch: Vec<u8>,
 }
 
-/// Where a recognised trailer sits.
+/// Where a recognised trailer sits and how much of it there is.
 #[derive(Debug, Clone, Copy)]
 struct TrailerFormat {
     offset: u64,
+    /// Bytes of it this reader knows ([`layout::TRAILER_SIZE_MIN`] or more).
+    known: usize,
 }
 
-fn read_trailer_format(file: &File, v1: u64, file_size: u64) -> Option<TrailerFormat> {
-    if file_size < v1 + layout::TRAILER_SIZE as u64 {
-        return None;
+/// Whether the trailer magic sits at `offset`.
+fn magic_at(file: &File, offset: u64) -> bool {
+    let mut magic = [0u8; 8];
+    file.read_exact_at(&mut magic, offset).is_ok() && magic == layout::TRAILER_MAGIC
+}
+
+/// A trailer whose magic matches but whose version or size is not accepted
+/// (it is then ignored; readers warn about it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrailerProblem {
+    /// The trailer version found.
+    pub version: u32,
+    /// The trailer size found.
+    pub size: u32,
+}
+
+impl std::fmt::Display for TrailerProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "trailer version {}, size {}; accepted: version >= 1 and a size of 64 or more that \
+             fits in the file",
+            self.version, self.size
+        )
     }
+}
+
+/// The trailer after `data_size` bytes, if the file holds one: `Ok(None)`
+/// when there is none (too short, no magic), `Err` when the magic is there
+/// but the version or size is not accepted.
+fn read_trailer_format(
+    file: &File,
+    data_size: u64,
+    file_size: u64,
+) -> Result<Option<TrailerFormat>, TrailerProblem> {
+    let Some(min_end) = data_size.checked_add(layout::TRAILER_SIZE_MIN as u64) else {
+        return Ok(None);
+    };
     let mut head = [0u8; 16];
-    file.read_exact_at(&mut head, v1).ok()?;
-    let version = u32::from_le_bytes(head[8..12].try_into().ok()?);
-    let size = u32::from_le_bytes(head[12..16].try_into().ok()?) as u64;
-    // Version 1 or a later version that only grew the trailer.
-    let known = head[..8] == layout::TRAILER_MAGIC
-        && version >= layout::TRAILER_VERSION
-        && size >= layout::TRAILER_SIZE as u64
-        && v1 + size <= file_size;
-    known.then_some(TrailerFormat { offset: v1 })
+    if file_size < min_end || file.read_exact_at(&mut head, data_size).is_err() {
+        return Ok(None);
+    }
+    if head[..8] != layout::TRAILER_MAGIC {
+        return Ok(None);
+    }
+    let field =
+        |at: usize| u32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+    let version = field(trailer::VERSION);
+    let size = field(trailer::SIZE);
+    // Any version from the first on: later versions only grow the trailer.
+    let known = version >= layout::TRAILER_VERSION_MIN
+        && size as usize >= layout::TRAILER_SIZE_MIN
+        && data_size + u64::from(size) <= file_size;
+    if !known {
+        return Err(TrailerProblem { version, size });
+    }
+    // `dropped_format` exists from trailer version 2 on.
+    let known_size = if version >= 2 && size as usize >= layout::TRAILER_SIZE {
+        layout::TRAILER_SIZE
+    } else {
+        layout::TRAILER_SIZE_MIN
+    };
+    Ok(Some(TrailerFormat {
+        offset: data_size,
+        known: known_size,
+    }))
 }
 
 impl RingReader {
@@ -196,7 +290,10 @@ impl RingReader {
             .write(mode == ReadMode::Consume)
             .custom_flags(libc::O_NONBLOCK)
             .open(path)
-            .map_err(|e| RingError::io(path, "open", e))?;
+            .map_err(|source| RingError::Open {
+                path: path.to_owned(),
+                source,
+            })?;
         let meta = file
             .metadata()
             .map_err(|e| RingError::io(path, "stat", e))?;
@@ -216,8 +313,14 @@ impl RingReader {
         file.read_exact_at(&mut bytes, 0)
             .map_err(|e| RingError::io(path, "read the header", e))?;
         let header = RingHeader::decode(&bytes);
-        let v1_size = header.validate(path, size)?;
-        let trailer = read_trailer_format(&file, v1_size, size);
+        let ring_layout = header.validate(path, size, |at| magic_at(&file, at))?;
+        let data_size = ring_layout
+            .data_size(header.capacity)
+            .expect("validate checked the size");
+        let (trailer, trailer_problem) = match read_trailer_format(&file, data_size, size) {
+            Ok(found) => (found, None),
+            Err(problem) => (None, Some(problem)),
+        };
         let map = match mode {
             ReadMode::Consume => Mapping::read_write(&file, layout::HEADER_SIZE),
             ReadMode::Peek => Mapping::read_only(&file, layout::HEADER_SIZE),
@@ -230,8 +333,10 @@ impl RingReader {
             mode,
             capacity: header.capacity,
             mask: header.mask,
-            v1_size,
+            layout: ring_layout,
+            data_size,
             trailer,
+            trailer_problem,
             peek_pos: header.read_pos,
             uncommitted: 0,
             uncommitted_from: 0,
@@ -255,6 +360,11 @@ impl RingReader {
         self.mode
     }
 
+    /// The file's layout (its ring version and slot), detected at open.
+    pub fn layout(&self) -> &'static RingLayout {
+        self.layout
+    }
+
     /// Fails with [`RingError::Truncated`] if the file shrank below its header
     /// and slots. (A lost trailer only makes [`RingReader::trailer`] `None`.)
     pub fn check_size(&self) -> Result<(), RingError> {
@@ -263,7 +373,7 @@ impl RingReader {
             .metadata()
             .map_err(|e| RingError::io(&self.path, "stat", e))?
             .len();
-        let needed = self.v1_size;
+        let needed = self.data_size;
         if size < needed {
             return Err(RingError::Truncated {
                 path: self.path.clone(),
@@ -315,6 +425,24 @@ impl RingReader {
         }
     }
 
+    /// Peek mode: goes on from slot `position`, where an earlier reader of
+    /// the same file stopped (a reader that closes files and opens them again
+    /// to bound its descriptors). A consuming reader always reads from
+    /// `read_pos` and ignores this.
+    pub fn resume_peek_at(&mut self, position: u64) -> Result<(), RingError> {
+        if position >= self.capacity {
+            return Err(RingError::PositionOutOfRange {
+                path: self.path.clone(),
+                field: "resume position",
+                value: position,
+                capacity: self.capacity,
+            });
+        }
+        self.peek_pos = position;
+        self.uncommitted = 0;
+        Ok(())
+    }
+
     /// Peek mode: events a consuming reader took before this reader saw them.
     pub fn overtaken(&self) -> u64 {
         self.overtaken
@@ -328,11 +456,75 @@ impl RingReader {
         Ok(write.wrapping_sub(read) & self.mask)
     }
 
-    /// Appends up to `max` waiting events to `out`, oldest first, without
-    /// advancing the read position; [`RingReader::commit`] advances it. A
-    /// consumer that prints events commits only what it printed, so a failed
-    /// write loses nothing. Checks the file size and both positions first.
+    /// Appends up to `max` waiting events of a version-1 ring to `out`,
+    /// oldest first, without advancing the read position;
+    /// [`RingReader::commit`] advances it. A consumer that prints events
+    /// commits only what it printed, so a failed write loses nothing. Checks
+    /// the file size and both positions first. A ring of another version is
+    /// [`RingError::NotVersion1`]: read it with [`RingReader::peek_records`].
     pub fn peek_batch(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, RingError> {
+        if self.layout != &layout::V1 {
+            self.uncommitted = 0;
+            return Err(RingError::NotVersion1 {
+                path: self.path.clone(),
+                layout: self.layout.name,
+            });
+        }
+        self.peek_slots(max, |bytes, count| {
+            out.reserve(count);
+            out.extend(
+                bytes
+                    .chunks_exact(Event::SIZE)
+                    .map(|chunk| Event::from_bytes(chunk.try_into().expect("56-byte chunk"))),
+            );
+        })
+    }
+
+    /// Appends up to `max` waiting events of a ring of any version to `out`,
+    /// oldest first, without advancing the read position (as
+    /// [`RingReader::peek_batch`]; [`RingReader::commit`] advances it).
+    pub fn peek_records(
+        &mut self,
+        out: &mut Vec<RingRecord>,
+        max: usize,
+    ) -> Result<usize, RingError> {
+        let ring_layout = self.layout;
+        self.peek_slots(max, |bytes, count| {
+            out.reserve(count);
+            if ring_layout == &layout::V1 {
+                // The common case, with the slot's fixed offsets.
+                out.extend(bytes.chunks_exact(Event::SIZE).map(|chunk| {
+                    RingRecord::from_v1_slot(chunk.try_into().expect("56-byte chunk"))
+                }));
+            } else {
+                out.extend(
+                    bytes
+                        .chunks_exact(ring_layout.slot.size)
+                        .map(|slot| RingRecord::decode(ring_layout, slot)),
+                );
+            }
+        })
+    }
+
+    /// Appends up to `max` waiting events to `out` and advances past them:
+    /// [`RingReader::peek_records`] then [`RingReader::commit`]. Returns how many.
+    pub fn read_records(
+        &mut self,
+        out: &mut Vec<RingRecord>,
+        max: usize,
+    ) -> Result<usize, RingError> {
+        let n = self.peek_records(out, max)?;
+        self.commit(n)?;
+        Ok(n)
+    }
+
+    /// Reads up to `max` waiting slots and hands their bytes to `decode` (in
+    /// at most two runs: before and after the wrap).
+    fn peek_slots(
+        &mut self,
+        max: usize,
+        mut decode: impl FnMut(&[u8], usize),
+    ) -> Result<usize, RingError> {
         self.uncommitted = 0;
         self.check_size()?;
         let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
@@ -342,8 +534,12 @@ impl RingReader {
             return Ok(0);
         }
         let first = n.min((self.capacity - read) as usize);
-        self.read_slots(read, first, out)?;
-        self.read_slots(0, n - first, out)?;
+        for (from, count) in [(read, first), (0, n - first)] {
+            if count > 0 {
+                self.read_slots(from, count)?;
+                decode(&self.scratch, count);
+            }
+        }
         self.uncommitted = n as u64;
         self.uncommitted_from = read;
         Ok(n)
@@ -383,18 +579,11 @@ impl RingReader {
         Ok(n)
     }
 
-    fn read_slots(
-        &mut self,
-        first_slot: u64,
-        count: usize,
-        out: &mut Vec<Event>,
-    ) -> Result<(), RingError> {
-        if count == 0 {
-            return Ok(());
-        }
-        let bytes = count * Event::SIZE;
+    /// Reads `count` slots from `first_slot` on into `scratch`.
+    fn read_slots(&mut self, first_slot: u64, count: usize) -> Result<(), RingError> {
+        let bytes = count * self.layout.slot.size;
         self.scratch.resize(bytes, 0);
-        let offset = layout::slot_offset(first_slot);
+        let offset = self.layout.slot_offset(first_slot);
         self.file
             .read_exact_at(&mut self.scratch, offset)
             .map_err(|e| match e.kind() {
@@ -405,13 +594,12 @@ impl RingReader {
                 },
                 _ => RingError::io(&self.path, "read slots", e),
             })?;
-        out.reserve(count);
-        out.extend(
-            self.scratch
-                .chunks_exact(Event::SIZE)
-                .map(|chunk| Event::from_bytes(chunk.try_into().expect("56-byte chunk"))),
-        );
         Ok(())
+    }
+
+    /// Why a trailer found at open (its magic matched) was ignored.
+    pub fn trailer_problem(&self) -> Option<TrailerProblem> {
+        self.trailer_problem
     }
 
     /// The trailer, when the file has one (files written by this project do).
@@ -419,7 +607,9 @@ impl RingReader {
     pub fn trailer(&self) -> Option<TrailerInfo> {
         let format = self.trailer?;
         let mut b = [0u8; layout::TRAILER_SIZE];
-        self.file.read_exact_at(&mut b, format.offset).ok()?;
+        self.file
+            .read_exact_at(&mut b[..format.known], format.offset)
+            .ok()?;
         let u64_at = |off: usize| u64::from_le_bytes(b[off..off + 8].try_into().unwrap());
         let u32_at = |off: usize| u32::from_le_bytes(b[off..off + 4].try_into().unwrap());
         Some(TrailerInfo {
@@ -431,6 +621,8 @@ impl RingReader {
             dropped_staging_full: u64_at(trailer::DROPPED_STAGING_FULL),
             dropped_ring_full: u64_at(trailer::DROPPED_RING_FULL),
             last_flush_us: u64_at(trailer::LAST_FLUSH_US),
+            // Zero-filled beyond a version-1 trailer's 64 bytes.
+            dropped_format: u64_at(trailer::DROPPED_FORMAT),
         })
     }
 }

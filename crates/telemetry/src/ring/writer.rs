@@ -1,17 +1,16 @@
-//! The producer side of a ring file.
+//! The producer side of a ring file, in any of the layouts NIXL shipped.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nixl_telemetry_abi::ring::{self as layout, trailer};
+use nixl_telemetry_abi::ring::{self as layout, trailer, EventKey, RingLayout};
 use nixl_telemetry_abi::Event;
 
 use super::error::RingError;
-use super::mapping::Mapping;
+use super::mapping::{reserve_blocks, Mapping};
 use crate::clock;
 
 /// Running totals the producer keeps in the ring's trailer.
@@ -21,7 +20,23 @@ pub struct TrailerCounts {
     pub dropped_staging_full: u64,
 }
 
-/// Writes events into a version-1 ring file that it created and holds.
+/// What became of one batch handed to [`RingWriter::push`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PushOutcome {
+    /// Events written into the ring.
+    pub written: usize,
+    /// Events dropped because the ring was full.
+    pub dropped_full: usize,
+    /// Events dropped because the ring's version has no event type for them.
+    pub dropped_format: usize,
+}
+
+/// Writes events into a ring file that it created and holds, in one of the
+/// layouts of [`nixl_telemetry_abi::ring`] (version 1 unless asked otherwise).
+///
+/// In layouts that store event types instead of names, an event whose name
+/// has no type in the layout's table is dropped and counted
+/// ([`PushOutcome::dropped_format`]), never written as something else.
 ///
 /// Creating one never follows a symbolic link, replaces a stale file left by a
 /// dead producer, and refuses a file another live producer holds (an advisory
@@ -37,11 +52,15 @@ pub struct RingWriter {
     cut: bool,
     capacity: u64,
     mask: u64,
+    layout: &'static RingLayout,
     trailer_at: usize,
     write_pos: u64,
     cached_read: u64,
     written: u64,
     dropped_ring_full: u64,
+    dropped_format: u64,
+    /// Slots encoded for a layout other than version 1.
+    encoded: Vec<u8>,
 }
 
 fn nofollow_open(path: &Path, create_new: bool) -> std::io::Result<File> {
@@ -63,25 +82,6 @@ fn try_lock(file: &File, path: &Path) -> Result<bool, RingError> {
     }
 }
 
-/// Allocates the blocks of the file's first `size` bytes. A mapping of a
-/// sparse file needs a block the first time each page is written, and a write
-/// that finds the disk (or tmpfs) full is a SIGBUS that ends the process; with
-/// the blocks reserved, a full disk is an error here, at creation.
-fn reserve_blocks(file: &File, size: u64) -> std::io::Result<()> {
-    let len =
-        libc::off_t::try_from(size).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
-    loop {
-        // SAFETY: the descriptor is open for the call; posix_fallocate only
-        // reads its integer arguments.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
-        match rc {
-            0 => return Ok(()),
-            libc::EINTR => continue,
-            errno => return Err(std::io::Error::from_raw_os_error(errno)),
-        }
-    }
-}
-
 /// Whether `path` still names the file `file` is open on (same device and inode).
 fn still_named(file: &File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -94,19 +94,46 @@ fn still_named(file: &File, path: &Path) -> bool {
 /// Reads the producer pid from an existing file's trailer, if it has one.
 fn trailer_pid(file: &File) -> Option<u32> {
     use std::os::unix::fs::FileExt;
+    let u32_at = |at: u64| {
+        let mut b = [0u8; 4];
+        file.read_exact_at(&mut b, at)
+            .ok()
+            .map(|()| u32::from_le_bytes(b))
+    };
     let mut header = [0u8; layout::HEADER_SIZE];
     file.read_exact_at(&mut header, 0).ok()?;
-    let capacity = u64::from_le_bytes(header[24..32].try_into().ok()?);
-    let at = layout::trailer_offset(capacity)?;
-    let mut tr = [0u8; 20];
-    file.read_exact_at(&mut tr, at).ok()?;
-    (tr[..8] == layout::TRAILER_MAGIC).then(|| u32::from_le_bytes(tr[16..20].try_into().unwrap()))
+    let field = |at: usize| header[at..at + 8].try_into().ok().map(u64::from_le_bytes);
+    let capacity = field(layout::CAPACITY_OFFSET)?;
+    let version = u32_at(layout::VERSION_OFFSET as u64)? as i32;
+    let size = file.metadata().ok()?.len();
+    let magic_at = |at: u64| {
+        let mut magic = [0u8; 8];
+        file.read_exact_at(&mut magic, at).is_ok() && magic == layout::TRAILER_MAGIC
+    };
+    let at = layout::detect(version, capacity, size, magic_at)
+        .ok()?
+        .data_size(capacity)?;
+    if !magic_at(at) {
+        return None;
+    }
+    u32_at(at + trailer::PRODUCER_PID as u64)
 }
 
 impl RingWriter {
-    /// Creates `<dir>/<agent>` with room for `capacity` slots (a power of two ≥ 2;
-    /// the ring holds at most `capacity − 1` events).
+    /// Creates the version-1 ring `<dir>/<agent>` with room for `capacity`
+    /// slots (a power of two ≥ 2; the ring holds at most `capacity − 1` events).
     pub fn create(dir: &Path, agent: &str, capacity: usize) -> Result<RingWriter, RingError> {
+        Self::create_with_layout(dir, agent, capacity, &layout::V1)
+    }
+
+    /// Creates `<dir>/<agent>` in `ring_layout` (one of
+    /// [`layout::LAYOUTS`]), as [`RingWriter::create`] does.
+    pub fn create_with_layout(
+        dir: &Path,
+        agent: &str,
+        capacity: usize,
+        ring_layout: &'static RingLayout,
+    ) -> Result<RingWriter, RingError> {
         assert!(
             capacity.is_power_of_two() && capacity >= 2,
             "capacity must be a power of two >= 2"
@@ -154,7 +181,7 @@ impl RingWriter {
             ));
             let file = nofollow_open(&tmp, true)
                 .map_err(|e| RingError::io(&tmp, "create the ring file", e))?;
-            let result = Self::initialise(&tmp, file, capacity).and_then(|writer| {
+            let result = Self::initialise(&tmp, file, capacity, ring_layout).and_then(|writer| {
                 let placed = if stale.is_some() {
                     // We hold the dead producer's lock: replace its file atomically.
                     std::fs::rename(&tmp, &path)
@@ -187,7 +214,12 @@ impl RingWriter {
         Err(RingError::InUse { path, pid: None })
     }
 
-    fn initialise(tmp: &Path, file: File, capacity: usize) -> Result<RingWriter, RingErrorOrIo> {
+    fn initialise(
+        tmp: &Path,
+        file: File,
+        capacity: usize,
+        ring_layout: &'static RingLayout,
+    ) -> Result<RingWriter, RingErrorOrIo> {
         if !try_lock(&file, tmp)? {
             return Err(RingError::InUse {
                 path: tmp.to_owned(),
@@ -196,19 +228,21 @@ impl RingWriter {
             .into());
         }
         let cap = capacity as u64;
-        let size = layout::file_size_with_trailer(cap).expect("capacity bounded by config");
+        let size = ring_layout
+            .file_size_with_trailer(cap)
+            .expect("capacity bounded by config");
         file.set_len(size)
             .map_err(|e| RingError::io(tmp, "size the ring file", e))?;
         reserve_blocks(&file, size)
             .map_err(|e| RingError::io(tmp, "reserve disk space for the ring file", e))?;
         let map = Mapping::read_write(&file, size as usize)
             .map_err(|e| RingError::io(tmp, "map the ring file", e))?;
-        let trailer_at = layout::trailer_offset(cap).unwrap() as usize;
+        let trailer_at = ring_layout.data_size(cap).expect("checked above") as usize;
         // The file is new and zero-filled; only non-zero fields need writing.
         map.i32_at(layout::VERSION_OFFSET)
-            .store(layout::RING_VERSION, Ordering::Relaxed);
+            .store(ring_layout.version, Ordering::Relaxed);
         map.i32_at(layout::EXPECTED_VERSION_OFFSET)
-            .store(layout::RING_VERSION, Ordering::Relaxed);
+            .store(ring_layout.version, Ordering::Relaxed);
         map.u64_at(layout::CAPACITY_OFFSET)
             .store(cap, Ordering::Relaxed);
         map.u64_at(layout::MASK_OFFSET)
@@ -233,11 +267,14 @@ impl RingWriter {
             cut: false,
             capacity: cap,
             mask: cap - 1,
+            layout: ring_layout,
             trailer_at,
             write_pos: 0,
             cached_read: 0,
             written: 0,
             dropped_ring_full: 0,
+            dropped_format: 0,
+            encoded: Vec::new(),
         })
     }
 
@@ -259,6 +296,16 @@ impl RingWriter {
     /// Events dropped because the ring was full, since creation.
     pub fn dropped_ring_full(&self) -> u64 {
         self.dropped_ring_full
+    }
+
+    /// Events dropped because the layout has no event type for them, since creation.
+    pub fn dropped_format(&self) -> u64 {
+        self.dropped_format
+    }
+
+    /// The file's layout.
+    pub fn layout(&self) -> &'static RingLayout {
+        self.layout
     }
 
     fn free_slots(&self) -> u64 {
@@ -289,12 +336,28 @@ impl RingWriter {
     /// Writes as many of `events` as fit, in order, then publishes `write_pos`
     /// once with release ordering. Events that do not fit are dropped and
     /// counted. Returns how many were written: none if the file was
-    /// truncated under the writer ([`RingWriter::is_cut`]).
+    /// truncated under the writer ([`RingWriter::is_cut`]). See
+    /// [`RingWriter::push`] for the drop causes.
     pub fn push_batch(&mut self, events: &[Event]) -> usize {
+        self.push(events).written
+    }
+
+    /// Writes `events` as [`RingWriter::push_batch`] does and says what became
+    /// of each: written, dropped because the ring was full, or dropped because
+    /// the layout has no event type for it (checked first, so such an event
+    /// never takes a slot). Nothing is written, and nothing counted, when
+    /// the file was truncated under the writer.
+    pub fn push(&mut self, events: &[Event]) -> PushOutcome {
         if !self.still_whole() {
-            return 0;
+            return PushOutcome::default();
         }
-        if (self.free_slots() as usize) < events.len() {
+        let (slots, dropped_format) = if self.layout == &layout::V1 {
+            (events.len(), 0)
+        } else {
+            let slots = self.encode(events);
+            (slots, events.len() - slots)
+        };
+        if (self.free_slots() as usize) < slots {
             // A reader may have advanced: re-read its position (masked, so a
             // hostile value can never move us outside the slots).
             self.cached_read = self
@@ -303,21 +366,72 @@ impl RingWriter {
                 .load(Ordering::Acquire)
                 & self.mask;
         }
-        let n = events.len().min(self.free_slots() as usize);
+        let n = slots.min(self.free_slots() as usize);
         let start = self.write_pos as usize;
         let first = n.min(self.capacity as usize - start);
-        self.map
-            .write_events(layout::slot_offset(start as u64) as usize, &events[..first]);
-        self.map
-            .write_events(layout::HEADER_SIZE, &events[first..n]);
+        let first_at = self.layout.slot_offset(start as u64) as usize;
+        if self.layout == &layout::V1 {
+            self.map.write_events(first_at, &events[..first]);
+            self.map
+                .write_events(layout::HEADER_SIZE, &events[first..n]);
+        } else {
+            let size = self.layout.slot.size;
+            self.map
+                .write_bytes(first_at, &self.encoded[..first * size]);
+            self.map
+                .write_bytes(layout::HEADER_SIZE, &self.encoded[first * size..n * size]);
+        }
         self.write_pos = (self.write_pos + n as u64) & self.mask;
         self.map
             .u64_at(layout::WRITE_POS_OFFSET)
             .store(self.write_pos, Ordering::Release);
         self.written += n as u64;
-        let dropped = events.len() - n;
-        self.dropped_ring_full += dropped as u64;
-        n
+        let dropped_full = slots - n;
+        self.dropped_ring_full += dropped_full as u64;
+        self.dropped_format += dropped_format as u64;
+        PushOutcome {
+            written: n,
+            dropped_full,
+            dropped_format,
+        }
+    }
+
+    /// Encodes the events the layout has a type (or a name) for into
+    /// `encoded`, in order; returns how many.
+    fn encode(&mut self, events: &[Event]) -> usize {
+        let slot = self.layout.slot;
+        self.encoded.clear();
+        let mut count = 0;
+        for event in events {
+            let key = match slot.key {
+                EventKey::Name(_) => None,
+                EventKey::Type(_) => match self.layout.event_type_of(event.name_bytes()) {
+                    Some(t) => Some(t),
+                    None => continue,
+                },
+            };
+            let at = self.encoded.len();
+            self.encoded.resize(at + slot.size, 0);
+            let out = &mut self.encoded[at..at + slot.size];
+            if let Some(ts) = slot.timestamp {
+                out[ts..ts + 8].copy_from_slice(&event.timestamp_us.to_le_bytes());
+            }
+            if let Some(c) = slot.category {
+                out[c..c + 4].copy_from_slice(&event.category.to_le_bytes());
+            }
+            match slot.key {
+                EventKey::Name(n) => {
+                    out[n..n + event.event_name.len()].copy_from_slice(&event.event_name)
+                }
+                EventKey::Type(t) => {
+                    let number = key.unwrap_or_default(); // Some: others were skipped
+                    out[t..t + 4].copy_from_slice(&number.to_le_bytes())
+                }
+            }
+            out[slot.value..slot.value + 8].copy_from_slice(&event.value.to_le_bytes());
+            count += 1;
+        }
+        count
     }
 
     /// Stores the writer's own running totals in the trailer.
@@ -329,6 +443,9 @@ impl RingWriter {
         self.map
             .u64_at(t + trailer::DROPPED_RING_FULL)
             .store(self.dropped_ring_full, Ordering::Relaxed);
+        self.map
+            .u64_at(t + trailer::DROPPED_FORMAT)
+            .store(self.dropped_format, Ordering::Relaxed);
     }
 
     /// Stores the running totals and a heartbeat in the trailer.

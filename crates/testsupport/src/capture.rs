@@ -1,7 +1,4 @@
 //! A `tracing` subscriber that keeps every event, for tests of what is logged.
-//! (Separate from `support/mod.rs`, which the CLI's tests share and which must
-//! not need `tracing`.)
-#![allow(dead_code)]
 
 use std::sync::Mutex;
 

@@ -1,7 +1,5 @@
-//! Helpers shared by the plug-in tests (and, through `#[path]`, the CLI's):
-//! building C plug-ins with the system compiler, building the workspace's Rust
+//! Building C plug-ins with the system compiler, building the workspace's Rust
 //! plug-in crates, configurations from variables, and raw event files.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,10 +51,22 @@ pub fn build_c_plugin(source: &str, dir: &Path, name: &str, defines: &[&str]) ->
     out
 }
 
+/// The target directory's `tmp` folder (what cargo names `CARGO_TARGET_TMPDIR`
+/// for integration tests), found from the running test binary's path
+/// (`<target>/<profile>/deps/<binary>`).
+fn target_tmpdir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "deps"))
+        .and_then(|deps| deps.parent()?.parent())
+        .map(|target| target.join("tmp"))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
 /// Builds workspace package `package` (a plug-in crate) and returns the path of
-/// its cdylib. Uses a target directory of its own under the test's
-/// `CARGO_TARGET_TMPDIR`, so it never waits for the lock of the outer build.
-/// Built once per test process.
+/// its cdylib. Uses a target directory of its own under the target's `tmp`
+/// folder, so it never waits for the lock of the outer build. Built once per
+/// test process.
 pub fn build_rust_plugin(package: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
@@ -64,7 +74,7 @@ pub fn build_rust_plugin(package: &str) -> PathBuf {
     if let Some(path) = built.get(package) {
         return path.clone();
     }
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-builds");
+    let target_dir = target_tmpdir().join("plugin-builds");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .current_dir(workspace_root())

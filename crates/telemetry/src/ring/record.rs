@@ -1,0 +1,194 @@
+//! A version-aware event as read from a ring: every field a ring version may
+//! lack is an `Option`, never an invented value.
+
+use std::borrow::Cow;
+use std::mem::offset_of;
+
+use nixl_telemetry_abi::ring::{EventKey, RingLayout, UNKNOWN_EVENT_PREFIX};
+use nixl_telemetry_abi::{Event, EVENT_NAME_CAPACITY};
+
+/// One event read from a ring of any version.
+///
+/// Versions 2–4 carry no timestamp (and 3–4 no category): those fields are
+/// `None`. In versions that store an event type instead of a name, `name`
+/// holds the name the layout's table gives the type, or
+/// `unknown_event_<n>` for a number the table lacks, NUL-terminated like a
+/// stored name; `event_type` keeps the number.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct RingRecord {
+    /// Microseconds since the Unix epoch, in versions that carry it (1).
+    pub timestamp_us: Option<u64>,
+    /// The category number, in versions that carry it (1, 2).
+    pub category: Option<i32>,
+    /// The event type number, in versions that carry one (2–4).
+    pub event_type: Option<u32>,
+    /// The name field: as stored (versions 1 and 2-named; a malformed slot
+    /// may lack the NUL), or the type's name.
+    pub name: [u8; EVENT_NAME_CAPACITY],
+    /// The per-operation reading.
+    pub value: u64,
+}
+
+impl RingRecord {
+    /// The record of a version-1 event.
+    pub fn from_event(event: &Event) -> RingRecord {
+        RingRecord {
+            timestamp_us: Some(event.timestamp_us),
+            category: Some(event.category),
+            event_type: None,
+            name: event.event_name,
+            value: event.value,
+        }
+    }
+
+    /// Decodes one version-1 slot (the fixed offsets of [`Event`]; the
+    /// padding is ignored).
+    #[inline]
+    pub fn from_v1_slot(slot: &[u8; Event::SIZE]) -> RingRecord {
+        const TIMESTAMP: usize = offset_of!(Event, timestamp_us);
+        const CATEGORY: usize = offset_of!(Event, category);
+        const NAME: usize = offset_of!(Event, event_name);
+        const VALUE: usize = offset_of!(Event, value);
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&slot[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let mut category = [0u8; 4];
+        category.copy_from_slice(&slot[CATEGORY..CATEGORY + 4]);
+        let mut name = [0u8; EVENT_NAME_CAPACITY];
+        name.copy_from_slice(&slot[NAME..NAME + EVENT_NAME_CAPACITY]);
+        RingRecord {
+            timestamp_us: Some(u64_at(TIMESTAMP)),
+            category: Some(i32::from_le_bytes(category)),
+            event_type: None,
+            name,
+            value: u64_at(VALUE),
+        }
+    }
+
+    /// Decodes one slot of `layout` (`slot.len() == layout.slot.size`).
+    pub fn decode(layout: &RingLayout, slot: &[u8]) -> RingRecord {
+        let s = &layout.slot;
+        let u64_at = |at: usize| u64::from_le_bytes(slot[at..at + 8].try_into().expect("8 bytes"));
+        let u32_at = |at: usize| u32::from_le_bytes(slot[at..at + 4].try_into().expect("4 bytes"));
+        let (name, event_type) = match s.key {
+            EventKey::Name(at) => {
+                let mut name = [0u8; EVENT_NAME_CAPACITY];
+                name.copy_from_slice(&slot[at..at + EVENT_NAME_CAPACITY]);
+                (name, None)
+            }
+            EventKey::Type(at) => {
+                let t = u32_at(at);
+                (type_name(layout, t), Some(t))
+            }
+        };
+        RingRecord {
+            timestamp_us: s.timestamp.map(u64_at),
+            category: s.category.map(|at| u32_at(at) as i32),
+            event_type,
+            name,
+            value: u64_at(s.value),
+        }
+    }
+
+    /// Whether the name field holds a NUL terminator, as every well-formed slot does.
+    pub fn name_is_terminated(&self) -> bool {
+        self.name.contains(&0)
+    }
+
+    /// The name's bytes up to the first NUL (all 32 if there is none).
+    pub fn name_bytes(&self) -> &[u8] {
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(EVENT_NAME_CAPACITY);
+        &self.name[..end]
+    }
+
+    /// The name as text; invalid UTF-8 is replaced with U+FFFD.
+    pub fn name(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(self.name_bytes())
+    }
+}
+
+/// The NUL-terminated name of event type `t` in `layout`.
+fn type_name(layout: &RingLayout, t: u32) -> [u8; EVENT_NAME_CAPACITY] {
+    let mut out = [0u8; EVENT_NAME_CAPACITY];
+    match layout.event_type_name(t) {
+        Some(name) => out[..name.len()].copy_from_slice(name.as_bytes()),
+        None => {
+            // "unknown_event_" + at most 10 digits: 24 bytes, always fits.
+            let mut digits = [0u8; 10];
+            let mut n = t;
+            let mut len = 0;
+            loop {
+                digits[len] = b'0' + (n % 10) as u8;
+                len += 1;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            let prefix = UNKNOWN_EVENT_PREFIX.len();
+            out[..prefix].copy_from_slice(UNKNOWN_EVENT_PREFIX.as_bytes());
+            for i in 0..len {
+                out[prefix + i] = digits[len - 1 - i];
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nixl_telemetry_abi::ring::{V1, V2_NAMED, V2_TYPED, V3, V4};
+    use nixl_telemetry_abi::Category;
+
+    #[test]
+    fn every_layout_decodes_its_fields() {
+        let e = Event::new(7, Category::TRANSFER, "agent_tx_bytes", 99);
+        let r = RingRecord::decode(&V1, &e.to_bytes());
+        assert_eq!(r, RingRecord::from_event(&e));
+        assert_eq!(r, RingRecord::from_v1_slot(&e.to_bytes()));
+
+        let mut named = [0u8; 48];
+        named[0..4].copy_from_slice(&3i32.to_le_bytes());
+        named[4..9].copy_from_slice(b"ucx_x");
+        named[40..48].copy_from_slice(&5u64.to_le_bytes());
+        let r = RingRecord::decode(&V2_NAMED, &named);
+        assert_eq!(
+            (r.timestamp_us, r.category, r.event_type, r.value),
+            (None, Some(3), None, 5)
+        );
+        assert_eq!(r.name(), "ucx_x");
+
+        let mut typed = [0u8; 16];
+        typed[0..4].copy_from_slice(&(-2i32).to_le_bytes());
+        typed[4..8].copy_from_slice(&6u32.to_le_bytes());
+        typed[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        let r = RingRecord::decode(&V2_TYPED, &typed);
+        assert_eq!(
+            (r.category, r.event_type, r.value),
+            (Some(-2), Some(6), u64::MAX)
+        );
+        assert_eq!(r.name(), "agent_xfer_time");
+
+        let mut v4 = [0u8; 16];
+        v4[0..4].copy_from_slice(&20u32.to_le_bytes());
+        v4[4..8].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]); // padding, ignored
+        let r = RingRecord::decode(&V4, &v4);
+        assert_eq!((r.timestamp_us, r.category), (None, None));
+        assert_eq!(r.name(), "agent_telemetry_events_dropped");
+        assert_eq!(RingRecord::decode(&V3, &v4).name(), "unknown_event_20");
+        v4[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            RingRecord::decode(&V4, &v4).name(),
+            "unknown_event_4294967295"
+        );
+        v4[0..4].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(RingRecord::decode(&V3, &v4).name(), "agent_tx_bytes");
+    }
+}

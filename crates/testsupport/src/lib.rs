@@ -1,0 +1,16 @@
+//! Helpers shared by the integration tests and benchmarks of several crates
+//! (a dev-dependency only; never part of a shipped binary):
+//!
+//! * the crate root ([`plugins`], re-exported): building C plug-ins with the
+//!   system compiler and the workspace's Rust plug-in crates, configurations
+//!   from variables, raw event files;
+//! * [`capture`]: a `tracing` subscriber that keeps every event;
+//! * [`child`]: running one test again in a child process.
+
+#![forbid(unsafe_code)]
+
+pub mod capture;
+pub mod child;
+pub mod plugins;
+
+pub use plugins::*;
