@@ -145,8 +145,24 @@ static void creation_from_settings(const char *ring_dir) {
     CHECK_EQ(nixl_telemetry_destroy(t), NIXL_TELEMETRY_OK);
     larger.newer_field = 1;
     CHECK_EQ(nixl_telemetry_create(AGENT, &larger.v1, &t, err, sizeof err), NIXL_TELEMETRY_ERR_INVALID_ARGUMENT);
-    CHECK_CONTAINS(err, "past 64 are zero");
+    CHECK_CONTAINS(err, "past 72 are zero");
     CHECK_TRUE(t == NULL);
+
+    /* A version-1 caller's struct ends before ring_version: never read. */
+    s = settings_for(ring_dir);
+    s.exporter = "nop";
+    s.struct_size = NIXL_TELEMETRY_SETTINGS_V1_SIZE;
+    s.ring_version = "not read";
+    CHECK_EQ(nixl_telemetry_create(AGENT, &s, &t, err, sizeof err), NIXL_TELEMETRY_OK);
+    CHECK_EQ(nixl_telemetry_destroy(t), NIXL_TELEMETRY_OK);
+    s.struct_size = sizeof s;
+    s.ring_version = "5";
+    CHECK_EQ(nixl_telemetry_create(AGENT, &s, &t, err, sizeof err), NIXL_TELEMETRY_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "settings.ring_version=5 is invalid");
+    CHECK_TRUE(t == NULL);
+    s.ring_version = "4";
+    CHECK_EQ(nixl_telemetry_create(AGENT, &s, &t, err, sizeof err), NIXL_TELEMETRY_OK);
+    CHECK_EQ(nixl_telemetry_destroy(t), NIXL_TELEMETRY_OK);
 
     s = settings_for(ring_dir);
     s.buffer_size = 1000;
