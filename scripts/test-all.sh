@@ -20,5 +20,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests
 
+echo "== python package tests (crates/python: wheel, pytest)"
+bash scripts/test-python.sh
+
 echo "== cargo test"
 cargo test --workspace --locked
