@@ -9,16 +9,14 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use nixl_telemetry_processor::{
-    builder_by_name, builders_from_list, extract_primary_gpu as rust_primary_gpu,
-    extract_gpu_type as rust_gpu_type, render_prometheus, sanitize_str, AttributeRegistry,
+    builder_by_name, builders_from_list, extract_gpu_type as rust_gpu_type,
+    extract_primary_gpu as rust_primary_gpu, render_prometheus, sanitize_str, AttributeRegistry,
     Context, JsonNumber, JsonValue, MetricBuilder, MetricProcessor as RustProcessor, Metrics,
     Record, Timestamp, LAST_UPDATED,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{
-    PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
-};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::errors::ProcessingError;
 

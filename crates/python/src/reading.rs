@@ -256,6 +256,37 @@ fn is_writer_temp_file(name: &OsStr) -> bool {
     bytes.starts_with(b".") && bytes.ends_with(b".tmp")
 }
 
+/// Decoded names as Python strings: the last few looked at first (events of a
+/// ring cycle through a handful of names), then a map.
+#[derive(Default)]
+struct NameCache {
+    recent: Vec<([u8; EVENT_NAME_CAPACITY], Py<PyString>)>,
+    all: HashMap<[u8; EVENT_NAME_CAPACITY], Py<PyString>>,
+}
+
+impl NameCache {
+    const RECENT: usize = 16;
+
+    #[inline]
+    fn get(&mut self, py: Python<'_>, raw: &[u8; EVENT_NAME_CAPACITY]) -> Py<PyString> {
+        if let Some((_, name)) = self.recent.iter().find(|(k, _)| k == raw) {
+            return name.clone_ref(py);
+        }
+        let name = self
+            .all
+            .entry(*raw)
+            .or_insert_with(|| {
+                let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                PyString::new(py, &String::from_utf8_lossy(&raw[..end])).unbind()
+            })
+            .clone_ref(py);
+        if self.recent.len() < Self::RECENT {
+            self.recent.push((*raw, name.clone_ref(py)));
+        }
+        name
+    }
+}
+
 /// One open ring file.
 struct OneRing {
     reader: Option<RingReader>,
@@ -305,8 +336,8 @@ impl OneRing {
     /// Appends what the ring holds now (at most `max` events) to `out`.
     fn drain(
         &mut self,
-        out: &mut Vec<(RawEvent, usize)>,
-        ring_index: usize,
+        out: &mut Vec<(RawEvent, u32)>,
+        ring_index: u32,
         max: usize,
         batch: &mut Vec<RawEvent>,
     ) -> Result<(), RustRingError> {
@@ -371,10 +402,9 @@ impl RingState {
                 )));
             }
         } else {
-            let agent = String::from_utf8_lossy(
-                path.file_name().unwrap_or(path.as_os_str()).as_bytes(),
-            )
-            .into_owned();
+            let agent =
+                String::from_utf8_lossy(path.file_name().unwrap_or(path.as_os_str()).as_bytes())
+                    .into_owned();
             let ring = OneRing::open(path, agent, mode).map_err(|e| ring_error(&e))?;
             state.rings.push(ring);
         }
@@ -435,7 +465,7 @@ impl RingState {
     }
 
     /// Reads what every ring holds now, at most `max` events in all.
-    fn read(&mut self, max: usize) -> Result<Vec<(RawEvent, usize)>, RustRingError> {
+    fn read(&mut self, max: usize) -> Result<Vec<(RawEvent, u32)>, RustRingError> {
         let mut out = Vec::new();
         let mut batch = Vec::with_capacity(BATCH_EVENTS.min(max.max(1)));
         for (index, ring) in self.rings.iter_mut().enumerate() {
@@ -443,7 +473,7 @@ impl RingState {
             if left == 0 {
                 break;
             }
-            ring.drain(&mut out, index, left, &mut batch)?;
+            ring.drain(&mut out, index as u32, left, &mut batch)?;
         }
         Ok(out)
     }
@@ -495,22 +525,14 @@ impl Ring {
             .iter()
             .map(|a| self.directory.then(|| PyString::new(py, a).unbind()))
             .collect();
-        let mut names: HashMap<[u8; EVENT_NAME_CAPACITY], Py<PyString>> = HashMap::new();
-        let list = PyList::empty(py);
+        let mut names = NameCache::default();
+        let mut objects = Vec::with_capacity(raw.len());
         for (event, ring) in raw {
-            let name = names
-                .entry(event.event_name)
-                .or_insert_with(|| {
-                    let end = event
-                        .event_name
-                        .iter()
-                        .position(|&b| b == 0)
-                        .unwrap_or(EVENT_NAME_CAPACITY);
-                    PyString::new(py, &String::from_utf8_lossy(&event.event_name[..end])).unbind()
-                })
-                .clone_ref(py);
-            let agent = agent_objects[ring].as_ref().map(|a| a.clone_ref(py));
-            let object = Py::new(
+            let name = names.get(py, &event.event_name);
+            let agent = agent_objects[ring as usize]
+                .as_ref()
+                .map(|a| a.clone_ref(py));
+            objects.push(Py::new(
                 py,
                 Event {
                     timestamp_us: Some(event.timestamp_us),
@@ -519,10 +541,9 @@ impl Ring {
                     value: event.value,
                     agent,
                 },
-            )?;
-            list.append(object)?;
+            )?);
         }
-        Ok(list)
+        PyList::new(py, objects)
     }
 }
 

@@ -90,11 +90,9 @@ fn config_from_settings(settings: Option<&Bound<'_, PyDict>>) -> PyResult<Teleme
             "dir" => dir = Some(text_setting(&key, &value)?),
             "exporter" => {
                 if !value.is_none() {
-                    exporter = Some(
-                        value
-                            .extract::<String>()
-                            .map_err(|_| setting_error(&key, &value, "buffer, nop, or a plug-in name"))?,
-                    )
+                    exporter = Some(value.extract::<String>().map_err(|_| {
+                        setting_error(&key, &value, "buffer, nop, or a plug-in name")
+                    })?)
                 }
             }
             "output_path" => {
@@ -222,7 +220,11 @@ impl Drop for Telemetry {
             // Inherited through fork: the flush thread does not exist here, its
             // locks may be held forever and the ring is the parent's. Never flush,
             // join or close it: the memory is left to the process's exit.
-            let taken = self.inner.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+            let taken = self
+                .inner
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
             std::mem::forget(taken);
         }
         // In the creating process the field's own drop flushes and closes it.
@@ -339,7 +341,11 @@ impl Telemetry {
     #[getter]
     fn closed(&self) -> bool {
         self.generation != fork::current()
-            || self.inner.read().unwrap_or_else(|e| e.into_inner()).is_none()
+            || self
+                .inner
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
