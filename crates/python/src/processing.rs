@@ -353,31 +353,135 @@ fn registry_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<AttributeRegistry> 
     AttributeRegistry::from_path(&path).map_err(|e| processing_error(format!("attributes: {e}")))
 }
 
+/// The map of the dict the processor last wrote, and a shallow copy of that dict
+/// as it was left: while the dict still equals the copy, the map is reused (no
+/// conversion, and the builders' slot caches stay warm).
+struct MapCache {
+    dict: Py<PyDict>,
+    snapshot: Py<PyDict>,
+    loaded: Loaded,
+}
+
 /// Turns usage records into metrics in the caller's dict (see `docs/python.md`).
 #[pyclass(unsendable, module = "nixl_telemetry._native")]
 pub struct MetricProcessor {
     inner: RustProcessor,
+    cache: Option<MapCache>,
 }
 
 impl MetricProcessor {
-    fn apply_one(
+    /// The dict as the processor's map: the cached one when the dict is the one
+    /// last written and unchanged since, else read anew.
+    fn take_map(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<Loaded> {
+        if let Some(cache) = self.cache.take() {
+            let py = dict.py();
+            if cache.dict.bind(py).is(dict) && dict.as_any().eq(cache.snapshot.bind(py))? {
+                return Ok(cache.loaded);
+            }
+        }
+        load_metrics(dict)
+    }
+
+    /// Remembers the map of `dict` after a successful write-back.
+    fn keep_map(&mut self, dict: &Bound<'_, PyDict>, loaded: Loaded) -> PyResult<()> {
+        let snapshot = dict.copy()?;
+        self.cache = Some(MapCache {
+            dict: dict.clone().unbind(),
+            snapshot: snapshot.unbind(),
+            loaded,
+        });
+        Ok(())
+    }
+
+    /// Applies one record, touching only the keys it writes: a first run on an
+    /// empty map finds them (the built-in builders' keys depend on the record
+    /// and its times, never on the values already there), then the record is
+    /// applied to a map holding just those keys' values from the dict. The cost
+    /// does not grow with the dict.
+    fn apply_single(
         &mut self,
-        metrics: &Bound<'_, PyDict>,
-        record: &Bound<'_, PyAny>,
+        dict: &Bound<'_, PyDict>,
+        record: &Record<'_>,
         context: Context,
         stamp: bool,
-    ) -> PyResult<Metrics> {
-        let record = record_from(record)?;
+    ) -> PyResult<()> {
+        let last_updated = match dict.get_item(LAST_UPDATED)? {
+            None => None,
+            Some(v) if v.is_none() => None,
+            Some(v) => Some(v.extract::<String>().map_err(|_| {
+                processing_error(format!(
+                    "metrics key `last_updated`: expected a str (an ISO 8601 date-time), found {}",
+                    type_name(&v)
+                ))
+            })?),
+        };
+        let now = context.now.unwrap_or_else(Timestamp::now_local);
+        let old_now = match (context.old_now, last_updated.as_deref()) {
+            (Some(t), _) => t,
+            (None, Some(text)) if !text.is_empty() => Timestamp::parse_iso(text)
+                .map_err(|e| processing_error(format!("metrics key `last_updated`: {e}")))?,
+            _ => now,
+        };
+        let context = Context {
+            now: Some(now),
+            old_now: Some(old_now),
+        };
+        let mut scratch = Metrics::new();
+        self.inner
+            .process(&mut scratch, record, &context)
+            .map_err(|e| processing_error(e.to_string()))?;
+        let mut map = Metrics::new();
+        let mut foreign = HashSet::new();
+        for (key, _) in scratch.iter() {
+            let Some(value) = dict.get_item(key)? else {
+                continue;
+            };
+            if value.is_instance_of::<PyInt>() {
+                let n = value.extract::<i64>().map_err(|_| {
+                    processing_error(format!(
+                        "metrics key `{key}`: expected an int in the signed 64-bit range, found {}",
+                        value.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ))
+                })?;
+                map.insert(key, n)
+                    .map_err(|e| processing_error(format!("metrics key `{key}`: {e}")))?;
+            } else {
+                foreign.insert(key.to_owned());
+            }
+        }
+        map.set_last_updated(last_updated);
+        let before = map.clone();
+        self.inner
+            .process(&mut map, record, &context)
+            .map_err(|e| processing_error(e.to_string()))?;
+        store_metrics(dict, &before, &map, &foreign, stamp)
+    }
+
+    /// Applies records to the dict, all or none.
+    fn apply_batch(
+        &mut self,
+        metrics: &Bound<'_, PyDict>,
+        batch: &[(Record<'_>, Context)],
+    ) -> PyResult<()> {
         let Loaded {
             metrics: mut map,
             foreign,
-        } = load_metrics(metrics)?;
+        } = self.take_map(metrics)?;
         let before = map.clone();
-        self.inner
-            .process(&mut map, &record, &context)
-            .map_err(|e| processing_error(e.to_string()))?;
-        store_metrics(metrics, &before, &map, &foreign, stamp)?;
-        Ok(map)
+        for (index, (record, context)) in batch.iter().enumerate() {
+            if let Err(e) = self.inner.process(&mut map, record, context) {
+                // The map is dropped: the next call reads the dict anew.
+                return Err(processing_error(format!("record #{index}: {e}")));
+            }
+        }
+        store_metrics(metrics, &before, &map, &foreign, true)?;
+        self.keep_map(
+            metrics,
+            Loaded {
+                metrics: map,
+                foreign,
+            },
+        )
     }
 }
 
@@ -395,7 +499,7 @@ impl MetricProcessor {
             Some(list) => RustProcessor::with_builders(registry, list),
         }
         .map_err(|e| processing_error(format!("builders: {e}")))?;
-        Ok(MetricProcessor { inner })
+        Ok(MetricProcessor { inner, cache: None })
     }
 
     /// The builders' names, in run order.
@@ -417,7 +521,8 @@ impl MetricProcessor {
         context: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let context = context_of(context)?;
-        self.apply_one(&metrics, record, context, true)?;
+        let record = record_from(record)?;
+        self.apply_single(&metrics, &record, context, true)?;
         Ok(metrics)
     }
 
@@ -462,17 +567,7 @@ impl MetricProcessor {
                 batch.push((record_from(&item).map_err(at)?, shared));
             }
         }
-        let Loaded {
-            metrics: mut map,
-            foreign,
-        } = load_metrics(&metrics)?;
-        let before = map.clone();
-        for (index, (record, context)) in batch.iter().enumerate() {
-            self.inner
-                .process(&mut map, record, context)
-                .map_err(|e| processing_error(format!("record #{index}: {e}")))?;
-        }
-        store_metrics(&metrics, &before, &map, &foreign, true)?;
+        self.apply_batch(&metrics, &batch)?;
         Ok(metrics)
     }
 
@@ -495,15 +590,17 @@ impl MetricProcessor {
         old_now: &Bound<'py, PyAny>,
         want_data: bool,
     ) -> PyResult<Py<PyAny>> {
+        let record_object = record;
         let context = Context {
             now: Some(timestamp_of(now, "context['now']")?),
             old_now: Some(timestamp_of(old_now, "context['old_now']")?),
         };
-        self.apply_one(&metrics, record, context, false)?;
+        let record = record_from(record)?;
+        self.apply_single(&metrics, &record, context, false)?;
         if !want_data {
             return Ok(py.None());
         }
-        let record = record_from(record)?;
+        let record = record_from(record_object)?;
         let data = nixl_telemetry_processor::extract_telemetry_data(self.inner.registry(), &record)
             .map_err(|e| processing_error(e.to_string()))?;
         from_json(py, &data.to_json())
