@@ -15,6 +15,7 @@ use nixl_telemetry_processor::{
     Record, Timestamp, LAST_UPDATED,
 };
 use pyo3::prelude::*;
+use pyo3::intern;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
@@ -198,6 +199,25 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
             "{what} must be a datetime.datetime, found {}",
             type_name(value)
         )));
+    }
+    // A naive datetime (the usual case): its fields, without formatting and parsing.
+    if value.getattr(intern!(py, "tzinfo"))?.is_none() {
+        let field = |name: &Bound<'_, PyString>| -> PyResult<u32> { value.getattr(name)?.extract() };
+        let year: i32 = value.getattr(intern!(py, "year"))?.extract()?;
+        let date = chrono::NaiveDate::from_ymd_opt(
+            year,
+            field(intern!(py, "month"))?,
+            field(intern!(py, "day"))?,
+        );
+        let time = chrono::NaiveTime::from_hms_micro_opt(
+            field(intern!(py, "hour"))?,
+            field(intern!(py, "minute"))?,
+            field(intern!(py, "second"))?,
+            field(intern!(py, "microsecond"))?,
+        );
+        if let (Some(date), Some(time)) = (date, time) {
+            return Ok(Timestamp::from_naive(date.and_time(time)));
+        }
     }
     let text: String = value.call_method0("isoformat")?.extract()?;
     Timestamp::parse_iso(&text).map_err(|e| processing_error(format!("{what}: {e}")))
