@@ -15,6 +15,7 @@ pub mod fork;
 pub mod processing;
 pub mod reading;
 pub mod recording;
+pub mod text;
 
 use pyo3::prelude::*;
 

@@ -14,12 +14,13 @@ use nixl_telemetry_processor::{
     Context, JsonNumber, JsonValue, MetricBuilder, MetricProcessor as RustProcessor, Metrics,
     Record, Timestamp, LAST_UPDATED,
 };
-use pyo3::prelude::*;
 use pyo3::intern;
+use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::errors::ProcessingError;
+use crate::text::owned_text;
 
 fn processing_error(message: impl Into<String>) -> PyErr {
     ProcessingError::new_err(message.into())
@@ -62,8 +63,8 @@ pub fn to_json(value: &Bound<'_, PyAny>, key: &str) -> PyResult<JsonValue<'stati
         }
         return Ok(JsonValue::Number(JsonNumber::Float(f)));
     }
-    if value.is_instance_of::<PyString>() {
-        return Ok(JsonValue::String(Cow::Owned(value.extract::<String>()?)));
+    if let Ok(text) = value.cast::<PyString>() {
+        return Ok(JsonValue::String(Cow::Owned(owned_text(text)?)));
     }
     if let Ok(list) = value.cast::<PyList>() {
         let mut items = Vec::with_capacity(list.len());
@@ -110,9 +111,10 @@ fn record_from(value: &Bound<'_, PyAny>) -> PyResult<Record<'static>> {
     };
     let mut fields = Vec::with_capacity(dict.len());
     for (k, v) in dict.iter() {
-        let Ok(k) = k.extract::<String>() else {
+        let Ok(k) = k.cast::<PyString>() else {
             continue;
         };
+        let k = owned_text(k)?;
         let v = to_json(&v, &k)?;
         fields.push((Cow::Owned(k), v));
     }
@@ -202,7 +204,8 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
     }
     // A naive datetime (the usual case): its fields, without formatting and parsing.
     if value.getattr(intern!(py, "tzinfo"))?.is_none() {
-        let field = |name: &Bound<'_, PyString>| -> PyResult<u32> { value.getattr(name)?.extract() };
+        let field =
+            |name: &Bound<'_, PyString>| -> PyResult<u32> { value.getattr(name)?.extract() };
         let year: i32 = value.getattr(intern!(py, "year"))?.extract()?;
         let date = chrono::NaiveDate::from_ymd_opt(
             year,
