@@ -194,8 +194,11 @@ def bench_read(repeat):
 
         t_std = best(stdlib, repeat)
         t_ours = best(ours, repeat)
+        t_columns = best(lambda: nt.read_ring(ring, peek=True, columns=True), repeat)
     return {
         "events": count,
+        "read_ring_columns_ms": t_columns * 1e3,
+        "columns_speedup": t_std / t_columns,
         "stdlib_ms": t_std * 1e3,
         "read_ring_ms": t_ours * 1e3,
         "speedup": t_std / t_ours,

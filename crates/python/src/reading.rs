@@ -16,9 +16,10 @@ use std::sync::Mutex;
 use nixl_telemetry::ring::{ReadMode, RingError as RustRingError, RingReader, TrailerInfo};
 use nixl_telemetry_abi::{Category, Event as RawEvent, EVENT_NAME_CAPACITY};
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::errors::RingError;
 
@@ -287,6 +288,9 @@ impl NameCache {
     }
 }
 
+/// A raw event and the index of the ring it came from.
+type TaggedEvent = (RawEvent, u32);
+
 /// One open ring file.
 struct OneRing {
     reader: Option<RingReader>,
@@ -509,8 +513,9 @@ impl Ring {
     }
 
     /// Reads into Python events, the GIL released while the files are read.
-    fn read_events<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
-        let (raw, agents) = py.detach(|| {
+    /// Reads the raw events (the GIL released) and the agents' names.
+    fn read_raw(&self, py: Python<'_>, max: usize) -> PyResult<(Vec<TaggedEvent>, Vec<String>)> {
+        py.detach(|| {
             self.with_state(|state| {
                 if state.directory {
                     state.scan()?;
@@ -520,7 +525,12 @@ impl Ring {
                 let agents: Vec<String> = state.rings.iter().map(|r| r.agent.clone()).collect();
                 Ok((raw, agents))
             })
-        })?;
+        })
+    }
+
+    /// Reads into Python events.
+    fn read_events<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
+        let (raw, agents) = self.read_raw(py, max)?;
         let agent_objects: Vec<Option<Py<PyString>>> = agents
             .iter()
             .map(|a| self.directory.then(|| PyString::new(py, a).unbind()))
@@ -544,6 +554,47 @@ impl Ring {
             )?);
         }
         PyList::new(py, objects)
+    }
+
+    /// Reads into columns: `array.array`s of the numbers, lists of the names
+    /// (and agents), one entry per event.
+    fn columns<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyDict>> {
+        let (raw, agents) = self.read_raw(py, max)?;
+        let mut timestamps = Vec::with_capacity(raw.len() * 8);
+        let mut categories = Vec::with_capacity(raw.len() * 4);
+        let mut values = Vec::with_capacity(raw.len() * 8);
+        let mut names = NameCache::default();
+        let mut name_list = Vec::with_capacity(raw.len());
+        for (event, _) in &raw {
+            timestamps.extend_from_slice(&event.timestamp_us.to_ne_bytes());
+            categories.extend_from_slice(&event.category.to_ne_bytes());
+            values.extend_from_slice(&event.value.to_ne_bytes());
+            name_list.push(names.get(py, &event.event_name));
+        }
+        let array = py
+            .import(intern!(py, "array"))?
+            .getattr(intern!(py, "array"))?;
+        let column = |code: &str, bytes: &[u8]| -> PyResult<Bound<'py, PyAny>> {
+            let a = array.call1((code,))?;
+            a.call_method1(intern!(py, "frombytes"), (PyBytes::new(py, bytes),))?;
+            Ok(a)
+        };
+        let d = PyDict::new(py);
+        d.set_item("timestamp_us", column("Q", &timestamps)?)?;
+        d.set_item("category", column("i", &categories)?)?;
+        d.set_item("name", PyList::new(py, name_list)?)?;
+        d.set_item("value", column("Q", &values)?)?;
+        if self.directory {
+            let agent_objects: Vec<Py<PyString>> = agents
+                .iter()
+                .map(|a| PyString::new(py, a).unbind())
+                .collect();
+            let agent_list = raw
+                .iter()
+                .map(|(_, ring)| agent_objects[*ring as usize].clone_ref(py));
+            d.set_item("agent", PyList::new(py, agent_list)?)?;
+        }
+        Ok(d)
     }
 }
 
@@ -575,6 +626,18 @@ impl Ring {
         max_events: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.read_events(py, max_events.unwrap_or(usize::MAX))
+    }
+
+    /// Like `read`, as columns: a dict of `array.array`s (`timestamp_us` and
+    /// `value`: 'Q', `category`: 'i') and lists (`name`, and `agent` for a
+    /// directory), one entry per event, in the same order.
+    #[pyo3(signature = (max_events=None))]
+    fn read_columns<'py>(
+        &self,
+        py: Python<'py>,
+        max_events: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.columns(py, max_events.unwrap_or(usize::MAX))
     }
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -713,12 +776,22 @@ impl Ring {
     }
 }
 
-/// Reads every event a ring file (or a directory of them) holds now.
+/// Reads every event a ring file (or a directory of them) holds now: a list of
+/// `Event`s, or with `columns=True` the dict of columns `Ring.read_columns` gives.
 #[pyfunction]
-#[pyo3(signature = (path, peek=false))]
-pub fn read_ring<'py>(py: Python<'py>, path: PathBuf, peek: bool) -> PyResult<Bound<'py, PyList>> {
+#[pyo3(signature = (path, peek=false, columns=false))]
+pub fn read_ring<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    peek: bool,
+    columns: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let ring = Ring::new(py, path, peek)?;
-    let events = ring.read_events(py, usize::MAX)?;
+    let events = if columns {
+        ring.columns(py, usize::MAX)?.into_any()
+    } else {
+        ring.read_events(py, usize::MAX)?.into_any()
+    };
     ring.close();
     Ok(events)
 }

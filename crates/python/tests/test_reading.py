@@ -93,6 +93,26 @@ def test_our_rings_and_directories_match_the_reader(tmp_path, telemetry_reader):
     assert ours.trailer is None and ours.events_lost == 0
 
 
+def test_columns_hold_the_same_events(tmp_path):
+    for agent in ["b", "a"]:
+        with nt.Telemetry(agent, dir=tmp_path, buffer_size=64) as t:
+            t.transfer_completed(10, False, 2**64 - 1)
+            t.record(-3, "neg_category", 4)
+    events = read_ring(tmp_path, peek=True)
+    columns = read_ring(tmp_path, peek=True, columns=True)
+    assert set(columns) == {"timestamp_us", "category", "name", "value", "agent"}
+    assert columns["timestamp_us"].typecode == "Q" and columns["category"].typecode == "i"
+    rows = list(zip(columns["timestamp_us"], columns["category"], columns["name"],
+                    columns["value"], columns["agent"]))
+    assert rows == [(e.timestamp_us, int(e.category), e.name, e.value, e.agent) for e in events]
+    assert len(rows) == 8 and rows[3][1] == -3 and rows[2][3] == 1
+    with Ring(tmp_path / "a") as ring:
+        first = ring.read_columns(max_events=3)
+        assert "agent" not in first and list(first["value"]) == [10, 2**64 - 1, 1]
+        assert list(ring.read_columns()["name"]) == ["neg_category"]
+        assert len(ring.read_columns()["name"]) == 0
+
+
 def test_loss_counters_come_from_the_trailer(tmp_path):
     with nt.Telemetry("lossy", dir=tmp_path, buffer_size=8, run_interval_ms=100000) as t:
         for i in range(20):
