@@ -288,9 +288,6 @@ impl NameCache {
     }
 }
 
-/// A raw event and the index of the ring it came from.
-type TaggedEvent = (RawEvent, u32);
-
 /// One open ring file.
 struct OneRing {
     reader: Option<RingReader>,
@@ -337,36 +334,31 @@ impl OneRing {
         self.last_trailer
     }
 
-    /// Appends what the ring holds now (at most `max` events) to `out`.
-    fn drain(
-        &mut self,
-        out: &mut Vec<(RawEvent, u32)>,
-        ring_index: u32,
-        max: usize,
-        batch: &mut Vec<RawEvent>,
-    ) -> Result<(), RustRingError> {
-        let Some(reader) = self.reader.as_mut() else {
-            return Ok(());
-        };
-        let mut remaining = reader.pending()?.min(max as u64);
-        while remaining > 0 {
-            batch.clear();
-            let want = remaining.min(BATCH_EVENTS as u64) as usize;
-            let n = reader.read_batch(batch, want)?;
-            if n == 0 {
-                break;
-            }
-            for event in batch.iter() {
-                if event.event_name.contains(&0) {
-                    out.push((*event, ring_index));
-                    self.events_read += 1;
-                } else {
-                    self.malformed += 1;
-                }
-            }
-            remaining -= n as u64;
+    /// Events waiting now (none once the file was retired).
+    fn pending(&mut self) -> Result<u64, RustRingError> {
+        match self.reader.as_mut() {
+            Some(reader) => reader.pending(),
+            None => Ok(0),
         }
-        Ok(())
+    }
+
+    /// Reads up to `want` slots into `batch` (cleared first), keeping the
+    /// well-formed events; returns the number of slots read.
+    fn read_batch(
+        &mut self,
+        batch: &mut Vec<RawEvent>,
+        want: usize,
+    ) -> Result<usize, RustRingError> {
+        batch.clear();
+        let Some(reader) = self.reader.as_mut() else {
+            return Ok(0);
+        };
+        let n = reader.read_batch(batch, want)?;
+        let read = batch.len();
+        batch.retain(|event| event.event_name.contains(&0));
+        self.events_read += batch.len() as u64;
+        self.malformed += (read - batch.len()) as u64;
+        Ok(n)
     }
 }
 
@@ -468,20 +460,6 @@ impl RingState {
         Ok(())
     }
 
-    /// Reads what every ring holds now, at most `max` events in all.
-    fn read(&mut self, max: usize) -> Result<Vec<(RawEvent, u32)>, RustRingError> {
-        let mut out = Vec::new();
-        let mut batch = Vec::with_capacity(BATCH_EVENTS.min(max.max(1)));
-        for (index, ring) in self.rings.iter_mut().enumerate() {
-            let left = max - out.len();
-            if left == 0 {
-                break;
-            }
-            ring.drain(&mut out, index as u32, left, &mut batch)?;
-        }
-        Ok(out)
-    }
-
     /// Closes rings whose file was removed or replaced (after their last read).
     fn retire(&mut self) {
         for ring in self.rings.iter_mut().filter(|r| r.retiring) {
@@ -513,64 +491,129 @@ impl Ring {
     }
 
     /// Reads into Python events, the GIL released while the files are read.
-    /// Reads the raw events (the GIL released) and the agents' names.
-    fn read_raw(&self, py: Python<'_>, max: usize) -> PyResult<(Vec<TaggedEvent>, Vec<String>)> {
+    /// The rings to read (a directory is rescanned) and the events each holds now.
+    fn plan(&self, py: Python<'_>) -> PyResult<Vec<(String, u64)>> {
         py.detach(|| {
             self.with_state(|state| {
                 if state.directory {
                     state.scan()?;
                 }
-                let raw = state.read(max).map_err(|e| ring_error(&e))?;
+                state
+                    .rings
+                    .iter_mut()
+                    .map(|r| Ok((r.agent.clone(), r.pending().map_err(|e| ring_error(&e))?)))
+                    .collect()
+            })
+        })
+    }
+
+    /// Reads the planned events, at most `max`, batch by batch: each batch is
+    /// read with the GIL released, then handed to `sink` with the index of its
+    /// ring in `plan`. The lock is never waited for while holding the GIL.
+    fn read_planned(
+        &self,
+        py: Python<'_>,
+        plan: &[(String, u64)],
+        max: usize,
+        mut sink: impl FnMut(&[RawEvent], usize) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let mut batch = Vec::with_capacity(BATCH_EVENTS.min(max.max(1)));
+        let mut left = max;
+        for (index, (agent, pending)) in plan.iter().enumerate() {
+            let mut remaining = *pending;
+            while remaining > 0 && left > 0 {
+                let want = remaining.min(BATCH_EVENTS as u64).min(left as u64) as usize;
+                let n = py.detach(|| {
+                    self.with_state(|state| {
+                        // Found by name: another thread may have rescanned meanwhile.
+                        match state.rings.iter_mut().find(|r| &r.agent == agent) {
+                            Some(ring) => ring
+                                .read_batch(&mut batch, want)
+                                .map_err(|e| ring_error(&e)),
+                            None => Ok(0),
+                        }
+                    })
+                })?;
+                if n == 0 {
+                    break;
+                }
+                remaining -= n as u64;
+                left -= batch.len();
+                sink(&batch, index)?;
+            }
+        }
+        py.detach(|| {
+            self.with_state(|state| {
                 state.retire();
-                let agents: Vec<String> = state.rings.iter().map(|r| r.agent.clone()).collect();
-                Ok((raw, agents))
+                Ok(())
             })
         })
     }
 
     /// Reads into Python events.
     fn read_events<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
-        let (raw, agents) = self.read_raw(py, max)?;
-        let agent_objects: Vec<Option<Py<PyString>>> = agents
+        let plan = self.plan(py)?;
+        let agents: Vec<Option<Py<PyString>>> = plan
             .iter()
-            .map(|a| self.directory.then(|| PyString::new(py, a).unbind()))
+            .map(|(agent, _)| self.directory.then(|| PyString::new(py, agent).unbind()))
             .collect();
         let mut names = NameCache::default();
-        let mut objects = Vec::with_capacity(raw.len());
-        for (event, ring) in raw {
-            let name = names.get(py, &event.event_name);
-            let agent = agent_objects[ring as usize]
-                .as_ref()
-                .map(|a| a.clone_ref(py));
-            objects.push(Py::new(
-                py,
-                Event {
-                    timestamp_us: Some(event.timestamp_us),
-                    category: Some(event.category),
-                    name,
-                    value: event.value,
-                    agent,
-                },
-            )?);
-        }
+        let mut objects = Vec::with_capacity(
+            plan.iter()
+                .map(|(_, n)| *n as usize)
+                .sum::<usize>()
+                .min(max),
+        );
+        self.read_planned(py, &plan, max, |batch, ring| {
+            for event in batch {
+                objects.push(Py::new(
+                    py,
+                    Event {
+                        timestamp_us: Some(event.timestamp_us),
+                        category: Some(event.category),
+                        name: names.get(py, &event.event_name),
+                        value: event.value,
+                        agent: agents[ring].as_ref().map(|a| a.clone_ref(py)),
+                    },
+                )?);
+            }
+            Ok(())
+        })?;
         PyList::new(py, objects)
     }
 
     /// Reads into columns: `array.array`s of the numbers, lists of the names
     /// (and agents), one entry per event.
     fn columns<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyDict>> {
-        let (raw, agents) = self.read_raw(py, max)?;
-        let mut timestamps = Vec::with_capacity(raw.len() * 8);
-        let mut categories = Vec::with_capacity(raw.len() * 4);
-        let mut values = Vec::with_capacity(raw.len() * 8);
+        let plan = self.plan(py)?;
+        let agents: Vec<Py<PyString>> = plan
+            .iter()
+            .map(|(agent, _)| PyString::new(py, agent).unbind())
+            .collect();
+        let expected = plan
+            .iter()
+            .map(|(_, n)| *n as usize)
+            .sum::<usize>()
+            .min(max);
+        let mut timestamps = Vec::with_capacity(expected * 8);
+        let mut categories = Vec::with_capacity(expected * 4);
+        let mut values = Vec::with_capacity(expected * 8);
         let mut names = NameCache::default();
-        let mut name_list = Vec::with_capacity(raw.len());
-        for (event, _) in &raw {
-            timestamps.extend_from_slice(&event.timestamp_us.to_ne_bytes());
-            categories.extend_from_slice(&event.category.to_ne_bytes());
-            values.extend_from_slice(&event.value.to_ne_bytes());
-            name_list.push(names.get(py, &event.event_name));
-        }
+        let mut name_list = Vec::with_capacity(expected);
+        let mut agent_list = Vec::new();
+        let directory = self.directory;
+        self.read_planned(py, &plan, max, |batch, ring| {
+            for event in batch {
+                timestamps.extend_from_slice(&event.timestamp_us.to_ne_bytes());
+                categories.extend_from_slice(&event.category.to_ne_bytes());
+                values.extend_from_slice(&event.value.to_ne_bytes());
+                name_list.push(names.get(py, &event.event_name));
+                if directory {
+                    agent_list.push(agents[ring].clone_ref(py));
+                }
+            }
+            Ok(())
+        })?;
         let array = py
             .import(intern!(py, "array"))?
             .getattr(intern!(py, "array"))?;
@@ -584,14 +627,7 @@ impl Ring {
         d.set_item("category", column("i", &categories)?)?;
         d.set_item("name", PyList::new(py, name_list)?)?;
         d.set_item("value", column("Q", &values)?)?;
-        if self.directory {
-            let agent_objects: Vec<Py<PyString>> = agents
-                .iter()
-                .map(|a| PyString::new(py, a).unbind())
-                .collect();
-            let agent_list = raw
-                .iter()
-                .map(|(_, ring)| agent_objects[*ring as usize].clone_ref(py));
+        if directory {
             d.set_item("agent", PyList::new(py, agent_list)?)?;
         }
         Ok(d)
