@@ -93,6 +93,23 @@ def test_our_rings_and_directories_match_the_reader(tmp_path, telemetry_reader):
     assert ours.trailer is None and ours.events_lost == 0
 
 
+def test_a_directory_picks_up_new_agents_and_finishes_removed_ones(tmp_path):
+    first = nt.Telemetry("first", dir=tmp_path, buffer_size=16)
+    first.backend_event("one", 1)
+    first.flush()
+    ring = Ring(tmp_path)
+    assert [(e.agent, e.name) for e in ring.read()] == [("first", "one")]
+    with nt.Telemetry("second", dir=tmp_path, buffer_size=16) as second:
+        second.backend_event("two", 2)
+    first.backend_event("three", 3)
+    first.close()
+    assert [(e.agent, e.name) for e in ring.read()] == [("first", "three"), ("second", "two")]
+    assert ring.agents == ["first", "second"]
+    os.unlink(tmp_path / "second")
+    assert ring.read() == [] and ring.events_read == 3
+    assert dict(ring.trailers)["second"].closed  # kept from before the removal
+
+
 def test_columns_hold_the_same_events(tmp_path):
     for agent in ["b", "a"]:
         with nt.Telemetry(agent, dir=tmp_path, buffer_size=64) as t:
