@@ -6,13 +6,14 @@
 //! error leaves the dict exactly as it was.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nixl_telemetry_processor::{
-    builder_by_name, builders_from_list, extract_gpu_type as rust_gpu_type,
-    extract_primary_gpu as rust_primary_gpu, render_prometheus, sanitize_str, AttributeRegistry,
-    Context, JsonNumber, JsonValue, MetricBuilder, MetricProcessor as RustProcessor, Metrics,
-    Record, Timestamp, LAST_UPDATED,
+    builder_by_name, extract_gpu_type as rust_gpu_type, extract_primary_gpu as rust_primary_gpu,
+    render_prometheus, sanitize_str, AttributeRegistry, Context, JsonNumber, JsonValue,
+    MetricProcessor as RustProcessor, Metrics, Record, Timestamp, LAST_UPDATED,
 };
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -328,14 +329,19 @@ fn store_metrics(
     Ok(())
 }
 
-fn builders_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<Box<dyn MetricBuilder>>>> {
+fn builders_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<String>>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
-    let err = |e: nixl_telemetry_processor::BindError| processing_error(format!("builders: {e}"));
     if value.is_instance_of::<PyString>() {
         let list: String = value.extract()?;
-        return builders_from_list(&list).map(Some).map_err(err);
+        return Ok(Some(
+            list.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ));
     }
     let mut out = Vec::new();
     let iter = value.try_iter().map_err(|_| {
@@ -352,7 +358,7 @@ fn builders_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<Box<dyn 
                 item.repr().map(|r| r.to_string()).unwrap_or_default()
             ))
         })?;
-        out.push(builder_by_name(name.trim()).map_err(err)?);
+        out.push(name.trim().to_owned());
     }
     Ok(Some(out))
 }
@@ -385,14 +391,86 @@ struct MapCache {
     loaded: Loaded,
 }
 
-/// Turns usage records into metrics in the caller's dict (see `docs/python.md`).
-#[pyclass(unsendable, module = "nixl_telemetry._native")]
-pub struct MetricProcessor {
+/// What one Python `MetricProcessor` keeps on one thread: the Rust processor
+/// (its builders are not `Send`) and the map cache.
+struct ThreadState {
     inner: RustProcessor,
     cache: Option<MapCache>,
 }
 
+thread_local! {
+    /// Each thread's processors, by the Python object's id.
+    static STATES: RefCell<HashMap<u64, ThreadState>> = RefCell::new(HashMap::new());
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The configuration a processor is built from (on each thread that uses it).
+#[derive(Clone)]
+struct Recipe {
+    registry: AttributeRegistry,
+    /// `None`: the default builders.
+    builders: Option<Vec<String>>,
+}
+
+impl Recipe {
+    fn build(&self) -> PyResult<RustProcessor> {
+        let err =
+            |e: nixl_telemetry_processor::BindError| processing_error(format!("builders: {e}"));
+        match &self.builders {
+            None => RustProcessor::with_registry(self.registry.clone()).map_err(err),
+            Some(names) => {
+                let builders = names
+                    .iter()
+                    .map(|n| builder_by_name(n))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(err)?;
+                RustProcessor::with_builders(self.registry.clone(), builders).map_err(err)
+            }
+        }
+    }
+}
+
+/// Turns usage records into metrics in the caller's dict (see `docs/python.md`).
+/// Usable from any thread: each thread that uses it gets its own Rust processor
+/// (built from the same configuration; they share no state but their results).
+#[pyclass(frozen, module = "nixl_telemetry._native")]
+pub struct MetricProcessor {
+    id: u64,
+    recipe: Recipe,
+    builder_names: Vec<String>,
+}
+
 impl MetricProcessor {
+    /// Runs `f` with this thread's state, taken out of the thread's table
+    /// meanwhile (a re-entrant call from Python code `f` runs gets a new one).
+    fn with_state<R>(&self, f: impl FnOnce(&mut ThreadState) -> PyResult<R>) -> PyResult<R> {
+        let taken = STATES.with(|states| states.borrow_mut().remove(&self.id));
+        let mut state = match taken {
+            Some(state) => state,
+            None => ThreadState {
+                inner: self.recipe.build()?,
+                cache: None,
+            },
+        };
+        let result = f(&mut state);
+        STATES.with(|states| states.borrow_mut().insert(self.id, state));
+        result
+    }
+}
+
+impl Drop for MetricProcessor {
+    fn drop(&mut self) {
+        // This thread's state; other threads' go when those threads end.
+        let _ = STATES.try_with(|states| {
+            if let Ok(mut states) = states.try_borrow_mut() {
+                states.remove(&self.id);
+            }
+        });
+    }
+}
+
+impl ThreadState {
     /// The dict as the processor's map: the cached one when the dict is the one
     /// last written and unchanged since, else read anew.
     fn take_map(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<Loaded> {
@@ -516,36 +594,47 @@ impl MetricProcessor {
         builders: Option<&Bound<'_, PyAny>>,
         attributes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let registry = registry_of(attributes)?;
-        let inner = match builders_of(builders)? {
-            None => RustProcessor::with_registry(registry),
-            Some(list) => RustProcessor::with_builders(registry, list),
-        }
-        .map_err(|e| processing_error(format!("builders: {e}")))?;
-        Ok(MetricProcessor { inner, cache: None })
+        let recipe = Recipe {
+            registry: registry_of(attributes)?,
+            builders: builders_of(builders)?,
+        };
+        // Built once here: a bad configuration fails now, on any thread.
+        let inner = recipe.build()?;
+        let builder_names = inner
+            .builder_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let processor = MetricProcessor {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            recipe,
+            builder_names,
+        };
+        STATES.with(|states| {
+            states
+                .borrow_mut()
+                .insert(processor.id, ThreadState { inner, cache: None })
+        });
+        Ok(processor)
     }
 
     /// The builders' names, in run order.
     #[getter]
     fn builder_names(&self) -> Vec<String> {
-        self.inner
-            .builder_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect()
+        self.builder_names.clone()
     }
 
     /// Applies one record to `metrics` (updated in place and returned), wholly or not at all.
     #[pyo3(signature = (metrics, record, context=None))]
     fn process<'py>(
-        &mut self,
+        &self,
         metrics: Bound<'py, PyDict>,
         record: &Bound<'py, PyAny>,
         context: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let context = context_of(context)?;
         let record = record_from(record)?;
-        self.apply_single(&metrics, &record, context, true)?;
+        self.with_state(|state| state.apply_single(&metrics, &record, context, true))?;
         Ok(metrics)
     }
 
@@ -554,7 +643,7 @@ impl MetricProcessor {
     /// `datetime` (its `now`). Returns `metrics`, updated in place.
     #[pyo3(signature = (metrics, records, context=None))]
     fn process_many<'py>(
-        &mut self,
+        &self,
         metrics: Bound<'py, PyDict>,
         records: &Bound<'py, PyAny>,
         context: Option<&Bound<'py, PyAny>>,
@@ -590,22 +679,24 @@ impl MetricProcessor {
                 batch.push((record_from(&item).map_err(at)?, shared));
             }
         }
-        self.apply_batch(&metrics, &batch)?;
+        self.with_state(|state| state.apply_batch(&metrics, &batch))?;
         Ok(metrics)
     }
 
     /// The metrics as Prometheus text exposition.
     fn to_prometheus(&self, metrics: &Bound<'_, PyDict>) -> PyResult<String> {
         let Loaded { metrics: map, .. } = load_metrics(metrics)?;
-        render_prometheus(&map, |family| self.inner.metric_kind(family))
-            .map_err(|e| processing_error(e.to_string()))
+        self.with_state(|state| {
+            render_prometheus(&map, |family| state.inner.metric_kind(family))
+                .map_err(|e| processing_error(e.to_string()))
+        })
     }
 
     /// For `nixl_telemetry.tao`: applies the built-in builders without setting
     /// `last_updated`; returns the normalised record when `want_data`.
     #[pyo3(signature = (metrics, record, now, old_now, want_data))]
     fn _apply<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         metrics: Bound<'py, PyDict>,
         record: &Bound<'py, PyAny>,
@@ -619,18 +710,18 @@ impl MetricProcessor {
             old_now: Some(timestamp_of(old_now, "context['old_now']")?),
         };
         let record = record_from(record)?;
-        self.apply_single(&metrics, &record, context, false)?;
+        self.with_state(|state| state.apply_single(&metrics, &record, context, false))?;
         if !want_data {
             return Ok(py.None());
         }
         let record = record_from(record_object)?;
-        let data = nixl_telemetry_processor::extract_telemetry_data(self.inner.registry(), &record)
+        let data = nixl_telemetry_processor::extract_telemetry_data(&self.recipe.registry, &record)
             .map_err(|e| processing_error(e.to_string()))?;
         from_json(py, &data.to_json())
     }
 
     fn __repr__(&self) -> String {
-        format!("MetricProcessor(builders={:?})", self.inner.builder_names())
+        format!("MetricProcessor(builders={:?})", self.builder_names)
     }
 }
 

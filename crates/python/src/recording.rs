@@ -172,6 +172,8 @@ pub struct Telemetry {
     /// `None` once closed. Never locked in a forked child (a lock held by another
     /// thread of the parent at fork time would never be released there).
     inner: RwLock<Option<RustTelemetry>>,
+    /// The accounting at close, for `stats()` afterwards.
+    final_stats: std::sync::Mutex<Option<TelemetryStats>>,
     /// The fork generation of the creating process.
     generation: u64,
     agent: String,
@@ -186,6 +188,7 @@ impl Telemetry {
             .map_err(|e: RustError| telemetry_error(e))?;
         Ok(Telemetry {
             inner: RwLock::new(Some(telemetry)),
+            final_stats: std::sync::Mutex::new(None),
             generation,
             agent,
         })
@@ -208,8 +211,15 @@ impl Telemetry {
         }
         let taken = self.inner.write().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(telemetry) = taken {
-            // Flushes, stops the flush thread and closes the exporter.
-            py.detach(move || drop(telemetry));
+            // Flushes, stops the flush thread and closes the exporter; the
+            // accounting after the last flush stays readable through `stats()`.
+            let stats = py.detach(move || {
+                telemetry.flush();
+                let stats = telemetry.stats();
+                drop(telemetry);
+                stats
+            });
+            *self.final_stats.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
         }
     }
 }
@@ -328,8 +338,18 @@ impl Telemetry {
         py.detach(|| self.with(|t| t.flush()));
     }
 
+    /// The accounting so far (after `close()`, as it was at close; all zeros in
+    /// a forked child).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stats = self.with(|t| t.stats()).unwrap_or_default();
+        let stats = match self.with(|t| t.stats()) {
+            Some(stats) => stats,
+            None if self.generation == fork::current() => self
+                .final_stats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_default(),
+            None => TelemetryStats::default(),
+        };
         stats_dict(py, &stats)
     }
 

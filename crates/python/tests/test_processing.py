@@ -178,3 +178,30 @@ def test_to_prometheus():
     assert len(samples) == len(m) - 1
     with pytest.raises(ProcessingError, match="not a valid Prometheus series"):
         p.to_prometheus({"bad key": 1})
+
+
+def test_one_processor_from_many_threads():
+    import threading
+
+    items = corpus()
+    p = MetricProcessor()
+    results = [None] * 4
+    errors = []
+
+    def work(i):
+        try:
+            m = {}
+            for record, now in items[:100]:
+                p.process(m, record, {"now": now})
+            p.process_many(m, items[100:])
+            results[i] = m
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert all(r == expected("default") for r in results)

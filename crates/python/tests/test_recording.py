@@ -72,8 +72,11 @@ def test_after_close_nothing_is_recorded_and_nothing_fails(tmp_path):
     t.record(Category.BACKEND, "after_close", 1)
     t.flush()
     handle.record(1)
-    assert t.stats()["recorded"] == 0
+    assert t.stats()["recorded"] == 0 and t.stats()["delivered"] == 0
     assert events_of(tmp_path, "agent") == []
+    with Telemetry("agent2", dir=tmp_path) as t2:
+        t2.backend_event("x", 1)
+    assert t2.stats()["delivered"] == 1  # as it was at close
 
 
 def test_stats_account_for_every_event():
