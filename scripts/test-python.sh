@@ -38,6 +38,8 @@ rm -f "$WHEELS"/nixl_telemetry-*.whl
     --force-reinstall "$WHEELS"/nixl_telemetry-*.whl
 
 echo "== pytest crates/python/tests"
+# Hypothesis keeps its caches there, not in the work tree.
+export HYPOTHESIS_STORAGE_DIRECTORY="$CACHE/hypothesis"
 status=0
 "$VENV/bin/python" -m pytest crates/python/tests -q -p no:cacheprovider "$@" || status=$?
 if [ "$status" -eq 5 ]; then
