@@ -32,5 +32,8 @@ bash scripts/test-prometheus-mp.sh
 echo "== OTLP exporter against a real receiver (Python venv with opentelemetry-proto)"
 bash scripts/test-otlp.sh
 
+echo "== python package tests (crates/python: wheel, pytest)"
+bash scripts/test-python.sh
+
 echo "== cargo test"
 cargo test --workspace --locked

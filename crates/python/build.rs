@@ -1,0 +1,14 @@
+//! The unit tests embed the interpreter: point the test binaries at the
+//! directory of the libpython PyO3 links them against (a pyenv or venv Python
+//! keeps it outside the loader's search path). Not for the wheel: maturin sets
+//! `PYO3_BUILD_EXTENSION_MODULE` and the extension links no libpython.
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=PYO3_BUILD_EXTENSION_MODULE");
+    if std::env::var_os("PYO3_BUILD_EXTENSION_MODULE").is_some() {
+        return;
+    }
+    if let Some(dir) = pyo3_build_config::get().lib_dir.as_deref() {
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+    }
+}

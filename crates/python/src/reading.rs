@@ -1,0 +1,833 @@
+//! Reading rings from Python: `read_ring`, `Ring`, `Event`, `Trailer`.
+//!
+//! The results are those of `telemetry_reader --once --json`: the same events in
+//! the same order (a directory's rings in the order Python sorts their names,
+//! each drained oldest first), malformed slots (a name without NUL) skipped and
+//! counted, invalid UTF-8 in names replaced by U+FFFD.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use nixl_telemetry::ring::{ReadMode, RingError as RustRingError, RingReader, TrailerInfo};
+use nixl_telemetry_abi::{Category, Event as RawEvent, EVENT_NAME_CAPACITY};
+use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::errors::RingError;
+
+/// Events taken from a ring file at a time.
+const BATCH_EVENTS: usize = 8192;
+
+static CATEGORY_MEMBERS: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
+
+/// The `Category` members, by number.
+fn category_members(py: Python<'_>) -> PyResult<&Vec<Py<PyAny>>> {
+    CATEGORY_MEMBERS.get_or_try_init(py, || {
+        let enum_type = py.import("nixl_telemetry._category")?.getattr("Category")?;
+        Category::ALL
+            .iter()
+            .map(|c| enum_type.call1((c.0,)).map(Bound::unbind))
+            .collect()
+    })
+}
+
+/// The category as a `Category` member, a plain int for an unknown number, or None.
+pub fn category_object(py: Python<'_>, category: Option<i32>) -> PyResult<Py<PyAny>> {
+    Ok(match category {
+        None => py.None(),
+        Some(n) => match usize::try_from(n)
+            .ok()
+            .and_then(|i| category_members(py).ok()?.get(i))
+        {
+            Some(member) => member.clone_ref(py),
+            None => n.into_pyobject(py)?.into_any().unbind(),
+        },
+    })
+}
+
+/// The category as the readers print it.
+fn category_text(category: i32) -> String {
+    match Category(category).known_name() {
+        Some(name) => name.to_owned(),
+        None => format!("UNKNOWN_CATEGORY_{category}"),
+    }
+}
+
+/// One event read from a ring.
+#[pyclass(frozen, module = "nixl_telemetry._native")]
+pub struct Event {
+    timestamp_us: Option<u64>,
+    category: Option<i32>,
+    name: Py<PyString>,
+    value: u64,
+    agent: Option<Py<PyString>>,
+}
+
+#[pymethods]
+impl Event {
+    #[new]
+    #[pyo3(signature = (timestamp_us, category, name, value, agent=None))]
+    fn new(
+        timestamp_us: Option<u64>,
+        category: Option<i32>,
+        name: Py<PyString>,
+        value: u64,
+        agent: Option<Py<PyString>>,
+    ) -> Event {
+        Event {
+            timestamp_us,
+            category,
+            name,
+            value,
+            agent,
+        }
+    }
+
+    /// Microseconds since the Unix epoch, or None where the ring version has none.
+    #[getter]
+    fn timestamp_us(&self) -> Option<u64> {
+        self.timestamp_us
+    }
+
+    /// A `Category` member, an int for an unknown number, or None where the ring
+    /// version has none.
+    #[getter]
+    fn category(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        category_object(py, self.category)
+    }
+
+    /// The category as the readers print it (`TRANSFER`, `UNKNOWN_CATEGORY_9`), or None.
+    #[getter]
+    fn category_name(&self) -> Option<String> {
+        self.category.map(category_text)
+    }
+
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyString> {
+        self.name.clone_ref(py)
+    }
+
+    #[getter]
+    fn value(&self) -> u64 {
+        self.value
+    }
+
+    /// The agent (the ring file's name) when read from a directory, else None.
+    #[getter]
+    fn agent(&self, py: Python<'_>) -> Option<Py<PyString>> {
+        self.agent.as_ref().map(|a| a.clone_ref(py))
+    }
+
+    /// The object `telemetry_reader --json` prints for this event.
+    fn as_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("timestamp_us", self.timestamp_us)?;
+        d.set_item("category", self.category.map(category_text))?;
+        d.set_item("category_id", self.category)?;
+        d.set_item("name", self.name.bind(py))?;
+        d.set_item("value", self.value)?;
+        if let Some(agent) = &self.agent {
+            d.set_item("agent", agent.bind(py))?;
+        }
+        Ok(d)
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(other) = other.cast::<Event>() else {
+            return Ok(false);
+        };
+        let other = other.get();
+        let same_agent = match (&self.agent, &other.agent) {
+            (None, None) => true,
+            (Some(a), Some(b)) => PyAnyMethods::eq(a.bind(py).as_any(), b.bind(py))?,
+            _ => false,
+        };
+        Ok(self.timestamp_us == other.timestamp_us
+            && self.category == other.category
+            && self.value == other.value
+            && same_agent
+            && PyAnyMethods::eq(self.name.bind(py).as_any(), other.name.bind(py))?)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "None".to_owned());
+        let mut text = format!(
+            "Event(timestamp_us={}, category={}, name={}, value={}",
+            opt(self.timestamp_us.map(|t| t.to_string())),
+            opt(self.category.map(category_text)),
+            self.name.bind(py).repr()?,
+            self.value
+        );
+        if let Some(agent) = &self.agent {
+            text.push_str(&format!(", agent={}", agent.bind(py).repr()?));
+        }
+        text.push(')');
+        Ok(text)
+    }
+}
+
+/// The loss counters and liveness a ring's trailer carries.
+#[pyclass(frozen, get_all, module = "nixl_telemetry._native")]
+pub struct Trailer {
+    /// Trailer version.
+    version: u32,
+    /// The producer's pid.
+    producer_pid: u32,
+    /// Whether the producer shut down cleanly.
+    closed: bool,
+    /// Wall-clock µs when the file was created.
+    created_us: u64,
+    /// Events the producer wrote in total.
+    events_written: u64,
+    /// Events lost because a staging buffer was full.
+    dropped_staging_full: u64,
+    /// Events lost because the ring was full.
+    dropped_ring_full: u64,
+    /// Wall-clock µs of the producer's latest flush.
+    last_flush_us: u64,
+    /// All events the producer lost.
+    events_lost: u64,
+}
+
+impl From<TrailerInfo> for Trailer {
+    fn from(t: TrailerInfo) -> Trailer {
+        Trailer {
+            version: t.version,
+            producer_pid: t.producer_pid,
+            closed: t.closed,
+            created_us: t.created_us,
+            events_written: t.events_written,
+            dropped_staging_full: t.dropped_staging_full,
+            dropped_ring_full: t.dropped_ring_full,
+            last_flush_us: t.last_flush_us,
+            events_lost: t.events_lost(),
+        }
+    }
+}
+
+#[pymethods]
+impl Trailer {
+    fn __repr__(&self) -> String {
+        format!(
+            "Trailer(producer_pid={}, closed={}, events_written={}, dropped_staging_full={}, dropped_ring_full={})",
+            self.producer_pid,
+            if self.closed { "True" } else { "False" },
+            self.events_written,
+            self.dropped_staging_full,
+            self.dropped_ring_full
+        )
+    }
+}
+
+/// A Python exception for a ring error: FileNotFoundError and PermissionError
+/// for those causes, `RingError` otherwise; the message names the file.
+fn ring_error(err: &RustRingError) -> PyErr {
+    if let RustRingError::Io { source, .. } = err {
+        match source.kind() {
+            ErrorKind::NotFound => return PyFileNotFoundError::new_err(err.to_string()),
+            ErrorKind::PermissionDenied => return PyPermissionError::new_err(err.to_string()),
+            _ => {}
+        }
+    }
+    RingError::new_err(err.to_string())
+}
+
+/// The order Python sorts file names in: by code point, an undecodable byte `b`
+/// counting as U+DC00 + `b` (its surrogate escape).
+fn python_sort_key(name: &OsStr) -> Vec<u32> {
+    let mut key = Vec::with_capacity(name.len());
+    for chunk in name.as_bytes().utf8_chunks() {
+        key.extend(chunk.valid().chars().map(u32::from));
+        key.extend(chunk.invalid().iter().map(|&b| 0xDC00 + u32::from(b)));
+    }
+    key
+}
+
+/// A ring writer's temporary file (`.<name>.<…>.tmp`), never a ring.
+fn is_writer_temp_file(name: &OsStr) -> bool {
+    let bytes = name.as_bytes();
+    bytes.starts_with(b".") && bytes.ends_with(b".tmp")
+}
+
+/// Decoded names as Python strings: the last few looked at first (events of a
+/// ring cycle through a handful of names), then a map.
+#[derive(Default)]
+struct NameCache {
+    recent: Vec<([u8; EVENT_NAME_CAPACITY], Py<PyString>)>,
+    all: HashMap<[u8; EVENT_NAME_CAPACITY], Py<PyString>>,
+}
+
+impl NameCache {
+    const RECENT: usize = 16;
+
+    #[inline]
+    fn get(&mut self, py: Python<'_>, raw: &[u8; EVENT_NAME_CAPACITY]) -> Py<PyString> {
+        if let Some((_, name)) = self.recent.iter().find(|(k, _)| k == raw) {
+            return name.clone_ref(py);
+        }
+        let name = self
+            .all
+            .entry(*raw)
+            .or_insert_with(|| {
+                let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                PyString::new(py, &String::from_utf8_lossy(&raw[..end])).unbind()
+            })
+            .clone_ref(py);
+        if self.recent.len() < Self::RECENT {
+            self.recent.push((*raw, name.clone_ref(py)));
+        }
+        name
+    }
+}
+
+/// One open ring file.
+struct OneRing {
+    reader: Option<RingReader>,
+    path: PathBuf,
+    agent: String,
+    ident: (u64, u64),
+    retiring: bool,
+    events_read: u64,
+    malformed: u64,
+    last_trailer: Option<TrailerInfo>,
+}
+
+impl OneRing {
+    fn open(path: &Path, agent: String, mode: ReadMode) -> Result<OneRing, RustRingError> {
+        // Look before opening: a FIFO or a device must not be opened at all.
+        let meta = std::fs::metadata(path).map_err(|source| RustRingError::Io {
+            path: path.to_owned(),
+            op: "open",
+            source,
+        })?;
+        if !meta.is_file() {
+            return Err(RustRingError::NotRegularFile {
+                path: path.to_owned(),
+            });
+        }
+        let reader = RingReader::open(path, mode)?;
+        let last_trailer = reader.trailer();
+        Ok(OneRing {
+            reader: Some(reader),
+            path: path.to_owned(),
+            agent,
+            ident: (meta.dev(), meta.ino()),
+            retiring: false,
+            events_read: 0,
+            malformed: 0,
+            last_trailer,
+        })
+    }
+
+    fn trailer(&mut self) -> Option<TrailerInfo> {
+        if let Some(reader) = &self.reader {
+            self.last_trailer = reader.trailer();
+        }
+        self.last_trailer
+    }
+
+    /// Events waiting now (none once the file was retired).
+    fn pending(&mut self) -> Result<u64, RustRingError> {
+        match self.reader.as_mut() {
+            Some(reader) => reader.pending(),
+            None => Ok(0),
+        }
+    }
+
+    /// Reads up to `want` slots into `batch` (cleared first), keeping the
+    /// well-formed events; returns the number of slots read.
+    fn read_batch(
+        &mut self,
+        batch: &mut Vec<RawEvent>,
+        want: usize,
+    ) -> Result<usize, RustRingError> {
+        batch.clear();
+        let Some(reader) = self.reader.as_mut() else {
+            return Ok(0);
+        };
+        let n = reader.read_batch(batch, want)?;
+        let read = batch.len();
+        batch.retain(|event| event.event_name.contains(&0));
+        self.events_read += batch.len() as u64;
+        self.malformed += (read - batch.len()) as u64;
+        Ok(n)
+    }
+}
+
+struct RingState {
+    path: PathBuf,
+    directory: bool,
+    mode: ReadMode,
+    rings: Vec<OneRing>,
+    /// Directory mode: files that are not rings, with the reason.
+    skipped: Vec<(String, String)>,
+}
+
+impl RingState {
+    fn open(path: &Path, mode: ReadMode) -> Result<RingState, PyErr> {
+        let meta = std::fs::metadata(path).map_err(|source| {
+            ring_error(&RustRingError::Io {
+                path: path.to_owned(),
+                op: "open",
+                source,
+            })
+        })?;
+        let mut state = RingState {
+            path: path.to_owned(),
+            directory: meta.is_dir(),
+            mode,
+            rings: Vec::new(),
+            skipped: Vec::new(),
+        };
+        if state.directory {
+            state.scan()?;
+            if state.rings.is_empty() {
+                return Err(RingError::new_err(format!(
+                    "{}: directory holds no ring files ({} other files skipped); accepted: a \
+                     directory with at least one NIXL version-1 ring file",
+                    path.display(),
+                    state.skipped.len()
+                )));
+            }
+        } else {
+            let agent =
+                String::from_utf8_lossy(path.file_name().unwrap_or(path.as_os_str()).as_bytes())
+                    .into_owned();
+            let ring = OneRing::open(path, agent, mode).map_err(|e| ring_error(&e))?;
+            state.rings.push(ring);
+        }
+        Ok(state)
+    }
+
+    /// Directory mode: opens rings that appeared, marks those removed or replaced.
+    fn scan(&mut self) -> PyResult<()> {
+        let entries = std::fs::read_dir(&self.path).map_err(|source| {
+            ring_error(&RustRingError::Io {
+                path: self.path.clone(),
+                op: "list the directory",
+                source,
+            })
+        })?;
+        let mut present = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if is_writer_temp_file(&name) {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_file() {
+                present.push((python_sort_key(&name), name, (meta.dev(), meta.ino())));
+            }
+        }
+        present.sort();
+        for ring in &mut self.rings {
+            let name = ring.path.file_name().unwrap_or_default();
+            if !present
+                .iter()
+                .any(|(_, n, ident)| n == name && *ident == ring.ident)
+            {
+                ring.retiring = true;
+            }
+        }
+        self.skipped.clear();
+        for (_, name, _) in &present {
+            if self
+                .rings
+                .iter()
+                .any(|r| !r.retiring && r.path.file_name() == Some(name.as_os_str()))
+            {
+                continue;
+            }
+            let path = self.path.join(name);
+            let agent = String::from_utf8_lossy(name.as_bytes()).into_owned();
+            match OneRing::open(&path, agent.clone(), self.mode) {
+                Ok(ring) => self.rings.push(ring),
+                Err(e) => self.skipped.push((agent, e.to_string())),
+            }
+        }
+        self.rings
+            .sort_by_cached_key(|r| python_sort_key(r.path.file_name().unwrap_or_default()));
+        Ok(())
+    }
+
+    /// Closes rings whose file was removed or replaced (after their last read).
+    fn retire(&mut self) {
+        for ring in self.rings.iter_mut().filter(|r| r.retiring) {
+            ring.trailer();
+            ring.reader = None;
+        }
+    }
+}
+
+/// A ring file, or a directory of ring files (one per agent), being read.
+#[pyclass(frozen, module = "nixl_telemetry._native")]
+pub struct Ring {
+    state: Mutex<Option<RingState>>,
+    path: String,
+    directory: bool,
+    peek: bool,
+}
+
+impl Ring {
+    fn with_state<R>(&self, f: impl FnOnce(&mut RingState) -> PyResult<R>) -> PyResult<R> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_mut() {
+            Some(state) => f(state),
+            None => Err(RingError::new_err(format!(
+                "{}: the ring was closed; open it again to read",
+                self.path
+            ))),
+        }
+    }
+
+    /// Reads into Python events, the GIL released while the files are read.
+    /// The rings to read (a directory is rescanned) and the events each holds now.
+    fn plan(&self, py: Python<'_>) -> PyResult<Vec<(String, u64)>> {
+        py.detach(|| {
+            self.with_state(|state| {
+                if state.directory {
+                    state.scan()?;
+                }
+                state
+                    .rings
+                    .iter_mut()
+                    .map(|r| Ok((r.agent.clone(), r.pending().map_err(|e| ring_error(&e))?)))
+                    .collect()
+            })
+        })
+    }
+
+    /// Reads the planned events, at most `max`, batch by batch: each batch is
+    /// read with the GIL released, then handed to `sink` with the index of its
+    /// ring in `plan`. The lock is never waited for while holding the GIL.
+    fn read_planned(
+        &self,
+        py: Python<'_>,
+        plan: &[(String, u64)],
+        max: usize,
+        mut sink: impl FnMut(&[RawEvent], usize) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let mut batch = Vec::with_capacity(BATCH_EVENTS.min(max.max(1)));
+        let mut left = max;
+        for (index, (agent, pending)) in plan.iter().enumerate() {
+            let mut remaining = *pending;
+            while remaining > 0 && left > 0 {
+                let want = remaining.min(BATCH_EVENTS as u64).min(left as u64) as usize;
+                let n = py.detach(|| {
+                    self.with_state(|state| {
+                        // Found by name: another thread may have rescanned meanwhile.
+                        match state.rings.iter_mut().find(|r| &r.agent == agent) {
+                            Some(ring) => ring
+                                .read_batch(&mut batch, want)
+                                .map_err(|e| ring_error(&e)),
+                            None => Ok(0),
+                        }
+                    })
+                })?;
+                if n == 0 {
+                    break;
+                }
+                remaining -= n as u64;
+                left -= batch.len();
+                sink(&batch, index)?;
+            }
+        }
+        py.detach(|| {
+            self.with_state(|state| {
+                state.retire();
+                Ok(())
+            })
+        })
+    }
+
+    /// Reads into Python events.
+    fn read_events<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
+        let plan = self.plan(py)?;
+        let agents: Vec<Option<Py<PyString>>> = plan
+            .iter()
+            .map(|(agent, _)| self.directory.then(|| PyString::new(py, agent).unbind()))
+            .collect();
+        let mut names = NameCache::default();
+        let mut objects = Vec::with_capacity(
+            plan.iter()
+                .map(|(_, n)| *n as usize)
+                .sum::<usize>()
+                .min(max),
+        );
+        self.read_planned(py, &plan, max, |batch, ring| {
+            for event in batch {
+                objects.push(Py::new(
+                    py,
+                    Event {
+                        timestamp_us: Some(event.timestamp_us),
+                        category: Some(event.category),
+                        name: names.get(py, &event.event_name),
+                        value: event.value,
+                        agent: agents[ring].as_ref().map(|a| a.clone_ref(py)),
+                    },
+                )?);
+            }
+            Ok(())
+        })?;
+        PyList::new(py, objects)
+    }
+
+    /// Reads into columns: `array.array`s of the numbers, lists of the names
+    /// (and agents), one entry per event.
+    fn columns<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyDict>> {
+        let plan = self.plan(py)?;
+        let agents: Vec<Py<PyString>> = plan
+            .iter()
+            .map(|(agent, _)| PyString::new(py, agent).unbind())
+            .collect();
+        let expected = plan
+            .iter()
+            .map(|(_, n)| *n as usize)
+            .sum::<usize>()
+            .min(max);
+        let mut timestamps = Vec::with_capacity(expected * 8);
+        let mut categories = Vec::with_capacity(expected * 4);
+        let mut values = Vec::with_capacity(expected * 8);
+        let mut names = NameCache::default();
+        let mut name_list = Vec::with_capacity(expected);
+        let mut agent_list = Vec::new();
+        let directory = self.directory;
+        self.read_planned(py, &plan, max, |batch, ring| {
+            for event in batch {
+                timestamps.extend_from_slice(&event.timestamp_us.to_ne_bytes());
+                categories.extend_from_slice(&event.category.to_ne_bytes());
+                values.extend_from_slice(&event.value.to_ne_bytes());
+                name_list.push(names.get(py, &event.event_name));
+                if directory {
+                    agent_list.push(agents[ring].clone_ref(py));
+                }
+            }
+            Ok(())
+        })?;
+        let array = py
+            .import(intern!(py, "array"))?
+            .getattr(intern!(py, "array"))?;
+        let column = |code: &str, bytes: &[u8]| -> PyResult<Bound<'py, PyAny>> {
+            let a = array.call1((code,))?;
+            a.call_method1(intern!(py, "frombytes"), (PyBytes::new(py, bytes),))?;
+            Ok(a)
+        };
+        let d = PyDict::new(py);
+        d.set_item("timestamp_us", column("Q", &timestamps)?)?;
+        d.set_item("category", column("i", &categories)?)?;
+        d.set_item("name", PyList::new(py, name_list)?)?;
+        d.set_item("value", column("Q", &values)?)?;
+        if directory {
+            d.set_item("agent", PyList::new(py, agent_list)?)?;
+        }
+        Ok(d)
+    }
+}
+
+#[pymethods]
+impl Ring {
+    #[new]
+    #[pyo3(signature = (path, peek=false))]
+    fn new(py: Python<'_>, path: PathBuf, peek: bool) -> PyResult<Ring> {
+        let mode = if peek {
+            ReadMode::Peek
+        } else {
+            ReadMode::Consume
+        };
+        let state = py.detach(|| RingState::open(&path, mode))?;
+        Ok(Ring {
+            directory: state.directory,
+            state: Mutex::new(Some(state)),
+            path: path.display().to_string(),
+            peek,
+        })
+    }
+
+    /// Reads the events there are now (at most `max_events`), oldest first; a
+    /// consuming ring advances `read_pos` past them.
+    #[pyo3(signature = (max_events=None))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        max_events: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.read_events(py, max_events.unwrap_or(usize::MAX))
+    }
+
+    /// Like `read`, as columns: a dict of `array.array`s (`timestamp_us` and
+    /// `value`: 'Q', `category`: 'i') and lists (`name`, and `agent` for a
+    /// directory), one entry per event, in the same order.
+    #[pyo3(signature = (max_events=None))]
+    fn read_columns<'py>(
+        &self,
+        py: Python<'py>,
+        max_events: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.columns(py, max_events.unwrap_or(usize::MAX))
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.read_events(py, usize::MAX)?.try_iter()?.into_any())
+    }
+
+    /// Events waiting in every ring.
+    #[getter]
+    fn pending(&self) -> PyResult<u64> {
+        self.with_state(|state| {
+            let mut total = 0u64;
+            for ring in &mut state.rings {
+                if let Some(reader) = ring.reader.as_mut() {
+                    total += reader.pending().map_err(|e| ring_error(&e))?;
+                }
+            }
+            Ok(total)
+        })
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    #[getter]
+    fn is_directory(&self) -> bool {
+        self.directory
+    }
+
+    #[getter]
+    fn peek(&self) -> bool {
+        self.peek
+    }
+
+    /// The agents (ring file names), in reading order.
+    #[getter]
+    fn agents(&self) -> PyResult<Vec<String>> {
+        self.with_state(|state| Ok(state.rings.iter().map(|r| r.agent.clone()).collect()))
+    }
+
+    /// Directory mode: files that are not rings, as (name, reason).
+    #[getter]
+    fn skipped(&self) -> PyResult<Vec<(String, String)>> {
+        self.with_state(|state| Ok(state.skipped.clone()))
+    }
+
+    /// The trailer of a single ring file (None when it has none); for a directory,
+    /// see `trailers`.
+    #[getter]
+    fn trailer(&self) -> PyResult<Option<Trailer>> {
+        self.with_state(|state| {
+            Ok(if state.directory {
+                None
+            } else {
+                state.rings[0].trailer().map(Trailer::from)
+            })
+        })
+    }
+
+    /// Every ring's trailer, by agent.
+    #[getter]
+    fn trailers(&self) -> PyResult<Vec<(String, Option<Trailer>)>> {
+        self.with_state(|state| {
+            Ok(state
+                .rings
+                .iter_mut()
+                .map(|r| (r.agent.clone(), r.trailer().map(Trailer::from)))
+                .collect())
+        })
+    }
+
+    /// Events lost because a staging buffer was full, over every trailer.
+    #[getter]
+    fn dropped_staging_full(&self) -> PyResult<u64> {
+        self.sum_trailers(|t| t.dropped_staging_full)
+    }
+
+    /// Events lost because the ring was full, over every trailer.
+    #[getter]
+    fn dropped_ring_full(&self) -> PyResult<u64> {
+        self.sum_trailers(|t| t.dropped_ring_full)
+    }
+
+    /// Every event the producers lost, over every trailer.
+    #[getter]
+    fn events_lost(&self) -> PyResult<u64> {
+        self.sum_trailers(|t| t.events_lost())
+    }
+
+    /// Well-formed events read so far.
+    #[getter]
+    fn events_read(&self) -> PyResult<u64> {
+        self.with_state(|state| Ok(state.rings.iter().map(|r| r.events_read).sum()))
+    }
+
+    /// Malformed slots (a name without NUL) skipped so far.
+    #[getter]
+    fn malformed(&self) -> PyResult<u64> {
+        self.with_state(|state| Ok(state.rings.iter().map(|r| r.malformed).sum()))
+    }
+
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Ring({:?}, peek={})",
+            self.path,
+            if self.peek { "True" } else { "False" }
+        )
+    }
+}
+
+impl Ring {
+    fn sum_trailers(&self, field: impl Fn(&TrailerInfo) -> u64) -> PyResult<u64> {
+        self.with_state(|state| {
+            Ok(state
+                .rings
+                .iter_mut()
+                .filter_map(|r| r.trailer())
+                .map(|t| field(&t))
+                .sum())
+        })
+    }
+}
+
+/// Reads every event a ring file (or a directory of them) holds now: a list of
+/// `Event`s, or with `columns=True` the dict of columns `Ring.read_columns` gives.
+#[pyfunction]
+#[pyo3(signature = (path, peek=false, columns=false))]
+pub fn read_ring<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    peek: bool,
+    columns: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let ring = Ring::new(py, path, peek)?;
+    let events = if columns {
+        ring.columns(py, usize::MAX)?.into_any()
+    } else {
+        ring.read_events(py, usize::MAX)?.into_any()
+    };
+    ring.close();
+    Ok(events)
+}

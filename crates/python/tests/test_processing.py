@@ -1,0 +1,207 @@
+"""Processing: MetricProcessor over the caller's dict, against the golden data."""
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from nixl_telemetry import MetricProcessor, ProcessingError
+
+from conftest import TAO_DATA
+
+CONFIGS = {
+    "default": None,
+    "legacy": ["legacy"],
+    "comprehensive": ["comprehensive"],
+    "time": ["time"],
+    "labeled": ["labeled"],
+}
+
+
+def corpus():
+    lines = (TAO_DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    return [(json.loads(line)["record"], datetime.fromisoformat(json.loads(line)["now"]))
+            for line in lines]
+
+
+def expected(name):
+    return json.loads((TAO_DATA / ("expected_%s.json" % name)).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_corpus_one_by_one_and_in_one_batch(config):
+    items = corpus()
+    one_by_one = {}
+    p = MetricProcessor(builders=CONFIGS[config])
+    for record, now in items:
+        assert p.process(one_by_one, record, {"now": now}) is one_by_one
+    assert one_by_one == expected(config)
+    batch = {}
+    assert MetricProcessor(builders=CONFIGS[config]).process_many(batch, items) is batch
+    assert batch == expected(config)
+
+
+def test_process_many_takes_dicts_pairs_and_a_shared_context():
+    now = datetime(2025, 3, 1, 12, 0, 0)
+    a = MetricProcessor().process_many({}, [{"action": "train"}, ({"action": "x"}, now),
+                                            ({"action": "y"}, {"now": now})], {"now": now})
+    b = {}
+    p = MetricProcessor()
+    for r in [{"action": "train"}, {"action": "x"}, {"action": "y"}]:
+        p.process(b, r, {"now": now})
+    assert a == b and a["last_updated"] == "2025-03-01T12:00:00"
+
+
+def test_context_now_and_old_now():
+    p = MetricProcessor(builders="time")
+    m = {}
+    p.process(m, {"time_lapsed": 5}, {"now": datetime(2025, 1, 15, 10)})
+    p.process(m, {"time_lapsed": 7}, {"now": datetime(2025, 2, 15, 10)})  # calendar date
+    assert m["time_lapsed_today"] == 7
+    p.process(m, {"time_lapsed": 1}, {"now": datetime(2025, 2, 15, 11),
+                                      "old_now": datetime(2025, 2, 14)})
+    assert m["time_lapsed_today"] == 1
+    p.process(m, {"time_lapsed": 2})  # now = the local time
+    assert "last_updated" in m
+    aware = datetime(2025, 1, 1, 0, 0, 0, 5, tzinfo=timezone(timedelta(hours=2)))
+    p.process(m, {}, {"now": aware})
+    assert m["last_updated"] == aware.isoformat()
+
+
+def test_metrics_from_earlier_runs_are_continued():
+    m = {"total_action_train_pass": 41, "last_updated": "2025-01-13T10:00:00",
+         "time_lapsed_today": 100, "other": "kept", 3: "non-str key kept"}
+    MetricProcessor().process(m, {"action": "train", "success": True, "time_lapsed": 5},
+                              {"now": datetime(2025, 1, 13, 11)})
+    assert m["total_action_train_pass"] == 42 and m["time_lapsed_today"] == 105
+    assert m["other"] == "kept" and m[3] == "non-str key kept"
+    assert m["last_updated"] == "2025-01-13T11:00:00"
+
+
+@pytest.mark.parametrize(
+    "record, needles",
+    [
+        ({"time_lapsed": "10"}, ["time_lapsed", "integer", "string"]),
+        ({"time_lapsed": 1.5}, ["time_lapsed", "integer"]),
+        ({"time_lapsed": True}, ["time_lapsed", "integer"]),
+        ({"time_lapsed": 1 << 70}, ["time_lapsed"]),
+        ({"gpu": "A100"}, ["gpu", "list"]),
+        ({"gpu": ["A100", 3]}, ["gpu", "element 1"]),
+        ({"action": ["train"]}, ["action", "string"]),
+        ({"success": {"a": 1}}, ["success"]),
+        ({"network": object()}, ["network", "object"]),
+        ({"network": float("nan")}, ["network", "finite"]),
+        ({"time_lapsed": 2**63 - 1}, ["overflow"]),
+    ],
+)
+def test_errors_name_the_key_and_leave_the_dict_unchanged(record, needles):
+    p = MetricProcessor()
+    m = {}
+    p.process(m, {"time_lapsed": 10, "action": "train"}, {"now": datetime(2025, 1, 1)})
+    before = dict(m)
+    with pytest.raises(ProcessingError) as info:
+        p.process(m, record, {"now": datetime(2025, 1, 1, 1)})
+    assert m == before and list(m) == list(before)
+    for needle in needles:
+        assert needle in str(info.value), str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_bad_record_in_a_batch_applies_none():
+    m = {"x": 1}
+    with pytest.raises(ProcessingError, match="record #2"):
+        MetricProcessor().process_many(m, [{}, {}, {"time_lapsed": "x"}, {}])
+    assert m == {"x": 1}
+    with pytest.raises(ProcessingError, match="record #0: the record must be a dict"):
+        MetricProcessor().process_many(m, [[1, 2]])
+    with pytest.raises(ProcessingError, match="record #1: .*datetime"):
+        MetricProcessor().process_many(m, [{}, ({}, "2025-01-01")])
+
+
+@pytest.mark.parametrize(
+    "metrics, needle",
+    [
+        ({"total_action_unknown_fail": 1.5}, "non-int"),
+        ({"total_action_unknown_fail": 1 << 64}, "64-bit"),
+        ({"last_updated": 5}, "last_updated"),
+        ({"last_updated": "yesterday"}, "last_updated"),
+        ({"total_action_unknown_fail": 2**63 - 1}, "overflow"),
+    ],
+)
+def test_bad_metrics_values(metrics, needle):
+    m = dict(metrics)
+    with pytest.raises(ProcessingError, match=needle):
+        MetricProcessor().process(m, {}, None)
+    assert m == metrics
+
+
+def test_bad_arguments():
+    with pytest.raises(ProcessingError, match="unknown builder `nope`"):
+        MetricProcessor(builders=["legacy", "nope"])
+    with pytest.raises(ProcessingError, match="context must be a dict"):
+        MetricProcessor().process({}, {}, 5)
+    with pytest.raises(ProcessingError, match=r"context\['now'\] must be a datetime"):
+        MetricProcessor().process({}, {}, {"now": "2025-01-01"})
+    with pytest.raises(TypeError):
+        MetricProcessor().process([], {})
+    with pytest.raises(ProcessingError, match="attributes"):
+        MetricProcessor(attributes={"attributes": [{"name": "x", "type": "nope", "default": 1}]})
+    with pytest.raises(ProcessingError, match="attributes"):
+        MetricProcessor(attributes=5)
+
+
+def test_builders_and_attribute_registry(tmp_path):
+    assert MetricProcessor().builder_names == ["legacy", "comprehensive", "time", "labeled"]
+    assert MetricProcessor(builders="legacy, time").builder_names == ["legacy", "time"]
+    assert MetricProcessor(builders=[]).process({}, {}, {"now": datetime(2025, 1, 1)}) == {
+        "last_updated": "2025-01-01T00:00:00"}
+    doc = {"include_defaults": True, "attributes": [
+        {"name": "framework", "type": "string", "default": "pytorch", "metric_order": 7}]}
+    m = MetricProcessor(builders=["comprehensive"], attributes=doc).process(
+        {}, {"action": "train", "framework": "JAX"}, {"now": datetime(2025, 1, 1)})
+    assert ("network_unknown_action_train_version_unknown_status_fail_framework_jax_gpu_1_UNKNOWN_1"
+            in m)
+    path = tmp_path / "registry.json"
+    path.write_text(json.dumps(doc))
+    assert MetricProcessor(builders=["comprehensive"], attributes=str(path)).process(
+        {}, {"action": "train", "framework": "JAX"}, {"now": datetime(2025, 1, 1)}) == m
+
+
+def test_to_prometheus():
+    p = MetricProcessor()
+    m = p.process_many({}, corpus()[:20])
+    text = p.to_prometheus(m)
+    assert text.startswith("# last_updated %s\n" % m["last_updated"])
+    assert "# TYPE time_lapsed_today gauge\n" in text
+    assert "# TYPE tao_job_total counter\n" in text
+    samples = [line for line in text.splitlines() if not line.startswith("#")]
+    assert len(samples) == len(m) - 1
+    with pytest.raises(ProcessingError, match="not a valid Prometheus series"):
+        p.to_prometheus({"bad key": 1})
+
+
+def test_one_processor_from_many_threads():
+    import threading
+
+    items = corpus()
+    p = MetricProcessor()
+    results = [None] * 4
+    errors = []
+
+    def work(i):
+        try:
+            m = {}
+            for record, now in items[:100]:
+                p.process(m, record, {"now": now})
+            p.process_many(m, items[100:])
+            results[i] = m
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert all(r == expected("default") for r in results)
