@@ -311,14 +311,16 @@ impl TelemetryConfig {
                 },
                 None => ExporterChoice::None,
             },
-            Some(name) if name == "buffer" => match (&output_path, dir) {
+            // NIXL spells its built-ins `BUFFER` and `NOP`; ours were `buffer`
+            // and `nop`: both spellings name the built-in exporters.
+            Some(name) if name == "buffer" || name == "BUFFER" => match (&output_path, dir) {
                 (Some(out), _) => ExporterChoice::Buffer {
                     dir: PathBuf::from(out),
                 },
                 (None, Some(dir)) => ExporterChoice::Buffer { dir },
                 (None, None) => return Err(ConfigError::MissingRingDirectory),
             },
-            Some(name) if name == "nop" => ExporterChoice::Nop,
+            Some(name) if name == "nop" || name == "NOP" => ExporterChoice::Nop,
             Some(name) => {
                 check_plugin_name(ENV_EXPORTER, &name)?;
                 ExporterChoice::Plugin { name }
@@ -452,6 +454,24 @@ mod tests {
                 .unwrap()
                 .exporter,
             ExporterChoice::Nop
+        );
+        // NIXL's own spellings of the built-ins.
+        assert_eq!(
+            cfg(&[(ENV_EXPORTER, "NOP"), (ENV_DIR, "/x")])
+                .unwrap()
+                .exporter,
+            ExporterChoice::Nop
+        );
+        assert_eq!(
+            cfg(&[(ENV_EXPORTER, "BUFFER"), (ENV_DIR, "/x")])
+                .unwrap()
+                .exporter,
+            ExporterChoice::Buffer { dir: "/x".into() }
+        );
+        // Any other case is a plug-in name, as in NIXL.
+        assert_eq!(
+            cfg(&[(ENV_EXPORTER, "Nop")]).unwrap().exporter,
+            ExporterChoice::Plugin { name: "Nop".into() }
         );
         assert_eq!(
             cfg(&[(ENV_EXPORTER, "prometheus")]).unwrap().exporter,
