@@ -123,7 +123,7 @@ typedef struct {
     uint64_t buffer_size;       /* events per ring and per staging queue: a power
                                    of two from 2 to 2^26; 0 = 4096 */
     uint64_t run_interval_ms;   /* flush interval, ms; 0 = 100 */
-    const char *exporter;       /* "buffer", "nop", or a plug-in name
+    const char *exporter;       /* "buffer" ("BUFFER"), "nop" ("NOP"), or a plug-in name
                                    (libtelemetry_exporter_<name>.so); NULL = "buffer"
                                    when ring_directory is set, else collect only */
     const char *ring_directory; /* the buffer exporter's directory (created if missing) */

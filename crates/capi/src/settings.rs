@@ -168,7 +168,7 @@ pub fn to_config(
         None => ring_directory.map_or(ExporterChoice::None, |dir| ExporterChoice::Buffer {
             dir: PathBuf::from(dir),
         }),
-        Some("buffer") => match ring_directory {
+        Some("buffer" | "BUFFER") => match ring_directory {
             Some(dir) => ExporterChoice::Buffer {
                 dir: PathBuf::from(dir),
             },
@@ -181,7 +181,7 @@ pub fn to_config(
                 })
             }
         },
-        Some("nop") => ExporterChoice::Nop,
+        Some("nop" | "NOP") => ExporterChoice::Nop,
         Some(name) => {
             check_plugin_name("settings.exporter", name)
                 .map_err(nixl_telemetry::TelemetryError::from)?;
