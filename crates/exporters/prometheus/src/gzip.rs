@@ -3,9 +3,9 @@
 //! without compressing the large part again.
 //!
 //! The cached part is kept as a complete raw deflate stream with its CRC-32
-//! and length. An answer is one gzip member: the header, the small part
-//! deflated up to a sync flush (byte-aligned, not final), the cached stream
-//! as is (its back-references never reach before its own start, since it was
+//! and length. An answer is one gzip member: the header, the small part in
+//! stored (uncompressed, non-final) deflate blocks, the cached stream as is
+//! (its back-references never reach before its own start, since it was
 //! compressed alone), and a trailer with the combined CRC-32 and length. Any
 //! gzip reader reads it as one member holding the two parts in order.
 
@@ -16,6 +16,9 @@ use flate2::{Compression, Crc};
 
 /// The fixed 10-byte gzip header: deflate, no flags, no time, unknown OS.
 const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+
+/// The most bytes one stored deflate block holds.
+const STORED_MAX: usize = u16::MAX as usize;
 
 /// A body compressed once, to be sent after any prefix.
 #[derive(Debug)]
@@ -44,17 +47,23 @@ pub(crate) fn deflate_body(body: &[u8]) -> DeflatedBody {
 
 /// What goes before and after `body.stream` so that the three make one gzip
 /// member whose content is `prefix` followed by the body.
+///
+/// The prefix goes in stored (uncompressed) deflate blocks: it is a few
+/// hundred bytes, and storing costs nothing, where compressing it would cost
+/// tens of µs per scrape for a compressor's state. Each block is byte-aligned
+/// and not final, so the cached stream follows it directly.
 pub(crate) fn wrap(prefix: &[u8], body: &DeflatedBody) -> (Vec<u8>, [u8; 8]) {
-    let mut head = Vec::with_capacity(HEADER.len() + prefix.len() / 3 + 64);
+    let blocks = prefix.len().div_ceil(STORED_MAX);
+    let mut head = Vec::with_capacity(HEADER.len() + prefix.len() + 5 * blocks);
     head.extend_from_slice(&HEADER);
-    let mut encoder = DeflateEncoder::new(head, Compression::fast());
-    encoder
-        .write_all(prefix)
-        .and_then(|()| encoder.flush())
-        .expect("compressing into memory cannot fail");
-    // The sync flush left every byte of `prefix` out and byte-aligned; take
-    // them without finishing the stream (the body's stream ends it).
-    let head = std::mem::take(encoder.get_mut());
+    for chunk in prefix.chunks(STORED_MAX) {
+        let len = chunk.len() as u16;
+        // BFINAL 0, BTYPE 00 (stored), then padding to the byte boundary.
+        head.push(0);
+        head.extend_from_slice(&len.to_le_bytes());
+        head.extend_from_slice(&(!len).to_le_bytes());
+        head.extend_from_slice(chunk);
+    }
     let mut crc = Crc::new();
     crc.update(prefix);
     crc.combine(&body.crc);
@@ -84,7 +93,13 @@ mod tests {
             .flat_map(|i| format!("agent_tx_bytes_total{{agent_name=\"a{i}\"}} {i}\n").into_bytes())
             .collect();
         let deflated = deflate_body(&body);
-        for prefix in [&b""[..], b"exposer_scrapes_total 3\n", &body[..5000]] {
+        // Past 65535 bytes the prefix takes several stored blocks.
+        for prefix in [
+            &b""[..],
+            b"exposer_scrapes_total 3\n",
+            &body[..5000],
+            &body[..150_000],
+        ] {
             let (head, trailer) = wrap(prefix, &deflated);
             let whole = [&head[..], &deflated.stream, &trailer].concat();
             let mut expected = prefix.to_vec();
