@@ -262,6 +262,7 @@ impl Core {
             Ok(r) => (Status::Ok, Some(r)),
             Err(status) => (status, None),
         };
+        let started = Instant::now();
         let keep_alive = request.is_some_and(|r| r.keep_alive);
         let head_only = request.is_some_and(|r| r.method == Method::Head);
         let (content_type, gzip, parts): (&str, bool, Parts) = match (status, request) {
@@ -283,8 +284,8 @@ impl Core {
         let length = parts.prefix.len() + parts.body.len() + parts.suffix.len();
         let head = http::response_head(status, content_type, length, gzip, keep_alive);
         // A GET of /metrics answered with its body is a scrape.
-        let scrape = (status == Status::Ok && !head_only).then(|| Scrape {
-            started: Instant::now(),
+        let scrape = (status == Status::Ok && !head_only).then_some(Scrape {
+            started,
             body_bytes: length,
         });
         let parts = if head_only {
