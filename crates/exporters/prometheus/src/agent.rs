@@ -97,7 +97,7 @@ impl AgentShared {
     fn new(name: &str, hostname: &str, buckets: Buckets) -> AgentShared {
         let scalar_lines = SCALARS
             .iter()
-            .map(|s| line(s.sample, s.category, hostname, name, None))
+            .map(|s| line(s.sample, None, hostname, name, None))
             .collect();
         let histogram_lines = HISTOGRAMS.map(|h| {
             let bucket_sample = format!("{}_bucket", h.family);
@@ -107,7 +107,7 @@ impl AgentShared {
                 .map(|&b| {
                     line(
                         &bucket_sample,
-                        Category::PERFORMANCE,
+                        None,
                         hostname,
                         name,
                         Some(("le", &format_bound(b))),
@@ -116,27 +116,15 @@ impl AgentShared {
                 .collect();
             buckets_lines.push(line(
                 &bucket_sample,
-                Category::PERFORMANCE,
+                None,
                 hostname,
                 name,
                 Some(("le", "+Inf")),
             ));
             HistogramLines {
                 buckets: buckets_lines,
-                sum: line(
-                    &format!("{}_sum", h.family),
-                    Category::PERFORMANCE,
-                    hostname,
-                    name,
-                    None,
-                ),
-                count: line(
-                    &format!("{}_count", h.family),
-                    Category::PERFORMANCE,
-                    hostname,
-                    name,
-                    None,
-                ),
+                sum: line(&format!("{}_sum", h.family), None, hostname, name, None),
+                count: line(&format!("{}_count", h.family), None, hostname, name, None),
             }
         });
         let n = buckets.bounds().len() + 1;
@@ -503,7 +491,7 @@ impl AgentWriter {
             kind: DynKind::Error,
             line: line(
                 ERRORS_SAMPLE,
-                Category::ERROR,
+                None,
                 &self.hostname,
                 &self.shared.name,
                 Some(("status", status)),
@@ -519,7 +507,13 @@ impl AgentWriter {
             return i;
         }
         let series = DynSeries {
-            line: line(&sample, category, &self.hostname, &self.shared.name, None),
+            line: line(
+                &sample,
+                Some(category),
+                &self.hostname,
+                &self.shared.name,
+                None,
+            ),
             kind: DynKind::Named(sample.into()),
             value: AtomicU64::new(0),
         };
@@ -670,7 +664,9 @@ mod tests {
             .unwrap();
         assert_eq!(backend.1, 3);
         let new = d.last().unwrap();
-        assert!(new.0.starts_with("agent_errors_total{category=\"ERROR\""));
+        assert!(new
+            .0
+            .starts_with("agent_errors_total{agent_name=\"agent-a\",hostname=\"host\",status="));
         assert!(new.0.contains("status=\"something_new\""), "{}", new.0);
         assert_eq!(new.1, 1);
         assert_eq!(d.len(), KNOWN_ERROR_STATUSES.len() + 1);
@@ -692,22 +688,22 @@ mod tests {
             named,
             [
                 (
-                    "ucx_rndv_total{category=\"BACKEND\",hostname=\"host\",agent_name=\"agent-a\"} "
+                    "ucx_rndv_total{agent_name=\"agent-a\",hostname=\"host\",category=\"BACKEND\"} "
                         .to_owned(),
                     5
                 ),
                 (
-                    "ucx_rndv_total{category=\"CUSTOM\",hostname=\"host\",agent_name=\"agent-a\"} "
+                    "ucx_rndv_total{agent_name=\"agent-a\",hostname=\"host\",category=\"CUSTOM\"} "
                         .to_owned(),
                     10
                 ),
                 (
-                    "agent_connect_total{category=\"CONNECTION\",hostname=\"host\",agent_name=\"agent-a\"} "
+                    "agent_connect_total{agent_name=\"agent-a\",hostname=\"host\",category=\"CONNECTION\"} "
                         .to_owned(),
                     1
                 ),
                 (
-                    "agent_tx_other_total{category=\"TRANSFER\",hostname=\"host\",agent_name=\"agent-a\"} "
+                    "agent_tx_other_total{agent_name=\"agent-a\",hostname=\"host\",category=\"TRANSFER\"} "
                         .to_owned(),
                     4
                 ),

@@ -138,7 +138,8 @@ pub fn series_for(category: Category, name: &[u8]) -> Option<SeriesName> {
 /// One run-time series of an agent and its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeSeries {
-    /// The category label.
+    /// The event category: the `category` label of a per-name counter (an
+    /// error's series has none, as in NIXL's `agent_errors_total`).
     pub category: Category,
     /// What the series is.
     pub name: SeriesName,
@@ -149,8 +150,10 @@ pub struct RuntimeSeries {
 /// One agent's readings, as [`render_readings`] formats them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentReading {
-    /// Labels after `category`, in order (values unescaped), such as
-    /// `hostname`, `agent_name`, `pid`.
+    /// The agent's labels, in order (values unescaped): `agent_name` and
+    /// `hostname` first, as the single-process exporter writes them, then
+    /// any others such as `pid`. Every series of the agent carries them; the
+    /// per-name counters add `category` after them.
     pub labels: Vec<(String, String)>,
     /// The histograms' upper bounds, without `+Inf`.
     pub bounds: Vec<f64>,
@@ -164,8 +167,8 @@ pub struct AgentReading {
     pub series: Vec<RuntimeSeries>,
 }
 
-/// One agent's labels after `category`, escaped once per rendering:
-/// `,hostname="…",agent_name="…"…`, and its `le` values.
+/// One agent's labels, escaped once per rendering:
+/// `agent_name="…",hostname="…"…`, and its `le` values.
 struct Prepared {
     labels: Vec<u8>,
     les: Vec<String>,
@@ -174,8 +177,10 @@ struct Prepared {
 impl Prepared {
     fn new(agent: &AgentReading) -> Prepared {
         let mut labels = Vec::with_capacity(128);
-        for (name, value) in &agent.labels {
-            labels.push(b',');
+        for (i, (name, value)) in agent.labels.iter().enumerate() {
+            if i > 0 {
+                labels.push(b',');
+            }
             labels.extend_from_slice(name.as_bytes());
             labels.extend_from_slice(b"=\"");
             escape_label_value(&mut labels, value);
@@ -191,21 +196,32 @@ impl Prepared {
     }
 }
 
-/// `sample{category="…",labels…[,extra]} `.
+/// `sample{labels…[,category="…"][,extra]} ` (`category` for the per-name
+/// counters only, as the single-process exporter writes them).
 fn line(
     out: &mut Vec<u8>,
     sample: &str,
-    category: &str,
+    category: Option<&str>,
     prepared: &Prepared,
     extra: Option<(&str, &str)>,
 ) {
     out.extend_from_slice(sample.as_bytes());
-    out.extend_from_slice(b"{category=\"");
-    out.extend_from_slice(category.as_bytes());
-    out.push(b'"');
+    out.push(b'{');
     out.extend_from_slice(&prepared.labels);
+    let mut comma = !prepared.labels.is_empty();
+    if let Some(category) = category {
+        if comma {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"category=\"");
+        out.extend_from_slice(category.as_bytes());
+        out.push(b'"');
+        comma = true;
+    }
     if let Some((name, value)) = extra {
-        out.push(b',');
+        if comma {
+            out.push(b',');
+        }
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"=\"");
         escape_label_value(out, value);
@@ -227,7 +243,6 @@ fn scalars(
     range: std::ops::Range<usize>,
 ) {
     for family in &SCALARS[range] {
-        let category = family.category.to_string();
         match family.kind {
             Kind::Counter => counter_header(
                 out,
@@ -239,7 +254,7 @@ fn scalars(
             Kind::Gauge => header(out, format, family.sample, "gauge", family.help),
         }
         for (agent, prepared) in agents {
-            line(out, family.sample, &category, prepared, None);
+            line(out, family.sample, None, prepared, None);
             match family.source {
                 Source::Slot(s) => value(out, agent.fixed[s]),
                 Source::RegisteredNow => value(
@@ -263,7 +278,6 @@ pub fn render_readings(agents: &[AgentReading], format: Format) -> Vec<u8> {
     let agents: Vec<(&AgentReading, Prepared)> =
         agents.iter().map(|a| (a, Prepared::new(a))).collect();
     let agents = &agents[..];
-    let performance = Category::PERFORMANCE.to_string();
 
     scalars(&mut out, format, agents, 0..SCALARS.len() - SYSTEM_SCALARS);
 
@@ -282,12 +296,12 @@ pub fn render_readings(agents: &[AgentReading], format: Format) -> Vec<u8> {
             let mut cumulative = 0u64;
             for (&n, le) in agent.histograms[h].iter().zip(&prepared.les) {
                 cumulative = cumulative.saturating_add(n);
-                line(&mut out, &bucket, &performance, prepared, Some(("le", le)));
+                line(&mut out, &bucket, None, prepared, Some(("le", le)));
                 value(&mut out, cumulative);
             }
-            line(&mut out, &sum, &performance, prepared, None);
+            line(&mut out, &sum, None, prepared, None);
             value(&mut out, agent.fixed[histogram.sum_slot]);
-            line(&mut out, &count, &performance, prepared, None);
+            line(&mut out, &count, None, prepared, None);
             value(&mut out, cumulative);
         }
     }
@@ -299,7 +313,7 @@ pub fn render_readings(agents: &[AgentReading], format: Format) -> Vec<u8> {
                 line(
                     &mut out,
                     ERRORS_SAMPLE,
-                    &s.category.to_string(),
+                    None,
                     prepared,
                     Some(("status", status)),
                 );
@@ -327,7 +341,8 @@ pub fn render_readings(agents: &[AgentReading], format: Format) -> Vec<u8> {
     for (sample, series) in named {
         counter_header(&mut out, format, sample, PER_NAME_HELP, false);
         for (prepared, s) in series {
-            line(&mut out, sample, &s.category.to_string(), prepared, None);
+            let category = s.category.to_string();
+            line(&mut out, sample, Some(&category), prepared, None);
             value(&mut out, s.value);
         }
     }
@@ -439,11 +454,11 @@ mod tests {
         exporter.record(&events);
         let mut reading = AgentReading {
             labels: vec![
+                ("agent_name".to_owned(), "rank-a".to_owned()),
                 (
                     "hostname".to_owned(),
                     crate::hostname::hostname().to_owned(),
                 ),
-                ("agent_name".to_owned(), "rank-a".to_owned()),
             ],
             bounds: buckets.bounds().to_vec(),
             fixed: [0; FIXED_READINGS],
@@ -468,11 +483,11 @@ mod tests {
     }
 
     #[test]
-    fn extra_labels_follow_category_and_are_escaped() {
+    fn extra_labels_come_in_order_and_are_escaped() {
         let reading = AgentReading {
             labels: vec![
-                ("hostname".to_owned(), "h".to_owned()),
                 ("agent_name".to_owned(), "a\"b".to_owned()),
+                ("hostname".to_owned(), "h".to_owned()),
                 ("pid".to_owned(), "12".to_owned()),
             ],
             bounds: vec![10.0],
@@ -482,7 +497,7 @@ mod tests {
         };
         let text = String::from_utf8(render_readings(&[reading], Format::Text)).unwrap();
         assert!(text.contains(
-            "agent_xfer_time_us_bucket{category=\"PERFORMANCE\",hostname=\"h\",agent_name=\"a\\\"b\",pid=\"12\",le=\"10\"} 0\n"
+            "agent_xfer_time_us_bucket{agent_name=\"a\\\"b\",hostname=\"h\",pid=\"12\",le=\"10\"} 0\n"
         ), "{text}");
     }
 }

@@ -1,8 +1,6 @@
 //! The fixed metric families every agent has from its creation, and the names
 //! the exposition reserves for them.
 
-use nixl_telemetry_abi::Category;
-
 /// Indices of an agent's fixed 64-bit readings (counters and last values).
 pub(crate) mod slot {
     pub(crate) const TX_BYTES: usize = 0;
@@ -48,130 +46,114 @@ pub(crate) struct Scalar {
     pub(crate) sample: &'static str,
     pub(crate) help: &'static str,
     pub(crate) kind: Kind,
-    pub(crate) category: Category,
     pub(crate) source: Source,
 }
 
-/// The scalar families in exposition order. The last [`SYSTEM_SCALARS`] are
+/// The scalar families in exposition order. The help texts of the families
+/// NIXL 1.5.1's own plug-in has are its words, so the two expositions agree
+/// line for line; the two families of ours only say what they are. The last [`SYSTEM_SCALARS`] are
 /// written after the histograms and errors.
 pub(crate) const SCALARS: [Scalar; 17] = [
     Scalar {
         sample: "agent_tx_bytes_total",
-        help: "Bytes sent by completed transfers (sum of agent_tx_bytes events).",
+        help: "Number of bytes sent by the agent",
         kind: Kind::Counter,
-        category: Category::TRANSFER,
         source: Source::Slot(slot::TX_BYTES),
     },
     Scalar {
         sample: "agent_rx_bytes_total",
-        help: "Bytes received by completed transfers (sum of agent_rx_bytes events).",
+        help: "Number of bytes received by the agent",
         kind: Kind::Counter,
-        category: Category::TRANSFER,
         source: Source::Slot(slot::RX_BYTES),
     },
     Scalar {
         sample: "agent_tx_requests_num_total",
-        help: "Completed sending transfer requests (sum of agent_tx_requests_num events).",
+        help: "Number of requests sent by the agent",
         kind: Kind::Counter,
-        category: Category::TRANSFER,
         source: Source::Slot(slot::TX_REQUESTS),
     },
     Scalar {
         sample: "agent_rx_requests_num_total",
-        help: "Completed receiving transfer requests (sum of agent_rx_requests_num events).",
+        help: "Number of requests received by the agent",
         kind: Kind::Counter,
-        category: Category::TRANSFER,
         source: Source::Slot(slot::RX_REQUESTS),
     },
     Scalar {
         sample: "agent_tx_last_bytes",
-        help: "Bytes of the most recent sending transfer.",
+        help: "Bytes sent by the last request",
         kind: Kind::Gauge,
-        category: Category::TRANSFER,
         source: Source::Slot(slot::TX_LAST),
     },
     Scalar {
         sample: "agent_rx_last_bytes",
-        help: "Bytes of the most recent receiving transfer.",
+        help: "Bytes received by the last request",
         kind: Kind::Gauge,
-        category: Category::TRANSFER,
         source: Source::Slot(slot::RX_LAST),
     },
     Scalar {
         sample: "agent_memory_registered_total",
-        help: "Bytes of memory registered, summed over all registrations.",
+        help: "Cumulative memory registered",
         kind: Kind::Counter,
-        category: Category::MEMORY,
         source: Source::Slot(slot::MEM_REGISTERED),
     },
     Scalar {
         sample: "agent_memory_deregistered_total",
-        help: "Bytes of memory deregistered, summed over all deregistrations.",
+        help: "Cumulative memory deregistered",
         kind: Kind::Counter,
-        category: Category::MEMORY,
         source: Source::Slot(slot::MEM_DEREGISTERED),
     },
     Scalar {
         sample: "agent_memory_registered_last_bytes",
-        help: "Bytes of the most recent memory registration.",
+        help: "Memory registered by the last operation",
         kind: Kind::Gauge,
-        category: Category::MEMORY,
         source: Source::Slot(slot::MEM_REGISTERED_LAST),
     },
     Scalar {
         sample: "agent_memory_deregistered_last_bytes",
-        help: "Bytes of the most recent memory deregistration.",
+        help: "Memory deregistered by the last operation",
         kind: Kind::Gauge,
-        category: Category::MEMORY,
         source: Source::Slot(slot::MEM_DEREGISTERED_LAST),
     },
     Scalar {
         sample: "agent_memory_registered_bytes",
         help: "Bytes of memory registered now: registered minus deregistered.",
         kind: Kind::Gauge,
-        category: Category::MEMORY,
         source: Source::RegisteredNow,
     },
     Scalar {
         sample: "agent_xfer_time_total",
-        help: "Microseconds spent in completed transfers, summed (sum of agent_xfer_time events).",
+        help: "Cumulative sum of transfer time from start to completion",
         kind: Kind::Counter,
-        category: Category::PERFORMANCE,
         source: Source::Slot(slot::XFER_TIME),
     },
     Scalar {
         sample: "agent_xfer_post_time_total",
-        help: "Microseconds spent posting transfers, summed (sum of agent_xfer_post_time events).",
+        help: "Cumulative sum of time from start to posting to the back-end",
         kind: Kind::Counter,
-        category: Category::PERFORMANCE,
         source: Source::Slot(slot::POST_TIME),
     },
     Scalar {
         sample: "agent_xfer_time",
-        help: "Microseconds of the most recent completed transfer.",
+        help: "Transfer time of the last request",
         kind: Kind::Gauge,
-        category: Category::PERFORMANCE,
         source: Source::Slot(slot::XFER_LAST),
     },
     Scalar {
         sample: "agent_xfer_post_time",
-        help: "Microseconds of the most recent transfer post.",
+        help: "Post time of the last request",
         kind: Kind::Gauge,
-        category: Category::PERFORMANCE,
         source: Source::Slot(slot::POST_LAST),
     },
     Scalar {
         sample: "agent_telemetry_events_dropped_total",
-        help: "Telemetry events lost before export (sum of agent_telemetry_events_dropped events).",
+        help: "Cumulative telemetry events dropped at the producer-side staging queue",
         kind: Kind::Counter,
-        category: Category::SYSTEM,
         source: Source::Slot(slot::DROPPED),
     },
     Scalar {
         sample: "agent_telemetry_unmapped_events_total",
         help: "Events this exporter could not map to a series: unknown categories, and names past the per-agent limit of distinct names.",
         kind: Kind::Counter,
-        category: Category::SYSTEM,
         source: Source::Slot(slot::UNMAPPED),
     },
 ];
@@ -193,12 +175,12 @@ pub(crate) struct Histogram {
 pub(crate) const HISTOGRAMS: [Histogram; 2] = [
     Histogram {
         family: "agent_xfer_time_us",
-        help: "Distribution of completed transfer times, microseconds.",
+        help: "Distribution of transfer time from start to completion, in microseconds",
         sum_slot: slot::XFER_TIME,
     },
     Histogram {
         family: "agent_xfer_post_time_us",
-        help: "Distribution of transfer post times, microseconds.",
+        help: "Distribution of time from start to posting to the back-end, in microseconds",
         sum_slot: slot::POST_TIME,
     },
 ];
@@ -206,8 +188,7 @@ pub(crate) const HISTOGRAMS: [Histogram; 2] = [
 /// The family of error counters, labelled by `status`.
 pub(crate) const ERRORS_SAMPLE: &str = "agent_errors_total";
 /// Its help text.
-pub(crate) const ERRORS_HELP: &str =
-    "Errors by status (lower case, without NIXL_ERR_); each error event counts one.";
+pub(crate) const ERRORS_HELP: &str = "Cumulative error count by status";
 
 /// The help text of every per-name family.
 pub(crate) const PER_NAME_HELP: &str = "Sum of the values of the events with this name (backend, connection, custom and other non-built-in events), by category.";
@@ -241,7 +222,8 @@ pub(crate) fn om_counter_collides(sample: &str) -> bool {
 }
 
 /// Whether `name` is a sample or family name the fixed families use (in either
-/// exposition format), so a per-name counter must not take it.
+/// exposition format), or starts with `exposer_` (the HTTP server's own
+/// families), so a per-name counter must not take it.
 pub(crate) fn is_reserved(name: &str) -> bool {
     let scalar = SCALARS.iter().any(|s| {
         s.sample == name
@@ -253,6 +235,7 @@ pub(crate) fn is_reserved(name: &str) -> bool {
     });
     scalar
         || histogram
+        || crate::exposer::is_exposer_name(name)
         || name == ERRORS_SAMPLE
         || ERRORS_SAMPLE.strip_suffix("_total") == Some(name)
 }
@@ -272,7 +255,7 @@ mod tests {
         assert_eq!(seen, [1; slot::COUNT]);
         assert!(SCALARS[SCALARS.len() - SYSTEM_SCALARS..]
             .iter()
-            .all(|s| s.category == Category::SYSTEM));
+            .all(|s| s.sample.starts_with("agent_telemetry_")));
     }
 
     #[test]
@@ -311,6 +294,8 @@ mod tests {
             "agent_errors_total",
             "agent_errors",
             "agent_telemetry_unmapped_events",
+            "exposer_scrapes_total",
+            "exposer_request_latencies_sum",
         ] {
             assert!(is_reserved(name), "{name}");
         }

@@ -10,8 +10,9 @@
 //!
 //! The parts: [`settings`] (environment), `agent` (per-agent storage: the
 //! flush thread's totals and the snapshots scrapes read), `render` (the two
-//! formats), `http` and `server` (the HTTP/1.1 endpoint), `endpoint` (the
-//! process-wide registry of listeners).
+//! formats), `http` and `server` (the HTTP/1.1 endpoint), `exposer` (the
+//! server's own families), `gzip` (answers compressed around a cached part),
+//! `endpoint` (the process-wide registry of listeners).
 //!
 //! Besides the C ABI, the crate can be used from Rust (it is also an `rlib`):
 //! [`PrometheusExporter::with_settings`], [`PrometheusExporter::record`] and
@@ -20,8 +21,10 @@
 mod agent;
 mod endpoint;
 mod error;
+mod exposer;
 pub mod external;
 mod families;
+mod gzip;
 mod hostname;
 mod http;
 mod names;
@@ -89,8 +92,11 @@ impl PrometheusExporter {
         self.writer.record(events);
     }
 
-    /// The body a scrape of this exporter's endpoint would get now in
-    /// `format` (every agent of the endpoint).
+    /// The agents' part of the body a scrape of this exporter's endpoint
+    /// would get now in `format` (every agent of the endpoint). A scrape's
+    /// body also starts with the HTTP server's own `exposer_*` families
+    /// (bytes sent, scrapes served, answer latencies), which only the server
+    /// knows.
     pub fn render(&self, format: Format) -> Vec<u8> {
         render::render(&self.endpoint.directory.current().agents, format)
     }

@@ -33,21 +33,23 @@ impl Format {
     }
 }
 
-/// `category="…",hostname="…",agent_name="…"` for `agent` on `hostname`.
-fn labels(out: &mut Vec<u8>, category: Category, hostname: &str, agent: &str) {
-    out.extend_from_slice(b"category=\"");
-    out.extend_from_slice(category.to_string().as_bytes());
+/// `agent_name="…",hostname="…"` for `agent` on `hostname`: the labels of
+/// NIXL's own plug-in (1.4 and later), in its order.
+fn labels(out: &mut Vec<u8>, hostname: &str, agent: &str) {
+    out.extend_from_slice(b"agent_name=\"");
+    escape_label_value(out, agent);
     out.extend_from_slice(b"\",hostname=\"");
     escape_label_value(out, hostname);
-    out.extend_from_slice(b"\",agent_name=\"");
-    escape_label_value(out, agent);
     out.push(b'"');
 }
 
-/// `sample{labels[,extra="value"]} `.
+/// `sample{agent_name="…",hostname="…"[,category="…"][,extra="value"]} `.
+///
+/// Only the per-name counters carry `category`: one event name may come in
+/// several categories, and the label keeps those series apart.
 pub(crate) fn line(
     sample: &str,
-    category: Category,
+    category: Option<Category>,
     hostname: &str,
     agent: &str,
     extra: Option<(&str, &str)>,
@@ -55,7 +57,12 @@ pub(crate) fn line(
     let mut out = Vec::with_capacity(sample.len() + agent.len() + hostname.len() + 64);
     out.extend_from_slice(sample.as_bytes());
     out.push(b'{');
-    labels(&mut out, category, hostname, agent);
+    labels(&mut out, hostname, agent);
+    if let Some(category) = category {
+        out.extend_from_slice(b",category=\"");
+        out.extend_from_slice(category.to_string().as_bytes());
+        out.push(b'"');
+    }
     if let Some((name, value)) = extra {
         out.push(b',');
         out.extend_from_slice(name.as_bytes());

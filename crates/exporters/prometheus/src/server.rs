@@ -18,7 +18,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::endpoint::Directory;
+use crate::exposer::ExposerStats;
 use crate::external::BodySource;
+use crate::gzip;
 use crate::http::{self, Method, Parsed, Status};
 use crate::render::{render, Format};
 use crate::settings::ServerLimits;
@@ -129,11 +131,7 @@ pub(crate) fn spawn_source(
         open: 0,
         limits,
         stop: Arc::clone(&stop),
-        core: Core {
-            directory,
-            cache: [None, None, None, None],
-            renders: 0,
-        },
+        core: Core::new(directory),
         accept_paused_until: None,
         accept_more: false,
         again: Vec::new(),
@@ -156,26 +154,40 @@ pub(crate) fn spawn_source(
 }
 
 /// A rendered body and what it was rendered from.
-struct CachedBody {
+struct CachedBody<B> {
     /// The directory version and the sum of the agents' publish counters.
     key: (u64, u64),
     /// Which rendering made it (`Core::renders` right after it): a request
     /// whose bytes were all read before that rendering began may be answered
     /// with it even if an agent published or joined or left since.
     seq: u64,
-    body: Arc<[u8]>,
+    body: B,
 }
 
 /// The state requests are answered from.
 struct Core {
     directory: Arc<dyn BodySource>,
-    /// Per format: the plain body, then its gzip.
-    cache: [Option<CachedBody>; 4],
+    /// Per format: the plain body of the agents' families.
+    plain: [Option<CachedBody<Arc<[u8]>>>; 2],
+    /// Per format: the same, deflated (for gzip answers).
+    deflated: [Option<CachedBody<Arc<gzip::DeflatedBody>>>; 2],
     /// Renderings so far: the clock requests are stamped with when read.
     renders: u64,
+    /// The endpoint's own `exposer_*` families.
+    exposer: ExposerStats,
 }
 
 impl Core {
+    fn new(directory: Arc<dyn BodySource>) -> Core {
+        Core {
+            directory,
+            plain: [None, None],
+            deflated: [None, None],
+            renders: 0,
+            exposer: ExposerStats::default(),
+        }
+    }
+
     /// The plain body in `format` for a request read when `read_at`
     /// renderings had been made, and the key it was rendered at. The cached
     /// body serves if nothing changed since it was rendered, or if it was
@@ -186,7 +198,7 @@ impl Core {
     /// renders about once per loop iteration however often agents publish.
     fn plain(&mut self, format: Format, read_at: u64) -> ((u64, u64), Arc<[u8]>) {
         let key = self.directory.key();
-        let slot = &mut self.cache[format.index() * 2];
+        let slot = &mut self.plain[format.index()];
         if let Some(cached) = slot {
             if cached.key == key || cached.seq > read_at {
                 return (cached.key, Arc::clone(&cached.body));
@@ -202,26 +214,39 @@ impl Core {
         (key, body)
     }
 
-    /// The body in `format`, gzipped if `gzip`, for a request read when
-    /// `read_at` renderings had been made.
-    fn body(&mut self, format: Format, gzip: bool, read_at: u64) -> Arc<[u8]> {
+    /// The answer to a scrape in `format` read when `read_at` renderings had
+    /// been made: the exposer families (rendered now), then the agents'
+    /// (cached), gzipped if `gzip` (the agents' part compressed once per
+    /// rendering, see [`gzip`]).
+    fn scrape(&mut self, format: Format, gzip: bool, read_at: u64) -> Parts {
         let (key, plain) = self.plain(format, read_at);
+        let exposer = self.exposer.render(format, Instant::now());
         if !gzip {
-            return plain;
+            return Parts {
+                prefix: exposer,
+                body: plain,
+                suffix: Vec::new(),
+            };
         }
-        let slot = &mut self.cache[format.index() * 2 + 1];
-        if let Some(cached) = slot {
-            if cached.key == key {
-                return Arc::clone(&cached.body);
+        let slot = &mut self.deflated[format.index()];
+        let deflated = match slot {
+            Some(cached) if cached.key == key => Arc::clone(&cached.body),
+            _ => {
+                let deflated = Arc::new(gzip::deflate_body(&plain));
+                *slot = Some(CachedBody {
+                    key,
+                    seq: self.renders,
+                    body: Arc::clone(&deflated),
+                });
+                deflated
             }
+        };
+        let (prefix, trailer) = gzip::wrap(&exposer, &deflated);
+        Parts {
+            prefix,
+            body: Arc::clone(&deflated.stream),
+            suffix: trailer.to_vec(),
         }
-        let body: Arc<[u8]> = compress(&plain).into();
-        *slot = Some(CachedBody {
-            key,
-            seq: self.renders,
-            body: Arc::clone(&body),
-        });
-        body
     }
 
     /// The response to a parsed request, or to a request refused with a
@@ -237,39 +262,73 @@ impl Core {
             Ok(r) => (Status::Ok, Some(r)),
             Err(status) => (status, None),
         };
+        let started = Instant::now();
         let keep_alive = request.is_some_and(|r| r.keep_alive);
         let head_only = request.is_some_and(|r| r.method == Method::Head);
-        let (content_type, gzip, body): (&str, bool, Arc<[u8]>) = match (status, request) {
-            (Status::Ok, Some(r)) => (r.content_type, r.gzip, self.body(r.format, r.gzip, read_at)),
-            _ => ("text/plain; charset=utf-8", false, Arc::from(status.body())),
+        let (content_type, gzip, parts): (&str, bool, Parts) = match (status, request) {
+            (Status::Ok, Some(r)) => (
+                r.content_type,
+                r.gzip,
+                self.scrape(r.format, r.gzip, read_at),
+            ),
+            _ => (
+                "text/plain; charset=utf-8",
+                false,
+                Parts {
+                    prefix: Vec::new(),
+                    body: Arc::from(status.body()),
+                    suffix: Vec::new(),
+                },
+            ),
+        };
+        let length = parts.prefix.len() + parts.body.len() + parts.suffix.len();
+        let head = http::response_head(status, content_type, length, gzip, keep_alive);
+        // A GET of /metrics answered with its body is a scrape.
+        let scrape = (status == Status::Ok && !head_only).then_some(Scrape {
+            started,
+            body_bytes: length,
+        });
+        let parts = if head_only {
+            Parts {
+                prefix: Vec::new(),
+                body: Arc::from(&b""[..]),
+                suffix: Vec::new(),
+            }
+        } else {
+            parts
         };
         Outgoing {
-            head: http::response_head(status, content_type, body.len(), gzip, keep_alive),
-            body: if head_only { Arc::from(&b""[..]) } else { body },
+            head,
+            parts,
             written: 0,
             keep_alive,
+            scrape,
         }
     }
 }
 
-/// `body` as a gzip member, at the fastest level (scrape bodies are very
-/// repetitive: about a tenth of the size either way).
-fn compress(body: &[u8]) -> Vec<u8> {
-    use flate2::write::GzEncoder;
-    use flate2::Compression;
-    let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 8 + 64), Compression::fast());
-    encoder
-        .write_all(body)
-        .and_then(|()| encoder.finish())
-        .expect("compressing into memory cannot fail")
+/// A response body in three pieces, sent in order.
+struct Parts {
+    prefix: Vec<u8>,
+    body: Arc<[u8]>,
+    suffix: Vec<u8>,
+}
+
+/// A scrape being answered, for the exposer families.
+#[derive(Clone, Copy)]
+struct Scrape {
+    started: Instant,
+    body_bytes: usize,
 }
 
 /// A response being written.
 struct Outgoing {
     head: Vec<u8>,
-    body: Arc<[u8]>,
+    parts: Parts,
     written: usize,
     keep_alive: bool,
+    /// Set when the response answers a scrape: counted once all is out.
+    scrape: Option<Scrape>,
 }
 
 enum Phase {
@@ -576,6 +635,13 @@ impl Conn {
                     Ok(false) => return Next::Keep,
                     Ok(true) => {
                         let now = Instant::now();
+                        if let Some(scrape) = out.scrape.take() {
+                            core.exposer.record(
+                                scrape.body_bytes,
+                                now.saturating_duration_since(scrape.started),
+                                now,
+                            );
+                        }
                         self.since = now;
                         if out.keep_alive {
                             self.phase = Phase::Request;
@@ -666,19 +732,32 @@ impl Conn {
 
 /// Writes as much of `out` as the socket takes: `Ok(true)` when all is out.
 fn write_out(stream: &mut TcpStream, out: &mut Outgoing) -> io::Result<bool> {
-    let total = out.head.len() + out.body.len();
+    let pieces: [&[u8]; 4] = [
+        &out.head,
+        &out.parts.prefix,
+        &out.parts.body,
+        &out.parts.suffix,
+    ];
+    let total: usize = pieces.iter().map(|p| p.len()).sum();
     while out.written < total {
-        let result = if out.written < out.head.len() {
-            socket_send::send_vectored(
-                stream,
-                &[
-                    IoSlice::new(&out.head[out.written..]),
-                    IoSlice::new(&out.body),
-                ],
-            )
-        } else {
+        // The unsent rest of each piece, in order.
+        let mut skip = out.written;
+        let mut slices = [IoSlice::new(&[]); 4];
+        let mut n = 0;
+        for piece in pieces {
+            if skip >= piece.len() {
+                skip -= piece.len();
+                continue;
+            }
+            slices[n] = IoSlice::new(&piece[skip..]);
+            skip = 0;
+            n += 1;
+        }
+        let result = if n == 1 {
             // std's TcpStream::write sends with MSG_NOSIGNAL.
-            stream.write(&out.body[out.written - out.head.len()..])
+            stream.write(&slices[0])
+        } else {
+            socket_send::send_vectored(stream, &slices[..n])
         };
         match result {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -728,11 +807,7 @@ mod tests {
     }
 
     fn core() -> Core {
-        Core {
-            directory: Arc::new(Directory::default()),
-            cache: [None, None, None, None],
-            renders: 0,
-        }
+        Core::new(Arc::new(Directory::default()))
     }
 
     #[test]

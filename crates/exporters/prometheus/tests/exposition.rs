@@ -33,8 +33,15 @@ const FIXED_SAMPLES: [&str; 17] = [
 
 /// Checks the structure of an exposition: every family declared once with
 /// `# HELP` then `# TYPE`, its samples right after it and named after it, every
-/// sample with the three common labels. Returns the (family, type) pairs.
+/// sample with `agent_name` then `hostname` first (NIXL's labels), and
+/// `category` on the per-name counters only. Returns the (family, type) pairs.
+///
+/// `per_name`: the per-name counters' family names in `format`.
 fn check_structure(body: &str, format: Format) -> Vec<(String, String)> {
+    check_structure_with(body, format, &[])
+}
+
+fn check_structure_with(body: &str, format: Format, per_name: &[&str]) -> Vec<(String, String)> {
     let mut families = Vec::new();
     let mut seen = HashSet::new();
     let mut current: Option<(String, String)> = None;
@@ -79,9 +86,16 @@ fn check_structure(body: &str, format: Format) -> Vec<(String, String)> {
             allowed.iter().any(|a| a == name),
             "sample {name} under family {family} ({kind})"
         );
-        for label in ["category=\"", "hostname=\"", "agent_name=\""] {
-            assert!(line.contains(label), "{line} lacks {label}");
-        }
+        let labels = &line[name.len()..];
+        assert!(
+            labels.starts_with("{agent_name=\"") && labels.contains("\",hostname=\""),
+            "{line}: agent_name and hostname first"
+        );
+        assert_eq!(
+            labels.contains(",category=\""),
+            per_name.contains(&family.as_str()),
+            "{line}: category on per-name counters only"
+        );
     }
     if format == Format::OpenMetrics {
         assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
@@ -115,9 +129,8 @@ fn every_fixed_family_is_there_at_zero_from_creation() {
         );
     }
     for status in KNOWN_ERROR_STATUSES {
-        let prefix = format!(
-            "agent_errors_total{{category=\"ERROR\",{host},agent_name=\"fresh\",status=\"{status}\"}}"
-        );
+        let prefix =
+            format!("agent_errors_total{{agent_name=\"fresh\",{host},status=\"{status}\"}}");
         assert_eq!(value_of(&body, &prefix).as_deref(), Some("0"), "{status}");
     }
     for family in ["agent_xfer_time_us", "agent_xfer_post_time_us"] {
@@ -125,10 +138,11 @@ fn every_fixed_family_is_there_at_zero_from_creation() {
             .lines()
             .filter(|l| l.starts_with(&format!("{family}_bucket{{")))
             .count();
-        assert_eq!(buckets, 20, "{family}: 19 bounds and +Inf");
+        assert_eq!(buckets, 19, "{family}: NIXL's 18 bounds and +Inf");
         assert!(body.contains(&format!(
-            "{family}_bucket{{category=\"PERFORMANCE\",{host},agent_name=\"fresh\",le=\"10\"}} 0"
+            "{family}_bucket{{agent_name=\"fresh\",{host},le=\"10\"}} 0"
         )));
+        assert!(!body.contains("le=\"2500000\""), "NIXL has no 2.5 s bound");
         assert!(body.contains("le=\"10000000\"} 0"));
         assert!(body.contains(&format!("{family}_count{{")));
     }
@@ -160,77 +174,58 @@ fn values_follow_the_events() {
     ]);
     e.record(&[ev(Category::TRANSFER, "agent_tx_bytes", 4)]);
     let body = text(&e, Format::Text);
-    let v = |name: &str, category: &str, extra: &str| {
+    // Fixed families: no category; per-name counters: category after the
+    // agent's labels (`extra` is `,category="…"` then).
+    let v = |name: &str, extra: &str| {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
         let prefix = format!(
-            "{name}{{category=\"{category}\",hostname=\"{}\",agent_name=\"busy\"{extra}}}",
+            "{name}{{agent_name=\"busy\",hostname=\"{}\"{extra}}}",
             host.trim()
         );
         value_of(&body, &prefix).unwrap_or_else(|| panic!("no {prefix} in\n{body}"))
     };
-    assert_eq!(v("agent_tx_bytes_total", "TRANSFER", ""), "4100");
-    assert_eq!(v("agent_tx_last_bytes", "TRANSFER", ""), "4");
-    assert_eq!(v("agent_tx_requests_num_total", "TRANSFER", ""), "1");
-    assert_eq!(v("agent_rx_bytes_total", "TRANSFER", ""), "100");
-    assert_eq!(v("agent_rx_requests_num_total", "TRANSFER", ""), "1");
-    assert_eq!(v("agent_memory_registered_total", "MEMORY", ""), "1000");
+    assert_eq!(v("agent_tx_bytes_total", ""), "4100");
+    assert_eq!(v("agent_tx_last_bytes", ""), "4");
+    assert_eq!(v("agent_tx_requests_num_total", ""), "1");
+    assert_eq!(v("agent_rx_bytes_total", ""), "100");
+    assert_eq!(v("agent_rx_requests_num_total", ""), "1");
+    assert_eq!(v("agent_memory_registered_total", ""), "1000");
+    assert_eq!(v("agent_memory_deregistered_last_bytes", ""), "3000");
+    assert_eq!(v("agent_memory_registered_bytes", ""), "-2000");
+    assert_eq!(v("agent_xfer_time_total", ""), "30120");
+    assert_eq!(v("agent_xfer_time", ""), "30000");
+    assert_eq!(v("agent_xfer_post_time", ""), "7");
+    assert_eq!(v("agent_xfer_time_us_bucket", ",le=\"100\""), "0");
+    assert_eq!(v("agent_xfer_time_us_bucket", ",le=\"250\""), "1");
+    assert_eq!(v("agent_xfer_time_us_bucket", ",le=\"25000\""), "1");
+    assert_eq!(v("agent_xfer_time_us_bucket", ",le=\"50000\""), "2");
+    assert_eq!(v("agent_xfer_time_us_bucket", ",le=\"+Inf\""), "2");
+    assert_eq!(v("agent_xfer_time_us_count", ""), "2");
+    assert_eq!(v("agent_xfer_time_us_sum", ""), "30120");
+    assert_eq!(v("agent_xfer_post_time_us_bucket", ",le=\"10\""), "1");
+    assert_eq!(v("agent_errors_total", ",status=\"backend\""), "1");
+    assert_eq!(v("agent_errors_total", ",status=\"timeout\""), "1");
+    assert_eq!(v("agent_errors_total", ",status=\"canceled\""), "0");
+    assert_eq!(v("agent_telemetry_events_dropped_total", ""), "12");
+    assert_eq!(v("agent_telemetry_unmapped_events_total", ""), "1");
+    assert_eq!(v("ucx_rndv_reads_total", ",category=\"BACKEND\""), "5");
+    assert_eq!(v("agent_connect_total", ",category=\"CONNECTION\""), "1");
     assert_eq!(
-        v("agent_memory_deregistered_last_bytes", "MEMORY", ""),
-        "3000"
-    );
-    assert_eq!(v("agent_memory_registered_bytes", "MEMORY", ""), "-2000");
-    assert_eq!(v("agent_xfer_time_total", "PERFORMANCE", ""), "30120");
-    assert_eq!(v("agent_xfer_time", "PERFORMANCE", ""), "30000");
-    assert_eq!(v("agent_xfer_post_time", "PERFORMANCE", ""), "7");
-    assert_eq!(
-        v("agent_xfer_time_us_bucket", "PERFORMANCE", ",le=\"100\""),
-        "0"
-    );
-    assert_eq!(
-        v("agent_xfer_time_us_bucket", "PERFORMANCE", ",le=\"250\""),
-        "1"
-    );
-    assert_eq!(
-        v("agent_xfer_time_us_bucket", "PERFORMANCE", ",le=\"25000\""),
-        "1"
-    );
-    assert_eq!(
-        v("agent_xfer_time_us_bucket", "PERFORMANCE", ",le=\"50000\""),
+        v("custom_agent_tx_bytes_total", ",category=\"CUSTOM\""),
         "2"
     );
-    assert_eq!(
-        v("agent_xfer_time_us_bucket", "PERFORMANCE", ",le=\"+Inf\""),
-        "2"
+    let per_name = [
+        "ucx_rndv_reads_total",
+        "agent_connect_total",
+        "custom_agent_tx_bytes_total",
+    ];
+    check_structure_with(&body, Format::Text, &per_name);
+    let om_per_name = per_name.map(|n| n.strip_suffix("_total").unwrap());
+    check_structure_with(
+        &text(&e, Format::OpenMetrics),
+        Format::OpenMetrics,
+        &om_per_name,
     );
-    assert_eq!(v("agent_xfer_time_us_count", "PERFORMANCE", ""), "2");
-    assert_eq!(v("agent_xfer_time_us_sum", "PERFORMANCE", ""), "30120");
-    assert_eq!(
-        v(
-            "agent_xfer_post_time_us_bucket",
-            "PERFORMANCE",
-            ",le=\"10\""
-        ),
-        "1"
-    );
-    assert_eq!(v("agent_errors_total", "ERROR", ",status=\"backend\""), "1");
-    assert_eq!(v("agent_errors_total", "ERROR", ",status=\"timeout\""), "1");
-    assert_eq!(
-        v("agent_errors_total", "ERROR", ",status=\"canceled\""),
-        "0"
-    );
-    assert_eq!(
-        v("agent_telemetry_events_dropped_total", "SYSTEM", ""),
-        "12"
-    );
-    assert_eq!(
-        v("agent_telemetry_unmapped_events_total", "SYSTEM", ""),
-        "1"
-    );
-    assert_eq!(v("ucx_rndv_reads_total", "BACKEND", ""), "5");
-    assert_eq!(v("agent_connect_total", "CONNECTION", ""), "1");
-    assert_eq!(v("custom_agent_tx_bytes_total", "CUSTOM", ""), "2");
-    check_structure(&body, Format::Text);
-    check_structure(&text(&e, Format::OpenMetrics), Format::OpenMetrics);
 }
 
 #[test]
@@ -238,7 +233,7 @@ fn openmetrics_names_counter_families_without_total() {
     let mut e = exporter("om");
     e.record(&[ev(Category::BACKEND, "retries_total", 3)]);
     let body = text(&e, Format::OpenMetrics);
-    let families = check_structure(&body, Format::OpenMetrics);
+    let families = check_structure_with(&body, Format::OpenMetrics, &["retries"]);
     let kind = |name: &str| {
         families
             .iter()
@@ -254,7 +249,36 @@ fn openmetrics_names_counter_families_without_total() {
     // Its OpenMetrics family name would be the gauge's: declared unknown instead.
     assert_eq!(kind("agent_xfer_time_total"), "unknown");
     assert!(body.contains("\nagent_tx_bytes_total{"));
-    assert!(body.contains("\nretries_total{category=\"BACKEND\""));
+    assert!(body.contains("\nretries_total{agent_name=\"om\",hostname=\""));
+    assert!(body.contains(",category=\"BACKEND\"} 3\n"));
+}
+
+#[test]
+fn one_name_in_two_categories_stays_two_series() {
+    // NIXL's families have no `category`; the per-name counters keep it, so
+    // the same name sent as a backend and as a custom event is not merged.
+    let mut e = exporter("twice");
+    e.record(&[
+        ev(Category::BACKEND, "rndv", 1),
+        ev(Category::CUSTOM, "rndv", 2),
+        ev(Category::BACKEND, "rndv", 10),
+    ]);
+    let body = text(&e, Format::Text);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let series = |category: &str| {
+        value_of(
+            &body,
+            &format!(
+                "rndv_total{{agent_name=\"twice\",hostname=\"{}\",category=\"{category}\"}}",
+                host.trim()
+            ),
+        )
+    };
+    assert_eq!(series("BACKEND").as_deref(), Some("11"), "{body}");
+    assert_eq!(series("CUSTOM").as_deref(), Some("2"), "{body}");
+    assert_eq!(body.matches("# TYPE rndv_total counter").count(), 1);
+    check_structure_with(&body, Format::Text, &["rndv_total"]);
+    promtool::assert_exporter_output_accepted(&body);
 }
 
 #[test]

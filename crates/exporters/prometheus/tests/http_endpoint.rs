@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     connect, ev, exchange, exporter, exporter_with_limits, read_pipelined, read_response, scrape,
+    split_exposer, unlabelled,
 };
 use nixl_telemetry_abi::Category;
 use telemetry_exporter_prometheus::{
@@ -49,17 +50,70 @@ fn serves_text_by_default_and_openmetrics_when_asked() {
     let text = scrape(e.local_addr(), None);
     assert_eq!(text.status, 200);
     assert_eq!(text.header("content-type"), Some(TEXT_CONTENT_TYPE));
-    assert_eq!(text.body, e.render(Format::Text));
-    assert!(text.text().contains("agent_name=\"formats\"} 77\n"));
+    assert_eq!(split_exposer(&text.body).1, e.render(Format::Text));
+    assert!(text.text().lines().any(|l| l
+        .starts_with("agent_tx_bytes_total{agent_name=\"formats\",")
+        && l.ends_with("} 77")));
 
     let om = scrape(e.local_addr(), Some(PROMETHEUS_ACCEPT));
     assert_eq!(om.status, 200);
     assert_eq!(om.header("content-type"), Some(OPENMETRICS_CONTENT_TYPE));
     assert!(om.text().ends_with("# EOF\n"));
-    assert_eq!(om.body, e.render(Format::OpenMetrics));
+    assert_eq!(split_exposer(&om.body).1, e.render(Format::OpenMetrics));
 
     let plain = scrape(e.local_addr(), Some("text/plain;version=0.0.4"));
     assert_eq!(plain.header("content-type"), Some(TEXT_CONTENT_TYPE));
+}
+
+#[test]
+fn the_server_counts_its_scrapes_as_nixl_does() {
+    let e = exporter("exposer");
+    // The first scrape sees nothing yet: zeros and NaN quantiles, as NIXL's.
+    let first = scrape(e.local_addr(), None).text();
+    let (exposer, _) = split_exposer(first.as_bytes());
+    let exposer = String::from_utf8(exposer.to_vec()).unwrap();
+    for (name, value) in [
+        ("exposer_transferred_bytes_total", "0"),
+        ("exposer_scrapes_total", "0"),
+        ("exposer_request_latencies_count", "0"),
+        ("exposer_request_latencies_sum", "0"),
+        ("exposer_request_latencies{quantile=\"0.5\"}", "NaN"),
+        ("exposer_request_latencies{quantile=\"0.9\"}", "NaN"),
+        ("exposer_request_latencies{quantile=\"0.99\"}", "NaN"),
+    ] {
+        assert_eq!(unlabelled(&exposer, name).as_deref(), Some(value), "{name}");
+    }
+    // Neither a 404 nor a HEAD is a scrape.
+    assert_eq!(
+        exchange(e.local_addr(), "GET /nope HTTP/1.1\r\n\r\n").status,
+        404
+    );
+    let openmetrics = scrape(e.local_addr(), Some(PROMETHEUS_ACCEPT)).text();
+    assert!(openmetrics.contains("\n# TYPE exposer_scrapes counter\nexposer_scrapes_total 1\n"));
+    let third = scrape(e.local_addr(), None).text();
+    let bytes: usize = unlabelled(&third, "exposer_transferred_bytes_total")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(bytes, first.len() + openmetrics.len());
+    assert_eq!(
+        unlabelled(&third, "exposer_scrapes_total").as_deref(),
+        Some("2")
+    );
+    assert_eq!(
+        unlabelled(&third, "exposer_request_latencies_count").as_deref(),
+        Some("2")
+    );
+    let median: u64 = unlabelled(&third, "exposer_request_latencies{quantile=\"0.5\"}")
+        .unwrap()
+        .parse()
+        .expect("a number of µs once there were scrapes");
+    let sum: u64 = unlabelled(&third, "exposer_request_latencies_sum")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(median <= sum, "{median} > {sum}");
+    promtool::assert_exporter_output_accepted(&third);
 }
 
 #[test]
@@ -85,7 +139,7 @@ fn gzip_when_the_scraper_accepts_it() {
     flate2::read::GzDecoder::new(&zipped.body[..])
         .read_to_end(&mut plain)
         .expect("a valid gzip body");
-    assert_eq!(plain, e.render(Format::Text));
+    assert_eq!(split_exposer(&plain).1, e.render(Format::Text));
     assert!(
         zipped.body.len() * 4 < plain.len(),
         "{} bytes zipped from {}",
@@ -94,27 +148,41 @@ fn gzip_when_the_scraper_accepts_it() {
     );
     let refused = request("identity, gzip;q=0");
     assert_eq!(refused.header("content-encoding"), None);
-    assert_eq!(refused.body, plain);
-    // HEAD tells the length of what GET would send.
+    // The same agents' part; the exposer's part counts the zipped scrape.
+    assert_eq!(split_exposer(&refused.body).1, split_exposer(&plain).1);
+    let exposer = String::from_utf8(split_exposer(&refused.body).0.to_vec()).unwrap();
+    assert_eq!(
+        unlabelled(&exposer, "exposer_transferred_bytes_total"),
+        Some(zipped.body.len().to_string()),
+        "bytes as sent, zipped"
+    );
+    // HEAD tells the length of what GET would send (a HEAD is not a scrape:
+    // the GET after it shows the same exposer values).
     let head = exchange(
         e.local_addr(),
         "HEAD /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(head.header("content-encoding"), Some("gzip"));
+    let zipped_again = request("gzip");
     assert_eq!(
         head.header("content-length").unwrap(),
-        zipped.body.len().to_string()
+        zipped_again.body.len().to_string()
     );
 }
 
 #[test]
 fn head_answers_the_headers_of_get() {
     let e = exporter("head");
-    let get = scrape(e.local_addr(), None);
     let mut s = connect(e.local_addr());
     s.write_all(b"HEAD /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let head = read_response(&mut s, true);
+    // A HEAD is not a scrape: the GET after it has the same exposer values.
+    let get = scrape(e.local_addr(), None);
+    assert_eq!(
+        unlabelled(&get.text(), "exposer_scrapes_total").as_deref(),
+        Some("0")
+    );
     assert_eq!(head.status, 200);
     assert_eq!(
         head.header("content-length").unwrap(),
@@ -157,18 +225,18 @@ fn keep_alive_and_pipelined_requests() {
     let e = exporter("keepalive");
     let mut s = connect(e.local_addr());
     s.write_all(
-        b"GET /metrics HTTP/1.1\r\n\r\nHEAD /metrics HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\n\r\n",
+        b"HEAD /metrics HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\n\r\n",
     )
     .unwrap();
     let mut pending = Vec::new();
-    let first = read_pipelined(&mut s, &mut pending, false);
+    let first = read_pipelined(&mut s, &mut pending, true);
     assert_eq!(first.status, 200);
     assert_eq!(first.header("connection"), Some("keep-alive"));
-    let second = read_pipelined(&mut s, &mut pending, true);
+    let second = read_pipelined(&mut s, &mut pending, false);
     assert_eq!(second.status, 200);
     assert_eq!(
-        second.header("content-length").unwrap(),
-        first.body.len().to_string()
+        first.header("content-length").unwrap(),
+        second.body.len().to_string()
     );
     assert_eq!(read_pipelined(&mut s, &mut pending, false).status, 404);
     assert!(pending.is_empty());

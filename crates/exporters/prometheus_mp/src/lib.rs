@@ -148,8 +148,10 @@ impl MultiProcessExporter {
         self.store.path()
     }
 
-    /// The body a scrape of the run's endpoint would get now in `format`
-    /// (every rank of the directory), whether or not this exporter serves it.
+    /// The ranks' part of the body a scrape of the run's endpoint would get
+    /// now in `format` (every rank of the directory), whether or not this
+    /// exporter serves it. A scrape's body starts with the serving owner's
+    /// own `exposer_*` families, which only its HTTP server knows.
     pub fn render(&self, format: Format) -> Vec<u8> {
         self.collector.render(format)
     }

@@ -235,8 +235,8 @@ fn parse(head: &[u8], entries: &[u8], count: usize) -> Result<StoreReading, Skip
         });
     }
     let mut labels = vec![
-        ("hostname".to_owned(), hostname),
         ("agent_name".to_owned(), agent_name),
+        ("hostname".to_owned(), hostname),
         ("pid".to_owned(), pid.to_string()),
         ("agent_instance".to_owned(), agent_instance.to_string()),
     ];

@@ -137,3 +137,25 @@ pub fn value_of(body: &str, prefix: &str) -> Option<String> {
         .find(|l| l.starts_with(prefix) && l[prefix.len()..].starts_with(' '))
         .map(|l| l[prefix.len() + 1..].to_owned())
 }
+
+/// A scrape body split into the HTTP server's own `exposer_*` families (which
+/// come first) and the agents' families (what `PrometheusExporter::render`
+/// gives).
+pub fn split_exposer(body: &[u8]) -> (&[u8], &[u8]) {
+    let text = std::str::from_utf8(body).expect("a UTF-8 body");
+    let at = text
+        .find("# HELP agent_")
+        .expect("the agents' families follow the exposer's");
+    assert!(
+        text.starts_with("# HELP exposer_transferred_bytes"),
+        "the exposer's families come first:\n{text}"
+    );
+    body.split_at(at)
+}
+
+/// The value of the unlabelled sample `name` in `body`.
+pub fn unlabelled(body: &str, name: &str) -> Option<String> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .map(str::to_owned)
+}
