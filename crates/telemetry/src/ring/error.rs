@@ -1,3 +1,6 @@
+//! The errors of ring files: opening, validating and reading them. Each names
+//! the file, and keeps the system error that caused it as its source.
+
 use std::io;
 use std::path::PathBuf;
 
