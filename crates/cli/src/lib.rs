@@ -2,5 +2,7 @@
 //! the telemetry reader ([`read`]) and the stop-signal flag both use
 //! ([`signal`]). Each binary only parses its command line and calls in here.
 
+#![forbid(unsafe_code)]
+
 pub mod read;
 pub mod signal;

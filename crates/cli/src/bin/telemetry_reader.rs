@@ -3,6 +3,8 @@
 //! `telemetry_reader <path>` or `telemetry_reader --telemetry_path <path>`;
 //! the same options and output as `nixl-telemetry read` (see `docs/readers.md`).
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;
