@@ -193,8 +193,8 @@ pub struct Trailer {
     dropped_ring_full: u64,
     /// Wall-clock µs of the producer's latest flush.
     last_flush_us: u64,
-    /// All events the producer lost.
-    events_lost: u64,
+    /// All events the producer lost (the exact sum of the counters).
+    events_lost: u128,
 }
 
 impl From<TrailerInfo> for Trailer {
@@ -748,19 +748,19 @@ impl Ring {
 
     /// Events lost because a staging buffer was full, over every trailer.
     #[getter]
-    fn dropped_staging_full(&self) -> PyResult<u64> {
-        self.sum_trailers(|t| t.dropped_staging_full)
+    fn dropped_staging_full(&self) -> PyResult<u128> {
+        self.sum_trailers(|t| u128::from(t.dropped_staging_full))
     }
 
     /// Events lost because the ring was full, over every trailer.
     #[getter]
-    fn dropped_ring_full(&self) -> PyResult<u64> {
-        self.sum_trailers(|t| t.dropped_ring_full)
+    fn dropped_ring_full(&self) -> PyResult<u128> {
+        self.sum_trailers(|t| u128::from(t.dropped_ring_full))
     }
 
     /// Every event the producers lost, over every trailer.
     #[getter]
-    fn events_lost(&self) -> PyResult<u64> {
+    fn events_lost(&self) -> PyResult<u128> {
         self.sum_trailers(|t| t.events_lost())
     }
 
@@ -800,7 +800,7 @@ impl Ring {
 }
 
 impl Ring {
-    fn sum_trailers(&self, field: impl Fn(&TrailerInfo) -> u64) -> PyResult<u64> {
+    fn sum_trailers(&self, field: impl Fn(&TrailerInfo) -> u128) -> PyResult<u128> {
         self.with_state(|state| {
             Ok(state
                 .rings
