@@ -800,7 +800,10 @@ impl Ring {
 
     /// Like `read`, as columns: a dict of `array.array`s (`timestamp_us` and
     /// `value`: 'Q', `category`: 'i') and lists (`name`, and `agent` for a
-    /// directory), one entry per event, in the same order.
+    /// directory), one entry per event, in the same order. `timestamp_us` and
+    /// `category` are None when no ring read carries them (versions 2–4 and
+    /// 3–4), lists with None for the events without them when only some rings
+    /// of a directory do.
     #[pyo3(signature = (max_events=None))]
     fn read_columns<'py>(
         &self,
