@@ -1,21 +1,22 @@
 """Every ring version (1-4): the rings the real NIXL releases 1.0.0-1.5.1 wrote
 (tests/data/nixl_releases/) and the rings our writer writes in each version, read
-by the package exactly as `telemetry_reader --json --once --peek` reads them
-(and, for the releases' files, with the names and values the release's own
-reader printed); columns with the missing fields; `ring_version` and
+by the package exactly as `telemetry_reader --json --once --peek` (and the
+standard-library reader) reads them (and, for the releases' files, with the names
+and values the release's own reader printed); columns with the missing fields; `ring_version` and
 NIXL_TELEMETRY_RING_VERSION; the `format` loss cause in stats and trailers."""
 
 import json
 import shutil
 import struct
 import subprocess
+import sys
 
 import pytest
 
 import nixl_telemetry as nt
 from nixl_telemetry import Ring, RingError, Telemetry, TelemetryError, read_ring
 
-from conftest import REPO
+from conftest import REPO, STDLIB_READER
 
 RELEASES_DIR = REPO / "tests" / "data" / "nixl_releases"
 RELEASES = sorted(p.name for p in RELEASES_DIR.iterdir() if p.is_dir())
@@ -35,6 +36,14 @@ FIELDS = {"v1": (True, True), "v2-named": (False, True), "v2-typed": (False, Tru
 def reader_json(reader, path):
     out = subprocess.run([reader, "--once", "--peek", "--json", "--quiet", str(path)],
                          capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def stdlib_json(path):
+    out = subprocess.run([sys.executable, str(STDLIB_READER), "--telemetry_path", str(path),
+                          "--once", "--peek", "--json", "--quiet"],
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()]
 
@@ -67,6 +76,7 @@ def test_release_rings_read_as_telemetry_reader_and_the_release_read_them(
     expected = reader_json(telemetry_reader, ring)
     assert len(events) > 0
     assert [e.as_dict() for e in events] == expected
+    assert expected == stdlib_json(ring)
 
     layout = LAYOUT_OF_RELEASE[release]
     has_timestamp, has_category = FIELDS[layout]
@@ -124,6 +134,7 @@ def test_a_directory_of_every_release_reads_as_telemetry_reader(tmp_path, teleme
         assert r.layouts == [("initiator-" + rel, LAYOUT_OF_RELEASE[rel]) for rel in RELEASES]
         assert r.layout is None
     assert [e.as_dict() for e in events] == reader_json(telemetry_reader, tmp_path)
+    assert [e.as_dict() for e in events] == stdlib_json(tmp_path)
     # Mixed versions in one read: the columns are lists with None where an
     # event's ring has no such field.
     columns = read_ring(tmp_path, peek=True, columns=True)
@@ -177,7 +188,10 @@ EVENTS_RECORDED = 15  # record_everything: each transfer makes 3 events
 def test_our_rings_of_every_version_read_as_telemetry_reader(tmp_path, telemetry_reader, setting):
     layout, has_timestamp, has_category, no_type = WRITTEN[setting]
     value = int(setting) if setting.isdigit() else setting
-    with Telemetry("agent", dir=tmp_path, buffer_size=64, ring_version=value) as t:
+    # Only the explicit flush: a timed flush between the losses would report
+    # them in two `agent_telemetry_events_dropped` events instead of one.
+    with Telemetry("agent", dir=tmp_path, buffer_size=64, run_interval_ms=100000,
+                   ring_version=value) as t:
         record_everything(t)
         t.flush()
         stats = t.stats()
@@ -189,6 +203,7 @@ def test_our_rings_of_every_version_read_as_telemetry_reader(tmp_path, telemetry
     ring = tmp_path / "agent"
     events = read_ring(ring, peek=True)
     assert [e.as_dict() for e in events] == reader_json(telemetry_reader, ring)
+    assert [e.as_dict() for e in events] == stdlib_json(ring)
     assert len(events) == stats["delivered"]
     for e in events:
         assert (e.timestamp_us is not None) == has_timestamp
@@ -216,6 +231,7 @@ def test_ring_version_from_the_environment(tmp_path, telemetry_reader, monkeypat
     monkeypatch.setenv("NIXL_TELEMETRY_ENABLE", "1")
     monkeypatch.setenv("NIXL_TELEMETRY_DIR", str(tmp_path))
     monkeypatch.setenv("NIXL_TELEMETRY_BUFFER_SIZE", "64")
+    monkeypatch.setenv("NIXL_TELEMETRY_RUN_INTERVAL", "100000")  # only explicit flushes
     for version, layout in [("3", "v3"), ("2-typed", "v2-typed"), ("1", "v1")]:
         monkeypatch.setenv("NIXL_TELEMETRY_RING_VERSION", version)
         agent = "env_" + version
