@@ -1,9 +1,13 @@
 //! Reading rings from Python: `read_ring`, `Ring`, `Event`, `Trailer`.
 //!
-//! The results are those of `telemetry_reader --once --json`: the same events in
-//! the same order (a directory's rings in the order Python sorts their names,
-//! each drained oldest first), malformed slots (a name without NUL) skipped and
-//! counted, invalid UTF-8 in names replaced by U+FFFD.
+//! Every ring version (1–4) is read through the core reader's records
+//! ([`RingRecord`]): no slot is decoded here. The results are those of
+//! `telemetry_reader --once --json`: the same events in the same order (a
+//! directory's rings in the order Python sorts their names, each drained
+//! oldest first), `None` for a timestamp or category the version lacks, event
+//! types named by the version's table (`unknown_event_<n>` otherwise),
+//! malformed slots (a name without NUL) skipped and counted, invalid UTF-8 in
+//! names replaced by U+FFFD.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -13,8 +17,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use nixl_telemetry::ring::{ReadMode, RingError as RustRingError, RingReader, TrailerInfo};
-use nixl_telemetry_abi::{Category, Event as RawEvent, EVENT_NAME_CAPACITY};
+use nixl_telemetry::ring::{
+    layout::RingLayout, ReadMode, RingError as RustRingError, RingReader, RingRecord, TrailerInfo,
+};
+use nixl_telemetry_abi::{Category, EVENT_NAME_CAPACITY};
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -191,10 +197,13 @@ pub struct Trailer {
     dropped_staging_full: u64,
     /// Events lost because the ring was full.
     dropped_ring_full: u64,
+    /// Events lost because the ring's version has no event type for them
+    /// (0 in a version-1 trailer, which has no such counter).
+    dropped_format: u64,
     /// Wall-clock µs of the producer's latest flush.
     last_flush_us: u64,
-    /// All events the producer lost.
-    events_lost: u64,
+    /// All events the producer lost (the exact sum of the counters).
+    events_lost: u128,
 }
 
 impl From<TrailerInfo> for Trailer {
@@ -207,6 +216,7 @@ impl From<TrailerInfo> for Trailer {
             events_written: t.events_written,
             dropped_staging_full: t.dropped_staging_full,
             dropped_ring_full: t.dropped_ring_full,
+            dropped_format: t.dropped_format,
             last_flush_us: t.last_flush_us,
             events_lost: t.events_lost(),
         }
@@ -217,12 +227,14 @@ impl From<TrailerInfo> for Trailer {
 impl Trailer {
     fn __repr__(&self) -> String {
         format!(
-            "Trailer(producer_pid={}, closed={}, events_written={}, dropped_staging_full={}, dropped_ring_full={})",
+            "Trailer(producer_pid={}, closed={}, events_written={}, dropped_staging_full={}, \
+             dropped_ring_full={}, dropped_format={})",
             self.producer_pid,
             if self.closed { "True" } else { "False" },
             self.events_written,
             self.dropped_staging_full,
-            self.dropped_ring_full
+            self.dropped_ring_full,
+            self.dropped_format
         )
     }
 }
@@ -298,6 +310,8 @@ struct OneRing {
     events_read: u64,
     malformed: u64,
     last_trailer: Option<TrailerInfo>,
+    /// The file's layout (its ring version), detected at open.
+    layout: &'static RingLayout,
 }
 
 impl OneRing {
@@ -315,6 +329,7 @@ impl OneRing {
         }
         let reader = RingReader::open(path, mode)?;
         let last_trailer = reader.trailer();
+        let layout = reader.layout();
         Ok(OneRing {
             reader: Some(reader),
             path: path.to_owned(),
@@ -324,6 +339,7 @@ impl OneRing {
             events_read: 0,
             malformed: 0,
             last_trailer,
+            layout,
         })
     }
 
@@ -343,19 +359,19 @@ impl OneRing {
     }
 
     /// Reads up to `want` slots into `batch` (cleared first), keeping the
-    /// well-formed events; returns the number of slots read.
+    /// well-formed records; returns the number of slots read.
     fn read_batch(
         &mut self,
-        batch: &mut Vec<RawEvent>,
+        batch: &mut Vec<RingRecord>,
         want: usize,
     ) -> Result<usize, RustRingError> {
         batch.clear();
         let Some(reader) = self.reader.as_mut() else {
             return Ok(0);
         };
-        let n = reader.read_batch(batch, want)?;
+        let n = reader.read_records(batch, want)?;
         let read = batch.len();
-        batch.retain(|event| event.event_name.contains(&0));
+        batch.retain(RingRecord::name_is_terminated);
         self.events_read += batch.len() as u64;
         self.malformed += (read - batch.len()) as u64;
         Ok(n)
@@ -392,7 +408,7 @@ impl RingState {
             if state.rings.is_empty() {
                 return Err(RingError::new_err(format!(
                     "{}: directory holds no ring files ({} other files skipped); accepted: a \
-                     directory with at least one NIXL version-1 ring file",
+                     directory with at least one NIXL ring file (versions 1-4)",
                     path.display(),
                     state.skipped.len()
                 )));
@@ -490,9 +506,9 @@ impl Ring {
         }
     }
 
-    /// Reads into Python events, the GIL released while the files are read.
-    /// The rings to read (a directory is rescanned) and the events each holds now.
-    fn plan(&self, py: Python<'_>) -> PyResult<Vec<(String, u64)>> {
+    /// The rings to read (a directory is rescanned), the events each holds
+    /// now and its layout.
+    fn plan(&self, py: Python<'_>) -> PyResult<Vec<Planned>> {
         py.detach(|| {
             self.with_state(|state| {
                 if state.directory {
@@ -501,7 +517,13 @@ impl Ring {
                 state
                     .rings
                     .iter_mut()
-                    .map(|r| Ok((r.agent.clone(), r.pending().map_err(|e| ring_error(&e))?)))
+                    .map(|r| {
+                        Ok(Planned {
+                            agent: r.agent.clone(),
+                            pending: r.pending().map_err(|e| ring_error(&e))?,
+                            layout: r.layout,
+                        })
+                    })
                     .collect()
             })
         })
@@ -513,20 +535,20 @@ impl Ring {
     fn read_planned(
         &self,
         py: Python<'_>,
-        plan: &[(String, u64)],
+        plan: &[Planned],
         max: usize,
-        mut sink: impl FnMut(&[RawEvent], usize) -> PyResult<()>,
+        mut sink: impl FnMut(&[RingRecord], usize) -> PyResult<()>,
     ) -> PyResult<()> {
         let mut batch = Vec::with_capacity(BATCH_EVENTS.min(max.max(1)));
         let mut left = max;
-        for (index, (agent, pending)) in plan.iter().enumerate() {
-            let mut remaining = *pending;
+        for (index, planned) in plan.iter().enumerate() {
+            let mut remaining = planned.pending;
             while remaining > 0 && left > 0 {
                 let want = remaining.min(BATCH_EVENTS as u64).min(left as u64) as usize;
                 let n = py.detach(|| {
                     self.with_state(|state| {
                         // Found by name: another thread may have rescanned meanwhile.
-                        match state.rings.iter_mut().find(|r| &r.agent == agent) {
+                        match state.rings.iter_mut().find(|r| r.agent == planned.agent) {
                             Some(ring) => ring
                                 .read_batch(&mut batch, want)
                                 .map_err(|e| ring_error(&e)),
@@ -555,24 +577,19 @@ impl Ring {
         let plan = self.plan(py)?;
         let agents: Vec<Option<Py<PyString>>> = plan
             .iter()
-            .map(|(agent, _)| self.directory.then(|| PyString::new(py, agent).unbind()))
+            .map(|p| self.directory.then(|| PyString::new(py, &p.agent).unbind()))
             .collect();
         let mut names = NameCache::default();
-        let mut objects = Vec::with_capacity(
-            plan.iter()
-                .map(|(_, n)| *n as usize)
-                .sum::<usize>()
-                .min(max),
-        );
+        let mut objects = Vec::with_capacity(expected_events(&plan, max));
         self.read_planned(py, &plan, max, |batch, ring| {
-            for event in batch {
+            for record in batch {
                 objects.push(Py::new(
                     py,
                     Event {
-                        timestamp_us: Some(event.timestamp_us),
-                        category: Some(event.category),
-                        name: names.get(py, &event.event_name),
-                        value: event.value,
+                        timestamp_us: record.timestamp_us,
+                        category: record.category,
+                        name: names.get(py, &record.name),
+                        value: record.value,
                         agent: agents[ring].as_ref().map(|a| a.clone_ref(py)),
                     },
                 )?);
@@ -583,31 +600,34 @@ impl Ring {
     }
 
     /// Reads into columns: `array.array`s of the numbers, lists of the names
-    /// (and agents), one entry per event.
+    /// (and agents), one entry per event; a field no ring read carries is
+    /// `None`, a field only some carry a list with `None` where it is missing.
     fn columns<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyDict>> {
         let plan = self.plan(py)?;
         let agents: Vec<Py<PyString>> = plan
             .iter()
-            .map(|(agent, _)| PyString::new(py, agent).unbind())
+            .map(|p| PyString::new(py, &p.agent).unbind())
             .collect();
-        let expected = plan
-            .iter()
-            .map(|(_, n)| *n as usize)
-            .sum::<usize>()
-            .min(max);
-        let mut timestamps = Vec::with_capacity(expected * 8);
-        let mut categories = Vec::with_capacity(expected * 4);
+        let expected = expected_events(&plan, max);
+        let mut timestamps = OptionalColumn::<u64>::new(
+            ColumnForm::of(&plan, |l| l.slot.timestamp.is_some()),
+            expected,
+        );
+        let mut categories = OptionalColumn::<i32>::new(
+            ColumnForm::of(&plan, |l| l.slot.category.is_some()),
+            expected,
+        );
         let mut values = Vec::with_capacity(expected * 8);
         let mut names = NameCache::default();
         let mut name_list = Vec::with_capacity(expected);
         let mut agent_list = Vec::new();
         let directory = self.directory;
         self.read_planned(py, &plan, max, |batch, ring| {
-            for event in batch {
-                timestamps.extend_from_slice(&event.timestamp_us.to_ne_bytes());
-                categories.extend_from_slice(&event.category.to_ne_bytes());
-                values.extend_from_slice(&event.value.to_ne_bytes());
-                name_list.push(names.get(py, &event.event_name));
+            for record in batch {
+                timestamps.push(record.timestamp_us);
+                categories.push(record.category);
+                values.extend_from_slice(&record.value.to_ne_bytes());
+                name_list.push(names.get(py, &record.name));
                 if directory {
                     agent_list.push(agents[ring].clone_ref(py));
                 }
@@ -623,14 +643,128 @@ impl Ring {
             Ok(a)
         };
         let d = PyDict::new(py);
-        d.set_item("timestamp_us", column("Q", &timestamps)?)?;
-        d.set_item("category", column("i", &categories)?)?;
+        d.set_item("timestamp_us", timestamps.into_python(py, &column, "Q")?)?;
+        d.set_item("category", categories.into_python(py, &column, "i")?)?;
         d.set_item("name", PyList::new(py, name_list)?)?;
         d.set_item("value", column("Q", &values)?)?;
         if directory {
             d.set_item("agent", PyList::new(py, agent_list)?)?;
         }
         Ok(d)
+    }
+}
+
+/// One ring to read: its agent, the events it holds now, its layout.
+struct Planned {
+    agent: String,
+    pending: u64,
+    layout: &'static RingLayout,
+}
+
+/// The events a read of `plan` returns at most.
+fn expected_events(plan: &[Planned], max: usize) -> usize {
+    plan.iter()
+        .map(|p| usize::try_from(p.pending).unwrap_or(usize::MAX))
+        .fold(0usize, usize::saturating_add)
+        .min(max)
+}
+
+/// How a column of a field some ring versions lack is given to Python.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ColumnForm {
+    /// Every ring read carries the field: an `array.array`.
+    Array,
+    /// No ring read carries it: `None` in place of the column.
+    Absent,
+    /// Some rings of a directory carry it: a list with `None` where missing.
+    Mixed,
+}
+
+impl ColumnForm {
+    /// The form for the rings of `plan`, by whether each `layout` has the field.
+    fn of(plan: &[Planned], has: impl Fn(&RingLayout) -> bool) -> ColumnForm {
+        let with = plan.iter().filter(|p| has(p.layout)).count();
+        if with == plan.len() {
+            ColumnForm::Array
+        } else if with == 0 {
+            ColumnForm::Absent
+        } else {
+            ColumnForm::Mixed
+        }
+    }
+}
+
+/// A number every ring version may or may not carry, as a column.
+trait ColumnNumber: Copy + for<'py> IntoPyObject<'py> {
+    /// The native-endian bytes `array.array.frombytes` takes.
+    fn append_bytes(self, out: &mut Vec<u8>);
+}
+
+impl ColumnNumber for u64 {
+    #[inline]
+    fn append_bytes(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_ne_bytes());
+    }
+}
+
+impl ColumnNumber for i32 {
+    #[inline]
+    fn append_bytes(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_ne_bytes());
+    }
+}
+
+/// A column of an optional field, filled in its [`ColumnForm`].
+struct OptionalColumn<T> {
+    form: ColumnForm,
+    /// `Array`: the numbers' bytes.
+    bytes: Vec<u8>,
+    /// `Mixed`: the values, `None` where missing.
+    mixed: Vec<Option<T>>,
+}
+
+impl<T: ColumnNumber> OptionalColumn<T> {
+    fn new(form: ColumnForm, expected: usize) -> Self {
+        OptionalColumn {
+            form,
+            bytes: Vec::with_capacity(if form == ColumnForm::Array {
+                expected * std::mem::size_of::<T>()
+            } else {
+                0
+            }),
+            mixed: Vec::with_capacity(if form == ColumnForm::Mixed {
+                expected
+            } else {
+                0
+            }),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, value: Option<T>) {
+        match self.form {
+            // Every ring of an `Array` column carries the field.
+            ColumnForm::Array => {
+                if let Some(v) = value {
+                    v.append_bytes(&mut self.bytes)
+                }
+            }
+            ColumnForm::Absent => {}
+            ColumnForm::Mixed => self.mixed.push(value),
+        }
+    }
+
+    fn into_python<'py>(
+        self,
+        py: Python<'py>,
+        array: &impl Fn(&str, &[u8]) -> PyResult<Bound<'py, PyAny>>,
+        code: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match self.form {
+            ColumnForm::Array => array(code, &self.bytes),
+            ColumnForm::Absent => Ok(py.None().into_bound(py)),
+            ColumnForm::Mixed => Ok(PyList::new(py, self.mixed)?.into_any()),
+        }
     }
 }
 
@@ -666,7 +800,10 @@ impl Ring {
 
     /// Like `read`, as columns: a dict of `array.array`s (`timestamp_us` and
     /// `value`: 'Q', `category`: 'i') and lists (`name`, and `agent` for a
-    /// directory), one entry per event, in the same order.
+    /// directory), one entry per event, in the same order. `timestamp_us` and
+    /// `category` are None when no ring read carries them (versions 2–4 and
+    /// 3–4), lists with None for the events without them when only some rings
+    /// of a directory do.
     #[pyo3(signature = (max_events=None))]
     fn read_columns<'py>(
         &self,
@@ -715,6 +852,25 @@ impl Ring {
         self.with_state(|state| Ok(state.rings.iter().map(|r| r.agent.clone()).collect()))
     }
 
+    /// The layout of a single ring file (`v1`, `v2-named`, `v2-typed`, `v3`,
+    /// `v4`); None for a directory (see `layouts`).
+    #[getter]
+    fn layout(&self) -> PyResult<Option<&'static str>> {
+        self.with_state(|state| Ok((!state.directory).then(|| state.rings[0].layout.name)))
+    }
+
+    /// Every ring's layout, by agent, in reading order.
+    #[getter]
+    fn layouts(&self) -> PyResult<Vec<(String, &'static str)>> {
+        self.with_state(|state| {
+            Ok(state
+                .rings
+                .iter()
+                .map(|r| (r.agent.clone(), r.layout.name))
+                .collect())
+        })
+    }
+
     /// Directory mode: files that are not rings, as (name, reason).
     #[getter]
     fn skipped(&self) -> PyResult<Vec<(String, String)>> {
@@ -748,19 +904,26 @@ impl Ring {
 
     /// Events lost because a staging buffer was full, over every trailer.
     #[getter]
-    fn dropped_staging_full(&self) -> PyResult<u64> {
-        self.sum_trailers(|t| t.dropped_staging_full)
+    fn dropped_staging_full(&self) -> PyResult<u128> {
+        self.sum_trailers(|t| u128::from(t.dropped_staging_full))
     }
 
     /// Events lost because the ring was full, over every trailer.
     #[getter]
-    fn dropped_ring_full(&self) -> PyResult<u64> {
-        self.sum_trailers(|t| t.dropped_ring_full)
+    fn dropped_ring_full(&self) -> PyResult<u128> {
+        self.sum_trailers(|t| u128::from(t.dropped_ring_full))
+    }
+
+    /// Events lost because the ring's version has no event type for them,
+    /// over every trailer.
+    #[getter]
+    fn dropped_format(&self) -> PyResult<u128> {
+        self.sum_trailers(|t| u128::from(t.dropped_format))
     }
 
     /// Every event the producers lost, over every trailer.
     #[getter]
-    fn events_lost(&self) -> PyResult<u64> {
+    fn events_lost(&self) -> PyResult<u128> {
         self.sum_trailers(|t| t.events_lost())
     }
 
@@ -800,7 +963,7 @@ impl Ring {
 }
 
 impl Ring {
-    fn sum_trailers(&self, field: impl Fn(&TrailerInfo) -> u64) -> PyResult<u64> {
+    fn sum_trailers(&self, field: impl Fn(&TrailerInfo) -> u128) -> PyResult<u128> {
         self.with_state(|state| {
             Ok(state
                 .rings

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::sync::RwLock;
 use std::time::Duration;
 
-use nixl_telemetry::config::{check_buffer_size, check_plugin_name, check_run_interval};
+use nixl_telemetry::config::{
+    check_buffer_size, check_plugin_name, check_run_interval, parse_ring_version,
+};
 use nixl_telemetry::filter::MetricFilter;
 use nixl_telemetry::{
     Category, ConfigError, Direction, EventHandle as RustHandle, ExporterChoice,
@@ -19,7 +21,7 @@ use crate::fork;
 
 /// The keyword settings `Telemetry(agent, **settings)` accepts.
 const SETTINGS: &str = "enabled, buffer_size, run_interval_ms, dir, exporter, output_path, \
-                        plugin_dirs, enabled_metrics";
+                        plugin_dirs, enabled_metrics, ring_version";
 
 fn telemetry_error(err: impl std::fmt::Display) -> PyErr {
     TelemetryError::new_err(err.to_string())
@@ -55,6 +57,36 @@ fn int_setting(name: &str, value: &Bound<'_, PyAny>, accepted: &str) -> PyResult
     value
         .extract::<u64>()
         .map_err(|_| setting_error(name, value, accepted))
+}
+
+/// The `ring_version` setting: what `NIXL_TELEMETRY_RING_VERSION` accepts, as
+/// an int (1–4) or a str (`"2-typed"`, `"v4"`, …).
+fn ring_version_setting(
+    name: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<&'static nixl_telemetry::ring::layout::RingLayout> {
+    // What the core accepts, as it says it (one list of choices for both).
+    let accepted = |text: &str| match parse_ring_version(text) {
+        Err(ConfigError::InvalidValue { accepted, .. }) => accepted,
+        _ => "1, 2, 2-named, 2-typed, 3 or 4".to_owned(),
+    };
+    let text = if value.is_instance_of::<pyo3::types::PyBool>() {
+        None
+    } else if value.is_instance_of::<PyString>() {
+        Some(value.extract::<String>()?)
+    } else if value.is_instance_of::<pyo3::types::PyInt>() {
+        Some(value.str()?.to_string())
+    } else {
+        None
+    };
+    let Some(text) = text else {
+        return Err(setting_error(
+            name,
+            value,
+            &format!("an int or a str: {}", accepted("")),
+        ));
+    };
+    parse_ring_version(&text).map_err(|_| setting_error(name, value, &accepted(&text)))
 }
 
 /// Builds a configuration from keyword settings (everything else at its default:
@@ -122,6 +154,7 @@ fn config_from_settings(settings: Option<&Bound<'_, PyDict>>) -> PyResult<Teleme
                     config.enabled_metrics = MetricFilter::parse(&globs);
                 }
             }
+            "ring_version" => config.ring_layout = ring_version_setting(&key, &value)?,
             other => {
                 return Err(TelemetryError::new_err(format!(
                     "unknown setting {other:?}; accepted: {SETTINGS}"
@@ -251,6 +284,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &TelemetryStats) -> PyResult<Bound<'py, P
     d.set_item("dropped_staging_full", s.dropped.staging_full)?;
     d.set_item("dropped_exporter_full", s.dropped.exporter_full)?;
     d.set_item("dropped_exporter_failed", s.dropped.exporter_failed)?;
+    d.set_item("dropped_format", s.dropped.format)?;
     d.set_item("dropped_late", s.dropped.late)?;
     Ok(d)
 }

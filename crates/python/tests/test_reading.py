@@ -164,7 +164,7 @@ def test_malformed_slots_are_skipped_and_counted(tmp_path, telemetry_reader):
     "content, needle",
     [
         (b"short", "too short"),
-        (struct.pack("<QQiiQQ", 0, 0, 2, 2, 8, 7) + b"\0" * 448, "version 2"),
+        (struct.pack("<QQiiQQ", 0, 0, 5, 5, 8, 7) + b"\0" * 448, "ring version 5"),
         (struct.pack("<QQiiQQ", 0, 0, 1, 1, 6, 5) + b"\0" * 336, "power of two"),
         (struct.pack("<QQiiQQ", 0, 0, 1, 1, 8, 7) + b"\0" * 100, "capacity 8"),
         (struct.pack("<QQiiQQ", 9, 0, 1, 1, 8, 7) + b"\0" * 448, "write_pos"),

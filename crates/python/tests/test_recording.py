@@ -89,7 +89,7 @@ def test_stats_account_for_every_event():
     assert s["recorded"] + s["generated"] == s["delivered"] + s["dropped"] + s["pending"]
     assert set(s) == {
         "recorded", "generated", "delivered", "pending", "dropped", "dropped_staging_full",
-        "dropped_exporter_full", "dropped_exporter_failed", "dropped_late",
+        "dropped_exporter_full", "dropped_exporter_failed", "dropped_format", "dropped_late",
     }
 
 
