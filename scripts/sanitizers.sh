@@ -71,6 +71,21 @@ canary() {
     grep -q "$expect" "$work/$name.out" || fail "the planted $name: $(head -5 "$work/$name.out")"
 }
 
+# A Rust program with a known bug, built with -Zsanitizer=`sanitizer`, must
+# make the sanitizer fail with `expect` (TSAN_OPTIONS and the suppressions
+# in force, so they cannot hide a race in our own code).
+rust_canary() {
+    local name="$1" sanitizer="$2" expect="$3" source="$4"
+    printf '%s\n' "$source" > "$work/$name.rs"
+    RUSTC_BOOTSTRAP=1 rustc --edition 2021 -g --target "$host" -Zsanitizer="$sanitizer" \
+        -Cunsafe-allow-abi-mismatch=sanitizer -o "$work/$name" "$work/$name.rs" \
+        || fail "rustc -Zsanitizer=$sanitizer $name.rs"
+    if "$work/$name" > "$work/$name.out" 2>&1; then
+        fail "the planted $name was not reported: the sanitizer checks nothing here"
+    fi
+    grep -q "$expect" "$work/$name.out" || fail "the planted $name: $(head -5 "$work/$name.out")"
+}
+
 run_loom() {
     echo "== sanitizers: loom models (staging queue, ring protocol)"
     # A planted bug first: the queue publishing its head with a relaxed store
@@ -110,6 +125,19 @@ run_tsan() {
         echo "   (no rust-src component: std stays uninstrumented; suppressions in scripts/tsan-suppressions.txt)"
     fi
     export TSAN_OPTIONS="suppressions=$root/scripts/tsan-suppressions.txt halt_on_error=1"
+    rust_canary race thread "ThreadSanitizer: data race" \
+        'struct Shared(*mut u64);
+unsafe impl Send for Shared {}
+fn main() {
+    let counter = Box::into_raw(Box::new(0u64));
+    let other = Shared(counter);
+    let t = std::thread::spawn(move || {
+        let other = other;
+        unsafe { *other.0 += 1 }
+    });
+    unsafe { *counter += 1 };
+    t.join().unwrap();
+}'
     local flags=(RUSTC_BOOTSTRAP=1 "RUSTFLAGS=-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer"
         CARGO_TARGET_DIR=target/tsan)
     env "${flags[@]}" cargo test -p nixl-telemetry --target "$host" --lib -- staging:: \
@@ -167,6 +195,12 @@ int main(void) { kept = malloc(64); kept = 0; return 0; }'
 run_lsan() {
     echo "== sanitizers: LeakSanitizer alone (Rust unit tests of the C API and the staging)"
     runtime_present lsan
+    rust_canary rust-leak leak "LeakSanitizer: detected memory leaks" \
+        'fn main() {
+    let mut kept = Box::new([1u8; 64]);
+    kept[0] = 2;
+    std::mem::forget(kept);
+}'
     local flags=(RUSTC_BOOTSTRAP=1 "RUSTFLAGS=-Zsanitizer=leak -Cunsafe-allow-abi-mismatch=sanitizer"
         CARGO_TARGET_DIR=target/lsan)
     env "${flags[@]}" cargo test -p nixl-telemetry-capi --target "$host" --lib \
