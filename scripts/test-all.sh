@@ -35,5 +35,8 @@ bash scripts/test-otlp.sh
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
+echo "== sanitizers and models: loom models, ASan/LSan on the C API (scripts/sanitizers.sh)"
+bash scripts/sanitizers.sh loom asan
+
 echo "== cargo test"
 cargo test --workspace --locked

@@ -21,6 +21,7 @@ pub mod local_time;
 pub mod ring;
 mod staging;
 mod stats;
+mod sync;
 mod telemetry;
 
 pub use collector::EVENTS_DROPPED_EVENT;

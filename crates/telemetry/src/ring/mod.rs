@@ -9,6 +9,8 @@
 
 mod error;
 mod mapping;
+#[cfg(all(test, loom))]
+mod protocol_model;
 mod reader;
 mod record;
 mod writer;

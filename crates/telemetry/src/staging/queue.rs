@@ -18,10 +18,7 @@
 //! (its last slots stay poppable); the consumer marks it closed so the
 //! producer's owner can forget it.
 
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, SlotCell};
 
 /// Keeps a value on its own cache line (128 bytes covers adjacent-line prefetch).
 #[repr(align(128))]
@@ -48,7 +45,7 @@ struct Shared<T> {
     /// Set by the consumer's owner; the producer's owner then forgets it.
     closed: AtomicBool,
     mask: u64,
-    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+    slots: Box<[SlotCell<T>]>,
 }
 
 // SAFETY: slots are written only by the single Producer at indices in
@@ -67,7 +64,7 @@ pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, C
     assert!(capacity.is_power_of_two() && capacity >= 2);
     let mut slots = Vec::new();
     slots.try_reserve_exact(capacity).ok()?;
-    slots.extend((0..capacity).map(|_| UnsafeCell::new(MaybeUninit::uninit())));
+    slots.extend((0..capacity).map(|_| SlotCell::new()));
     let slots = slots.into_boxed_slice();
     let shared = Arc::new(Shared {
         published: CachePadded(Published {
@@ -82,7 +79,7 @@ pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, C
         slots,
     });
     let producer = Producer {
-        slots: shared.slots.as_ptr() as *mut T,
+        slots: shared.slots.as_ptr(),
         shared: Arc::clone(&shared),
         head: 0,
         extra: 0,
@@ -106,7 +103,7 @@ pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, C
 #[repr(align(128))]
 pub(crate) struct Producer<T> {
     shared: Arc<Shared<T>>,
-    slots: *mut T,
+    slots: *const SlotCell<T>,
     head: u64,
     extra: u64,
     cached_tail: u64,
@@ -135,7 +132,7 @@ impl<T: Copy> Producer<T> {
         // SAFETY: head & mask < capacity = slots.len(); the place is outside the
         // consumer's window [tail, head) because head - tail < capacity, so no one
         // reads it until the release store below publishes it.
-        unsafe { self.slots.add((self.head & self.mask) as usize).write(slot) };
+        unsafe { (*self.slots.add((self.head & self.mask) as usize)).write(slot) };
         if extra != 0 {
             self.extra += u64::from(extra);
             // Before the head: whoever sees the slot also sees its extras.
@@ -198,8 +195,7 @@ impl<T: Copy> Consumer<T> {
             // release store of head (acquired above) and are initialised; the
             // producer does not touch them until the release store of tail below,
             // and `index` is masked into the slot array.
-            let slot = unsafe { (*self.shared.slots[index].get()).assume_init_ref() };
-            extra += u64::from(take(slot));
+            extra += u64::from(unsafe { self.shared.slots[index].read(&mut take) });
         }
         if n > 0 {
             self.shared
@@ -245,7 +241,7 @@ impl<T: Copy> Consumer<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -353,5 +349,96 @@ mod tests {
         assert_eq!(counts.accepted + counts.dropped, n);
         assert_eq!(out.len() as u64, counts.accepted);
         assert!(out.windows(2).all(|w| w[0] < w[1]));
+    }
+}
+
+/// Loom models of the queue's hand-off, checking this very code (its atomics
+/// and slot accesses come from [`crate::sync`]): every interleaving of a
+/// recording thread and the flush thread, within loom's preemption bound.
+///
+/// `RUSTFLAGS="--cfg loom" cargo test -p nixl-telemetry --release --lib loom`
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+
+    /// What the flush thread does with one queue (as `collector.rs` does),
+    /// `passes` times at most: read `detached` first, then drain; the queue
+    /// is retired once it was detached before a drain that left nothing
+    /// pending. Returns whether it was retired. (A fixed number of passes,
+    /// not a spin: loom explores every placement of a bounded thread, while
+    /// one that yields is scheduled only when the others cannot run.)
+    fn flush_passes(
+        c: &mut Consumer<(u64, u32)>,
+        passes: usize,
+        max: usize,
+        got: &mut Vec<u64>,
+        units: &mut u64,
+    ) -> bool {
+        for _ in 0..passes {
+            let detached = c.is_detached();
+            c.pop_with(max, |&(v, extra)| {
+                got.push(v);
+                *units += 1 + u64::from(extra);
+                extra
+            });
+            // Never more units pending than published: the extras are
+            // published before the head that covers them.
+            assert!(c.pending_units() < 1 << 16, "pending units wrapped");
+            if detached && c.pending() == 0 {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A recording thread pushes `pushes` into a queue of two and exits
+    /// while the flush thread makes `passes` passes of up to `max` slots;
+    /// the rest is drained after both are done. Every event is delivered or
+    /// counted dropped, once, in order; a queue retired by the flush thread
+    /// had delivered everything; and no slot is read while written, nor
+    /// written again before it was read (loom reports either as a data race
+    /// on the slot).
+    fn hand_off(pushes: &'static [(u64, u32)], passes: usize, max: usize) {
+        loom::model(move || {
+            let (mut p, mut c) = channel::<(u64, u32)>(2).unwrap();
+            let flush = loom::thread::spawn(move || {
+                let (mut got, mut units) = (Vec::new(), 0);
+                let retired = flush_passes(&mut c, passes, max, &mut got, &mut units);
+                (c, got, units, retired)
+            });
+            let mut kept = Vec::new();
+            for &(v, extra) in pushes {
+                if p.push_with(extra, || (v, extra)) {
+                    kept.push(v);
+                }
+            }
+            drop(p);
+            let (mut c, mut got, mut units, retired) = flush.join().unwrap();
+            if retired {
+                assert_eq!(got, kept, "retired before everything was delivered");
+            }
+            assert!(flush_passes(&mut c, 3, usize::MAX, &mut got, &mut units));
+            let counts = c.counts();
+            let pushed: u64 = pushes.iter().map(|&(_, extra)| 1 + u64::from(extra)).sum();
+            assert_eq!(counts.accepted + counts.dropped, pushed);
+            assert_eq!(units, counts.accepted);
+            assert_eq!(got, kept);
+            assert_eq!(c.pending_units(), 0);
+        });
+    }
+
+    /// Three slots, one standing for three events, into a queue of two:
+    /// drop accounting in units, the retire protocol.
+    #[test]
+    fn loom_push_drain_and_drop_accounting() {
+        hand_off(&[(1, 0), (2, 2), (3, 0)], 2, usize::MAX);
+    }
+
+    /// Four slots into a queue of two, popped one at a time: a slot is
+    /// written again only after the consumer's release of `tail` said it
+    /// was read, and a full queue re-reads `tail` before it drops.
+    #[test]
+    fn loom_slots_are_reused_only_after_they_were_read() {
+        hand_off(&[(1, 0), (2, 0), (3, 0), (4, 0)], 3, 1);
     }
 }
