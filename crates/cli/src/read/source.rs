@@ -290,11 +290,7 @@ impl Ring {
             log.info(format_args!(
                 "{prefix}Producer: pid {}, {}, {} events written, {} lost",
                 t.producer_pid,
-                if t.closed {
-                    "closed cleanly"
-                } else {
-                    "running or stopped uncleanly"
-                },
+                t.state(),
                 t.events_written,
                 t.events_lost()
             ));
