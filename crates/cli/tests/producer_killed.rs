@@ -36,9 +36,12 @@ fn unread(path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Events as (name, value) pairs.
+type Events = Vec<(String, u64)>;
+
 /// The (name, value) pairs a reader prints with `--json`, after checking it
 /// exited 0 and reported no error.
-fn read_json(mut cmd: Command) -> Vec<(String, u64)> {
+fn read_json(mut cmd: Command) -> Events {
     let out = run(&mut cmd);
     let err = stderr(&out);
     assert!(
@@ -61,7 +64,7 @@ fn read_json(mut cmd: Command) -> Vec<(String, u64)> {
 }
 
 /// Both readers, once, peeking, as JSON: `(rust, python)`.
-fn both_readers(dir: &Path) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
+fn both_readers(dir: &Path) -> (Events, Events) {
     let mut rust = cli();
     rust.args(["read", "--once", "--peek", "--json"]).arg(dir);
     let mut python = python_reader();

@@ -179,11 +179,17 @@ fn a_stale_ring_of_another_layout_is_moved_aside() {
     use nixl_telemetry::ring::layout;
     let dir = tempfile::tempdir().unwrap();
     let mut first = RingWriter::create_with_layout(dir.path(), "agent", 16, &layout::V4).unwrap();
-    assert_eq!(first.push_batch(&[Event::new(1, Category::TRANSFER, "agent_tx_bytes", 7)]), 1);
+    assert_eq!(
+        first.push_batch(&[Event::new(1, Category::TRANSFER, "agent_tx_bytes", 7)]),
+        1
+    );
     drop(first);
     RingWriter::create(dir.path(), "agent", 16).unwrap();
     let names = names_in(dir.path());
-    assert!(names.len() == 2 && names[1].starts_with("agent.stale-"), "{names:?}");
+    assert!(
+        names.len() == 2 && names[1].starts_with("agent.stale-"),
+        "{names:?}"
+    );
 }
 
 #[test]
