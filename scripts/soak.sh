@@ -132,7 +132,9 @@ while :; do
     sleep "$((wait_us / 1000000)).$(printf %06d $((wait_us % 1000000)))"
     for p in "demo-ring:$DEMO_RING" "demo-prom:$DEMO_PROM" "reader:$READER"; do
         if ! sample "${p%%:*}" "${p#*:}" "$t"; then
-            echo "soak.sh: ${p%%:*} (pid ${p#*:}) ended after $t s; its output:" >&2
+            status=0
+            wait "${p#*:}" || status=$?
+            echo "soak.sh: ${p%%:*} (pid ${p#*:}) ended after $t s with status $status; its output:" >&2
             cat "$WORK/${p%%:*}.out" "$WORK/reader.err" 2>/dev/null | tail -20 >&2
             exit 1
         fi
