@@ -108,6 +108,9 @@ TRAILER_MAGIC = b"NXTLTRL\0"
 TRAILER_SIZE_MIN = 64         # trailer version 1
 TRAILER_SIZE = 72             # trailer version 2: adds dropped_format
 FLAG_CLOSED = 1
+FLAG_STALE = 2
+STALE_WORDS = ("stale: its producer stopped with events unread and a new producer of the agent "
+               "moved it aside")
 
 # NIXL's event-type enumeration by number: versions 2 and 3 know the first 20,
 # version 4 all 21.
@@ -400,6 +403,19 @@ class Trailer:
     @property
     def closed(self):
         return bool(self.flags & FLAG_CLOSED)
+
+    @property
+    def stale(self):
+        """Its producer stopped with events unread and a new producer of the
+        agent moved the file aside; nothing more will be written to it."""
+        return bool(self.flags & FLAG_STALE)
+
+    @property
+    def state(self):
+        """The producer's state in words, as both readers print it."""
+        if self.stale:
+            return STALE_WORDS
+        return "closed cleanly" if self.closed else "running or stopped uncleanly"
 
 
 class Ring:
@@ -903,8 +919,9 @@ def format_summary(stats, agents):
 
 class FileSource:
     """One ring file, followed across its replacement: a producer that starts
-    again under the same agent name replaces a stale file with a new one
-    (rename), and the reader moves on to it after finishing the old one."""
+    again under the same agent name and cannot adopt the ring it finds (another
+    layout or capacity) puts a new file in its place, and the reader moves on
+    to it after finishing the old one."""
     tagged = False
 
     def __init__(self, path, peek, log):
@@ -1085,7 +1102,7 @@ def log_trailer(log, ring, prefix):
     if t is None:
         return
     log.info("%sProducer: pid %d, %s, %d events written, %d lost" % (
-        prefix, t.producer_pid, "closed cleanly" if t.closed else "running or stopped uncleanly",
+        prefix, t.producer_pid, t.state,
         t.events_written, t.lost))
 
 

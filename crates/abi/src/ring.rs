@@ -401,6 +401,11 @@ pub mod trailer {
     pub const DROPPED_FORMAT: usize = 64;
     /// Flag bit: the producer shut down cleanly; nothing more will be written.
     pub const FLAG_CLOSED: u32 = 1;
+    /// Flag bit: the ring is stale: its producer stopped with events unread and
+    /// a new producer of the same agent, unable to continue this ring (another
+    /// layout or capacity), moved it aside (`<agent>.stale-<µs>`); nothing more
+    /// will be written to it.
+    pub const FLAG_STALE: u32 = 2;
 }
 
 /// Offset of the trailer in a version-1 ring of `capacity` slots, `None` on overflow.

@@ -1,6 +1,7 @@
 //! Following one ring file across its replacement: a producer that starts
-//! again under the same agent name replaces the stale file (`rename`); both
-//! readers finish the old file and go on with the new one.
+//! again under the same agent name with another ring size cannot adopt the
+//! file it finds and puts a new one in its place; both readers finish the old
+//! file and go on with the new one.
 
 mod read_support;
 
@@ -12,7 +13,13 @@ use nixl_telemetry::{Category, Telemetry};
 use read_support::*;
 
 fn telemetry(dir: &Path) -> Telemetry {
+    telemetry_of_size(dir, 4096)
+}
+
+fn telemetry_of_size(dir: &Path, buffer_size: usize) -> Telemetry {
     Telemetry::builder("agent")
+        .buffer_size(buffer_size)
+        .unwrap()
         .ring_directory(dir)
         .run_interval(Duration::from_millis(10))
         .unwrap()
@@ -40,7 +47,8 @@ fn follows_the_new_file(mut cmd: Command) {
     // The producer records once more and goes; a new one takes the name.
     first.record(Category::CUSTOM, "old", 3);
     drop(first);
-    let second = telemetry(tmp.path());
+    // Another ring size: the old file cannot be continued, so it is replaced.
+    let second = telemetry_of_size(tmp.path(), 8192);
     for v in 10..13 {
         second.record(Category::CUSTOM, "new", v);
     }
@@ -62,7 +70,7 @@ fn follows_the_new_file(mut cmd: Command) {
     assert_eq!(values, ["1", "2", "3", "10", "11", "12"], "{got:?}");
     for want in [
         "ring file replaced; finished reading the old one, now reading the new one \
-         (version 1, capacity 4096 events",
+         (version 1, capacity 8192 events",
         "Total events read: 6",
     ] {
         assert!(err.contains(want), "{want:?} missing from:\n{err}");

@@ -96,3 +96,131 @@ fn long_agent_names_get_a_ring() {
     let w = RingWriter::create(dir.path(), &name, 8).unwrap();
     assert_eq!(w.path(), dir.path().join(&name));
 }
+
+fn events(values: std::ops::Range<u64>) -> Vec<Event> {
+    values
+        .map(|v| Event::new(v, Category::CUSTOM, "e", v))
+        .collect()
+}
+
+fn peek_all(path: &std::path::Path) -> (Vec<u64>, nixl_telemetry::ring::TrailerInfo) {
+    let mut r = RingReader::open(path, ReadMode::Peek).unwrap();
+    let mut out = Vec::new();
+    r.read_batch(&mut out, usize::MAX).unwrap();
+    (out.iter().map(|e| e.value).collect(), r.trailer().unwrap())
+}
+
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_restarted_producer_adopts_the_unread_events_of_the_same_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = RingWriter::create(dir.path(), "agent", 16).unwrap();
+    assert_eq!(first.push_batch(&events(0..10)), 10);
+    first.update_trailer(&nixl_telemetry::ring::TrailerCounts {
+        dropped_staging_full: 3,
+    });
+    // A consumer takes the first 4; 6 stay unread when the producer goes.
+    let mut consumer = RingReader::open(&dir.path().join("agent"), ReadMode::Consume).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(consumer.read_batch(&mut out, 4).unwrap(), 4);
+    drop(first);
+    let mut second = RingWriter::create(dir.path(), "agent", 16).unwrap();
+    // Room left: 15 usable slots, 6 taken.
+    assert_eq!(second.push_batch(&events(10..20)), 9);
+    second.update_trailer(&nixl_telemetry::ring::TrailerCounts {
+        dropped_staging_full: 1,
+    });
+    let (values, trailer) = peek_all(&dir.path().join("agent"));
+    assert_eq!(values, (4..19).collect::<Vec<_>>());
+    assert_eq!(trailer.producer_pid, std::process::id());
+    assert!(!trailer.closed && !trailer.stale, "{trailer:?}");
+    // The trailer goes on counting over the file's life.
+    assert_eq!(trailer.events_written, 19);
+    assert_eq!(trailer.dropped_ring_full, 1);
+    assert_eq!(trailer.dropped_staging_full, 4);
+    // The old consumer goes on reading the same file.
+    out.clear();
+    consumer.read_batch(&mut out, usize::MAX).unwrap();
+    assert_eq!(out.len(), 15);
+    assert_eq!(names_in(dir.path()), vec!["agent"]);
+}
+
+#[test]
+fn a_stale_ring_of_another_capacity_is_moved_aside_and_marked_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = RingWriter::create(dir.path(), "agent", 16).unwrap();
+    first.push_batch(&events(0..10));
+    drop(first);
+    let mut second = RingWriter::create(dir.path(), "agent", 32).unwrap();
+    second.push_batch(&events(100..102));
+    let names = names_in(dir.path());
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[0], "agent");
+    assert!(names[1].starts_with("agent.stale-"), "{names:?}");
+    let (old, trailer) = peek_all(&dir.path().join(&names[1]));
+    assert_eq!(old, (0..10).collect::<Vec<_>>());
+    assert!(trailer.stale, "{trailer:?}");
+    assert!(trailer.state().starts_with("stale"), "{}", trailer.state());
+    let (new, trailer) = peek_all(&dir.path().join("agent"));
+    assert_eq!(new, vec![100, 101]);
+    assert!(!trailer.stale);
+}
+
+#[test]
+fn a_stale_ring_of_another_layout_is_moved_aside() {
+    use nixl_telemetry::ring::layout;
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = RingWriter::create_with_layout(dir.path(), "agent", 16, &layout::V4).unwrap();
+    assert_eq!(
+        first.push_batch(&[Event::new(1, Category::TRANSFER, "agent_tx_bytes", 7)]),
+        1
+    );
+    drop(first);
+    RingWriter::create(dir.path(), "agent", 16).unwrap();
+    let names = names_in(dir.path());
+    assert!(
+        names.len() == 2 && names[1].starts_with("agent.stale-"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn an_empty_stale_ring_of_another_layout_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = RingWriter::create(dir.path(), "agent", 16).unwrap();
+    first.push_batch(&events(0..3));
+    let mut consumer = RingReader::open(&dir.path().join("agent"), ReadMode::Consume).unwrap();
+    consumer.read_batch(&mut Vec::new(), usize::MAX).unwrap();
+    drop(first);
+    RingWriter::create(dir.path(), "agent", 64).unwrap();
+    assert_eq!(names_in(dir.path()), vec!["agent"]);
+    assert_eq!(
+        RingReader::open(&dir.path().join("agent"), ReadMode::Peek)
+            .unwrap()
+            .capacity(),
+        64
+    );
+}
+
+#[test]
+fn a_long_agent_name_is_shortened_when_moved_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = "é".repeat(127); // 254 bytes
+    let mut first = RingWriter::create(dir.path(), &agent, 16).unwrap();
+    first.push_batch(&events(0..2));
+    drop(first);
+    RingWriter::create(dir.path(), &agent, 8).unwrap();
+    let names = names_in(dir.path());
+    assert_eq!(names.len(), 2, "{names:?}");
+    let aside = names.iter().find(|n| n.contains(".stale-")).unwrap();
+    assert!(aside.len() <= 255);
+    assert_eq!(peek_all(&dir.path().join(aside)).0, vec![0, 1]);
+}

@@ -290,11 +290,7 @@ impl Ring {
             log.info(format_args!(
                 "{prefix}Producer: pid {}, {}, {} events written, {} lost",
                 t.producer_pid,
-                if t.closed {
-                    "closed cleanly"
-                } else {
-                    "running or stopped uncleanly"
-                },
+                t.state(),
                 t.events_written,
                 t.events_lost()
             ));
@@ -318,8 +314,9 @@ pub enum Source {
 }
 
 /// One ring file, followed across its replacement: a producer that starts
-/// again under the same agent name replaces a stale file with a new one
-/// (`rename`), and the reader moves on to it after finishing the old one.
+/// again under the same agent name and cannot adopt the ring it finds (another
+/// layout or capacity) puts a new file in its place, and the reader moves on
+/// to it after finishing the old one.
 pub struct FileSource {
     path: PathBuf,
     mode: ReadMode,

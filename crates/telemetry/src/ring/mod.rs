@@ -17,6 +17,6 @@ mod writer;
 
 pub use error::RingError;
 pub use nixl_telemetry_abi::ring as layout;
-pub use reader::{ReadMode, RingHeader, RingReader, TrailerInfo, TrailerProblem};
+pub use reader::{ReadMode, RingHeader, RingReader, TrailerInfo, TrailerProblem, STALE_WORDS};
 pub use record::RingRecord;
 pub use writer::{PushOutcome, RingWriter, TrailerCounts};

@@ -144,6 +144,10 @@ pub struct TrailerInfo {
     pub producer_pid: u32,
     /// Whether the producer shut down cleanly.
     pub closed: bool,
+    /// Whether the ring is stale: its producer stopped with events unread and
+    /// a new producer of the agent moved the file aside
+    /// ([`trailer::FLAG_STALE`]); nothing more will be written to it.
+    pub stale: bool,
     /// Wall-clock µs when the file was created.
     pub created_us: u64,
     /// Events the producer wrote in total.
@@ -159,7 +163,22 @@ pub struct TrailerInfo {
     pub dropped_format: u64,
 }
 
+/// How the readers describe a stale ring ([`TrailerInfo::stale`]).
+pub const STALE_WORDS: &str =
+    "stale: its producer stopped with events unread and a new producer of the agent moved it aside";
+
 impl TrailerInfo {
+    /// The producer's state in words, as both readers print it.
+    pub fn state(&self) -> &'static str {
+        if self.stale {
+            STALE_WORDS
+        } else if self.closed {
+            "closed cleanly"
+        } else {
+            "running or stopped uncleanly"
+        }
+    }
+
     /// Every event the producer lost: the exact sum of the counters (which,
     /// from a hostile or long-lived file, may exceed `u64`).
     pub fn events_lost(&self) -> u128 {
@@ -616,6 +635,7 @@ impl RingReader {
             version: u32_at(trailer::VERSION),
             producer_pid: u32_at(trailer::PRODUCER_PID),
             closed: u32_at(trailer::FLAGS) & trailer::FLAG_CLOSED != 0,
+            stale: u32_at(trailer::FLAGS) & trailer::FLAG_STALE != 0,
             created_us: u64_at(trailer::CREATED_US),
             events_written: u64_at(trailer::EVENTS_WRITTEN),
             dropped_staging_full: u64_at(trailer::DROPPED_STAGING_FULL),

@@ -38,9 +38,14 @@ pub struct PushOutcome {
 /// has no type in the layout's table is dropped and counted
 /// ([`PushOutcome::dropped_format`]), never written as something else.
 ///
-/// Creating one never follows a symbolic link, replaces a stale file left by a
-/// dead producer, and refuses a file another live producer holds (an advisory
-/// `flock` on the file marks it live for as long as the writer exists).
+/// Creating one never follows a symbolic link and refuses a file another live
+/// producer holds (an advisory `flock` on the file marks it live for as long as
+/// the writer exists). A file left by a producer that is gone is never
+/// discarded with events in it: a ring of the same layout and capacity is
+/// adopted (writing goes on after its `write_pos`, its trailer totals go on
+/// counting), a ring of another layout with unread events is moved aside to
+/// `<agent>.stale-<µs>` and marked stale ([`trailer::FLAG_STALE`]), and only an
+/// empty ring or a file that is no ring at all is replaced.
 pub struct RingWriter {
     path: PathBuf,
     map: Mapping,
@@ -59,6 +64,9 @@ pub struct RingWriter {
     written: u64,
     dropped_ring_full: u64,
     dropped_format: u64,
+    /// Staging drops counted in the trailer by the producers this ring had
+    /// before it was adopted: added to this producer's own.
+    inherited_staging_full: u64,
     /// Slots encoded for a layout other than version 1.
     encoded: Vec<u8>,
 }
@@ -94,6 +102,16 @@ fn still_named(file: &File, path: &Path) -> bool {
 /// Reads the producer pid from an existing file's trailer, if it has one.
 fn trailer_pid(file: &File) -> Option<u32> {
     use std::os::unix::fs::FileExt;
+    let at = trailer_offset(file)?;
+    let mut b = [0u8; 4];
+    file.read_exact_at(&mut b, at + trailer::PRODUCER_PID as u64)
+        .ok()
+        .map(|()| u32::from_le_bytes(b))
+}
+
+/// Where an existing file's trailer starts, if it has one.
+fn trailer_offset(file: &File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
     let u32_at = |at: u64| {
         let mut b = [0u8; 4];
         file.read_exact_at(&mut b, at)
@@ -113,10 +131,146 @@ fn trailer_pid(file: &File) -> Option<u32> {
     let at = layout::detect(version, capacity, size, magic_at)
         .ok()?
         .data_size(capacity)?;
-    if !magic_at(at) {
-        return None;
+    magic_at(at).then_some(at)
+}
+
+/// A ring left by a producer that is gone, which a new producer can continue.
+struct AdoptableRing {
+    capacity: u64,
+    write_pos: u64,
+    read_pos: u64,
+}
+
+/// What to do with the file a producer that is gone left under the ring's name.
+enum StaleRing {
+    /// A ring in the layout and capacity asked for, written by this project
+    /// (with a trailer), positions in range: continue it.
+    Adoptable(AdoptableRing),
+    /// A ring of another layout or capacity (or without a trailer) whose
+    /// reader has not caught up: keep it, under another name.
+    Unread,
+    /// An empty ring, or a file that is no ring a reader could read: nothing
+    /// would be lost by replacing it.
+    Disposable,
+}
+
+/// Looks at the file left under the ring's name (its lock held).
+fn inspect_stale(file: &File, capacity: u64, wanted: &'static RingLayout) -> StaleRing {
+    use std::os::unix::fs::FileExt;
+    let mut header = [0u8; layout::HEADER_SIZE];
+    if file.read_exact_at(&mut header, 0).is_err() {
+        return StaleRing::Disposable;
     }
-    u32_at(at + trailer::PRODUCER_PID as u64)
+    let u64_at = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or_default());
+    let i32_at = |at: usize| i32::from_le_bytes(header[at..at + 4].try_into().unwrap_or_default());
+    let (write_pos, read_pos) = (
+        u64_at(layout::WRITE_POS_OFFSET),
+        u64_at(layout::READ_POS_OFFSET),
+    );
+    let found_capacity = u64_at(layout::CAPACITY_OFFSET);
+    let Ok(size) = file.metadata().map(|m| m.len()) else {
+        return StaleRing::Disposable;
+    };
+    let bytes_at = |at: u64, out: &mut [u8]| file.read_exact_at(out, at).is_ok();
+    let magic_at = |at: u64| {
+        let mut magic = [0u8; 8];
+        bytes_at(at, &mut magic) && magic == layout::TRAILER_MAGIC
+    };
+    let is_ring = found_capacity.is_power_of_two()
+        && found_capacity >= 2
+        && u64_at(layout::MASK_OFFSET) == found_capacity - 1
+        && write_pos < found_capacity
+        && read_pos < found_capacity;
+    let Some(found) = is_ring
+        .then(|| {
+            layout::detect(
+                i32_at(layout::VERSION_OFFSET),
+                found_capacity,
+                size,
+                magic_at,
+            )
+            .ok()
+        })
+        .flatten()
+    else {
+        return StaleRing::Disposable;
+    };
+    let trailer_at = found.data_size(found_capacity);
+    let own_trailer = trailer_at.is_some_and(|at| {
+        let mut fields = [0u8; 8];
+        magic_at(at)
+            && bytes_at(at + trailer::VERSION as u64, &mut fields)
+            && u32::from_le_bytes(fields[..4].try_into().unwrap_or_default())
+                == layout::TRAILER_VERSION
+            && u32::from_le_bytes(fields[4..].try_into().unwrap_or_default()) as usize
+                == layout::TRAILER_SIZE
+    });
+    if found == wanted
+        && found_capacity == capacity
+        && own_trailer
+        && found.file_size_with_trailer(capacity) == Some(size)
+        && i32_at(layout::EXPECTED_VERSION_OFFSET) == found.version
+    {
+        StaleRing::Adoptable(AdoptableRing {
+            capacity,
+            write_pos,
+            read_pos,
+        })
+    } else if write_pos == read_pos {
+        StaleRing::Disposable
+    } else {
+        StaleRing::Unread
+    }
+}
+
+/// Moves the stale ring at `path` (its lock held through `file`) to
+/// `<agent>.stale-<µs>` in `dir`, where directory readers still read it, after
+/// marking its trailer (when it has one) stale. Never replaces another file.
+fn move_aside(file: &File, path: &Path, dir: &Path, agent: &str) -> Result<(), RingError> {
+    use std::os::unix::fs::FileExt;
+    if let Some(at) = trailer_flags_offset(file) {
+        let mut flags = [0u8; 4];
+        if file.read_exact_at(&mut flags, at).is_ok() {
+            let marked = u32::from_le_bytes(flags) | trailer::FLAG_STALE;
+            file.write_all_at(&marked.to_le_bytes(), at)
+                .map_err(|e| RingError::io(path, "mark the stale ring file", e))?;
+        }
+    }
+    for attempt in 0..100u64 {
+        let suffix = format!(".stale-{}", clock::system_now_us() + attempt);
+        // A file name has at most 255 bytes: shorten the agent's part if needed.
+        let mut keep = agent.len().min(255 - suffix.len());
+        while !agent.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let aside = dir.join(format!("{}{suffix}", &agent[..keep]));
+        match std::fs::hard_link(path, &aside) {
+            Ok(()) => {
+                std::fs::remove_file(path)
+                    .map_err(|e| RingError::io(path, "move the stale ring file aside", e))?;
+                tracing::warn!(
+                    path = %path.display(),
+                    moved_to = %aside.display(),
+                    "the ring left by a producer that is gone has unread events but another \
+                     layout or capacity: moved aside (readers of the directory still read it) \
+                     and a new ring created"
+                );
+                return Ok(());
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(RingError::io(&aside, "move the stale ring file aside", e)),
+        }
+    }
+    Err(RingError::io(
+        path,
+        "move the stale ring file aside",
+        std::io::Error::new(ErrorKind::AlreadyExists, "every name tried is taken"),
+    ))
+}
+
+/// Where the flags of an existing file's trailer are, if it has one.
+fn trailer_flags_offset(file: &File) -> Option<u64> {
+    trailer_offset(file).map(|at| at + trailer::FLAGS as u64)
 }
 
 impl RingWriter {
@@ -165,7 +319,18 @@ impl RingWriter {
                     if !still_named(&old, &path) {
                         continue;
                     }
-                    Some(old)
+                    match inspect_stale(&old, capacity as u64, ring_layout) {
+                        StaleRing::Adoptable(found) => {
+                            return Self::adopt(path, old, found, ring_layout);
+                        }
+                        StaleRing::Unread => {
+                            move_aside(&old, &path, dir, agent)?;
+                            // The path is free now; the next round creates.
+                            drop(old);
+                            continue;
+                        }
+                        StaleRing::Disposable => Some(old),
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::NotFound => None,
                 Err(e) => return Err(RingError::io(&path, "inspect the ring path", e)),
@@ -274,6 +439,63 @@ impl RingWriter {
             written: 0,
             dropped_ring_full: 0,
             dropped_format: 0,
+            inherited_staging_full: 0,
+            encoded: Vec::new(),
+        })
+    }
+
+    /// Takes over the ring a producer that is gone left at `path` (its
+    /// lock is held through `file`), in the layout and capacity asked for:
+    /// what it wrote and no reader consumed stays readable, writing goes on
+    /// after its `write_pos`, and its trailer totals go on counting.
+    fn adopt(
+        path: PathBuf,
+        file: File,
+        found: AdoptableRing,
+        ring_layout: &'static RingLayout,
+    ) -> Result<RingWriter, RingError> {
+        let size = ring_layout
+            .file_size_with_trailer(found.capacity)
+            .expect("checked when inspected");
+        let map = Mapping::read_write(&file, size as usize)
+            .map_err(|e| RingError::io(&path, "map the ring file", e))?;
+        let trailer_at = ring_layout
+            .data_size(found.capacity)
+            .expect("checked when inspected") as usize;
+        let total = |field: usize| map.u64_at(trailer_at + field).load(Ordering::Relaxed);
+        let (written, dropped_ring_full, dropped_format, inherited_staging_full) = (
+            total(trailer::EVENTS_WRITTEN),
+            total(trailer::DROPPED_RING_FULL),
+            total(trailer::DROPPED_FORMAT),
+            total(trailer::DROPPED_STAGING_FULL),
+        );
+        map.u32_at(trailer_at + trailer::PRODUCER_PID)
+            .store(std::process::id(), Ordering::Relaxed);
+        map.u32_at(trailer_at + trailer::FLAGS).fetch_and(
+            !(trailer::FLAG_CLOSED | trailer::FLAG_STALE),
+            Ordering::Release,
+        );
+        tracing::info!(
+            path = %path.display(),
+            unread = found.write_pos.wrapping_sub(found.read_pos) & (found.capacity - 1),
+            "adopted the ring of a producer that is gone: its unread events are kept"
+        );
+        Ok(RingWriter {
+            path,
+            map,
+            file,
+            mapped: size,
+            cut: false,
+            capacity: found.capacity,
+            mask: found.capacity - 1,
+            layout: ring_layout,
+            trailer_at,
+            write_pos: found.write_pos,
+            cached_read: found.read_pos,
+            written,
+            dropped_ring_full,
+            dropped_format,
+            inherited_staging_full,
             encoded: Vec::new(),
         })
     }
@@ -455,9 +677,11 @@ impl RingWriter {
         }
         let t = self.trailer_at;
         self.store_totals();
-        self.map
-            .u64_at(t + trailer::DROPPED_STAGING_FULL)
-            .store(counts.dropped_staging_full, Ordering::Relaxed);
+        self.map.u64_at(t + trailer::DROPPED_STAGING_FULL).store(
+            self.inherited_staging_full
+                .wrapping_add(counts.dropped_staging_full),
+            Ordering::Relaxed,
+        );
         self.map
             .u64_at(t + trailer::LAST_FLUSH_US)
             .store(clock::now_us(), Ordering::Release);
