@@ -5,15 +5,25 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
-use crate::buckets::Buckets;
 use crate::families::{slot, KNOWN_ERROR_STATUSES};
-use crate::names::{error_status as error_status_of, per_name_metric as per_name_counter_name};
+use nixl_telemetry_abi::buckets::Buckets;
 use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
+use nixl_telemetry_prometheus_core::families::is_agent_family_name;
+use nixl_telemetry_prometheus_core::names::{
+    error_status as error_status_of, per_name_sample_avoiding,
+};
 
 /// The most distinct (category, name) pairs one agent maps to per-name Sums or
-/// to error statuses other than the known ones (as in the Prometheus plug-in).
-/// Further names are counted in `agent_telemetry_unmapped_events_total`.
-pub const MAX_NAMES_PER_AGENT: usize = 256;
+/// to error statuses other than the known ones (the Prometheus plug-in's
+/// limit). Further names are counted in `agent_telemetry_unmapped_events_total`.
+pub use nixl_telemetry_prometheus_core::MAX_NAMES_PER_AGENT;
+
+/// The name of the per-name Sum of events `name` in `category`: the
+/// Prometheus plug-in's per-name counter name, avoiding the fixed families'
+/// names (there are no HTTP server families here).
+fn per_name_counter_name(name: &[u8], category: Category) -> Option<String> {
+    per_name_sample_avoiding(name, category, is_agent_family_name)
+}
 
 /// A data point created at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]

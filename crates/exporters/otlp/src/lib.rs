@@ -24,11 +24,9 @@
 #![forbid(unsafe_code)]
 
 pub mod aggregate;
-pub mod buckets;
 pub mod encode;
 mod error;
 mod families;
-mod names;
 mod pipeline;
 pub mod settings;
 pub mod stats;
@@ -42,9 +40,11 @@ use std::sync::{Arc, TryLockError};
 use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
-pub use buckets::Buckets;
 pub use error::OtlpError;
-pub use families::KNOWN_ERROR_STATUSES;
+/// The histogram bounds and their parser: the ones of every exporter.
+pub use nixl_telemetry_abi::buckets;
+pub use nixl_telemetry_abi::buckets::Buckets;
+pub use nixl_telemetry_prometheus_core::KNOWN_ERROR_STATUSES;
 pub use settings::{Compression, Settings, SettingsError, SignalSettings};
 pub use stats::ExportStats;
 pub use transport::MAX_RETRY_AFTER;

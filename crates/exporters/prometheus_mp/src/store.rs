@@ -20,10 +20,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
 use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
-use telemetry_exporter_prometheus::external::{
+use nixl_telemetry_prometheus_core::external::{
     effect, series_for, EventEffect, SeriesName, FIXED_READINGS, UNMAPPED_READING,
 };
-use telemetry_exporter_prometheus::{Buckets, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+use nixl_telemetry_prometheus_core::{Buckets, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
 
 use crate::error::MpError;
 use crate::files;
