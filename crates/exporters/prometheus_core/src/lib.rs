@@ -35,6 +35,7 @@ pub mod families;
 mod gzip;
 mod hostname;
 mod http;
+pub mod name_cache;
 pub mod names;
 mod render;
 mod server;
