@@ -37,7 +37,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, TryLockError};
 
-use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
+use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 pub use error::OtlpError;
@@ -170,21 +170,6 @@ impl Drop for OtlpExporter {
         pipeline::lock(&self.slot.published).copy_from(self.aggregator.totals());
         pipeline::detach(&self.pipeline, &self.slot);
     }
-}
-
-/// Shows an error with its chain of causes.
-fn full_message(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 impl RustPluginExporter for OtlpExporter {

@@ -11,28 +11,13 @@
 
 pub use nixl_telemetry_prometheus_core::*;
 
-use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
+use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 /// The plug-in's exporter: one [`PrometheusExporter`], created from the
 /// environment ([`Settings::from_env`]) as the host asks.
 #[derive(Debug)]
 pub struct PrometheusPlugin(pub PrometheusExporter);
-
-/// Shows an error with its chain of causes.
-fn full_message(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
 
 impl RustPluginExporter for PrometheusPlugin {
     fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
