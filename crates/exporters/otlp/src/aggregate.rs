@@ -106,29 +106,41 @@ const RX_REQUESTS: [u8; EVENT_NAME_CAPACITY] = padded(names::RX_REQUESTS);
 const XFER_TIME: [u8; EVENT_NAME_CAPACITY] = padded(names::XFER_TIME);
 const POST_TIME: [u8; EVENT_NAME_CAPACITY] = padded(names::XFER_POST_TIME);
 
-/// The name of a frequent built-in event by whole-field comparison (a few
-/// vector compares instead of a scan for the NUL); `None` for any other name.
+/// The frequent built-in events, each with its NUL-padded name: the
+/// aggregator keeps their effects ([`effect`]) so that these events skip the
+/// scan for the NUL and the name match.
+const FREQUENT: [(Category, &[u8]); 6] = [
+    (Category::TRANSFER, names::TX_REQUESTS_BYTES),
+    (Category::TRANSFER, names::TX_BYTES_BYTES),
+    (Category::TRANSFER, names::RX_REQUESTS_BYTES),
+    (Category::TRANSFER, names::RX_BYTES_BYTES),
+    (Category::PERFORMANCE, names::XFER_TIME_BYTES),
+    (Category::PERFORMANCE, names::XFER_POST_TIME_BYTES),
+];
+
+/// The index in [`FREQUENT`] of a frequent built-in event, by whole-field
+/// comparison (a few vector compares); `None` for any other event.
 #[inline]
-fn frequent_name(category: i32, name: &[u8; EVENT_NAME_CAPACITY]) -> Option<&'static [u8]> {
+fn frequent_index(category: i32, name: &[u8; EVENT_NAME_CAPACITY]) -> Option<usize> {
     match Category(category) {
         Category::TRANSFER => {
             if *name == TX_REQUESTS {
-                Some(names::TX_REQUESTS_BYTES)
+                Some(0)
             } else if *name == TX_BYTES {
-                Some(names::TX_BYTES_BYTES)
+                Some(1)
             } else if *name == RX_REQUESTS {
-                Some(names::RX_REQUESTS_BYTES)
+                Some(2)
             } else if *name == RX_BYTES {
-                Some(names::RX_BYTES_BYTES)
+                Some(3)
             } else {
                 None
             }
         }
         Category::PERFORMANCE => {
             if *name == XFER_TIME {
-                Some(names::XFER_TIME_BYTES)
+                Some(4)
             } else if *name == POST_TIME {
-                Some(names::XFER_POST_TIME_BYTES)
+                Some(5)
             } else {
                 None
             }
@@ -149,6 +161,8 @@ const UNMAPPED: u32 = u32::MAX;
 pub struct AgentAggregator {
     totals: Totals,
     buckets: Buckets,
+    /// The effects of the [`FREQUENT`] events, index for index.
+    frequent: [EventEffect; FREQUENT.len()],
     series: Vec<Series>,
     names: NameMap<u32>,
     series_index: HashMap<Series, u32>,
@@ -191,6 +205,7 @@ impl AgentAggregator {
                 ..Totals::default()
             },
             buckets,
+            frequent: FREQUENT.map(|(category, name)| effect(category, name)),
             series: Vec::new(),
             names: NameMap::default(),
             series_index: HashMap::new(),
@@ -244,11 +259,16 @@ impl AgentAggregator {
     fn record_one(&mut self, event: &Event) {
         // Well-formed names are NUL-padded: compare the whole field at once;
         // anything else takes the slower path, with the same meaning.
-        let name =
-            frequent_name(event.category, &event.event_name).unwrap_or_else(|| event.name_bytes());
         let value = event.value;
         // The Prometheus plug-ins' mapping: the same event feeds the same family.
-        match effect(Category(event.category), name) {
+        let (effect, name) = match frequent_index(event.category, &event.event_name) {
+            Some(i) => (self.frequent[i], FREQUENT[i].1),
+            None => {
+                let name = event.name_bytes();
+                (effect(Category(event.category), name), name)
+            }
+        };
+        match effect {
             EventEffect::Builtin {
                 sum,
                 last,
@@ -360,6 +380,22 @@ mod tests {
     fn series_value(t: &Totals, wanted: &Series) -> u64 {
         let i = t.series.iter().position(|s| s == wanted).unwrap();
         t.series_values[i]
+    }
+
+    #[test]
+    fn the_fast_path_finds_each_frequent_event_at_its_index() {
+        for (i, (category, name)) in FREQUENT.iter().enumerate() {
+            let mut field = [0u8; EVENT_NAME_CAPACITY];
+            field[..name.len()].copy_from_slice(name);
+            assert_eq!(frequent_index(category.0, &field), Some(i));
+            assert!(matches!(
+                effect(*category, name),
+                EventEffect::Builtin { .. }
+            ));
+        }
+        let mut field = [0u8; EVENT_NAME_CAPACITY];
+        field[..names::TX_BYTES.len()].copy_from_slice(names::TX_BYTES_BYTES);
+        assert_eq!(frequent_index(Category::PERFORMANCE.0, &field), None);
     }
 
     #[test]
