@@ -32,6 +32,12 @@ pub const PROMETHEUS_PORT: &str = "NIXL_TELEMETRY_PROMETHEUS_PORT";
 pub const PROMETHEUS_LOCAL: &str = "NIXL_TELEMETRY_PROMETHEUS_LOCAL";
 /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the Prometheus latency histograms' bounds, µs.
 pub const HISTOGRAM_BUCKETS_US: &str = "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US";
+/// `NIXL_TELEMETRY_OTLP_EVENTS`: the OTLP plug-in also sends every event as a
+/// log record ([`parse_switch`]).
+pub const OTLP_EVENTS: &str = "NIXL_TELEMETRY_OTLP_EVENTS";
+/// `NIXL_TELEMETRY_OTLP_QUEUE_EVENTS`: the most events the OTLP plug-in keeps
+/// waiting to be sent as log records.
+pub const OTLP_QUEUE_EVENTS: &str = "NIXL_TELEMETRY_OTLP_QUEUE_EVENTS";
 /// `NIXL_TELEMETRY_CSV_FILE`: the CSV plug-in's file when no output path is given.
 pub const CSV_FILE: &str = "NIXL_TELEMETRY_CSV_FILE";
 /// The ring layout the built-in `buffer` exporter writes: `1` (default), `2`

@@ -2,6 +2,8 @@
 //!
 //! * [`event`]: the 56-byte event ([`Event`]) that is both a ring slot and the
 //!   plug-in ABI's `nixl_telemetry_event_t`, plus [`Category`].
+//! * [`buckets`]: the latency histograms' default bounds and the one parser of
+//!   `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`.
 //! * [`names`]: the names of the events the host records itself.
 //! * [`env`](mod@env): the `NIXL_TELEMETRY_*` variable names, the one on/off parser and
 //!   the one rule for a variable that is not UTF-8.
@@ -18,6 +20,7 @@
 //! This crate has no dependencies. Changing any layout here is a format change and
 //! needs a version bump (see `docs/ring-format.md` and `docs/plugins.md`).
 
+pub mod buckets;
 pub mod c_abi;
 pub mod env;
 pub mod event;

@@ -70,6 +70,23 @@ pub struct ExporterCell<T> {
     last_error: Option<String>,
 }
 
+/// The text of an error with its chain of causes (`error: cause: cause…`,
+/// leaving out a cause whose text the message already holds): what a plug-in's
+/// [`RustPluginExporter::create`] returns, so the host's message says why.
+pub fn full_message(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
@@ -326,6 +343,36 @@ mod tests {
     use super::*;
     use crate::event::Category;
     use std::ffi::CString;
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn full_messages_chain_the_causes_they_do_not_already_say() {
+        let inner = Layer("permission denied", None);
+        let middle = Layer(
+            "cannot bind 0.0.0.0:80: permission denied",
+            Some(Box::new(inner)),
+        );
+        let outer = Layer("exporter not created", Some(Box::new(middle)));
+        assert_eq!(
+            full_message(&outer),
+            "exporter not created: cannot bind 0.0.0.0:80: permission denied"
+        );
+        assert_eq!(full_message(&Layer("alone", None)), "alone");
+    }
 
     struct Recording {
         events: Vec<Event>,

@@ -28,12 +28,9 @@ pub const OPS: u64 = (STAGING_EVENTS / 2) as u64;
 /// flusher; the harness drains between repeats instead.
 const RUN_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The histogram bounds, µs: the same as the Prometheus plug-in's built-in
-/// buckets (10 µs … 10 s), as listed in DESIGN.md.
-pub const HISTOGRAM_BUCKETS_US: [u64; 19] = [
-    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000,
-    500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000,
-];
+/// The histogram bounds, µs: the exporters' default buckets (10 µs … 10 s),
+/// the one list in `nixl_telemetry_abi::buckets`.
+pub use nixl_telemetry_abi::buckets::DEFAULT_BUCKETS_US as HISTOGRAM_BUCKETS_US;
 
 /// The event name every benchmark records.
 pub const NAME: &str = nixl_telemetry::XFER_TIME;
@@ -532,7 +529,7 @@ fn metrics_recorder() -> Result<&'static metrics_exporter_prometheus::Prometheus
     if let Some(h) = HANDLE.get() {
         return Ok(h);
     }
-    let buckets: Vec<f64> = HISTOGRAM_BUCKETS_US.iter().map(|&b| b as f64).collect();
+    let buckets: Vec<f64> = HISTOGRAM_BUCKETS_US.to_vec();
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets(&buckets)
         .context("metrics-exporter-prometheus buckets")?
@@ -599,11 +596,11 @@ fn prometheus_client(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         },
         nothing,
     );
-    let histogram = Histogram::new(HISTOGRAM_BUCKETS_US.iter().map(|&b| b as f64));
+    let histogram = Histogram::new(HISTOGRAM_BUCKETS_US.iter().copied());
     m.op(
         "promclient_histogram",
         "prometheus-client: histogram observe",
-        "19 buckets 10 µs … 10 s",
+        "18 bounds 10 µs … 10 s and +Inf",
         |_, ops| {
             for i in 0..ops {
                 black_box(&histogram).observe(black_box(i & 0xffff) as f64);

@@ -2,18 +2,30 @@
 //! (non-atomic) running totals, bounded in size whatever the events are.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::Hasher;
 use std::sync::Arc;
 
-use crate::buckets::Buckets;
 use crate::families::{slot, KNOWN_ERROR_STATUSES};
-use crate::names::{error_status as error_status_of, per_name_metric as per_name_counter_name};
-use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
+use nixl_telemetry_abi::buckets::Buckets;
+use nixl_telemetry_abi::{names, Category, Event, EVENT_NAME_CAPACITY};
+use nixl_telemetry_prometheus_core::external::{effect, EventEffect};
+use nixl_telemetry_prometheus_core::families::is_agent_family_name;
+use nixl_telemetry_prometheus_core::name_cache::{NameKey, NameMap};
+use nixl_telemetry_prometheus_core::names::{
+    error_status as error_status_of, per_name_sample_avoiding,
+};
 
 /// The most distinct (category, name) pairs one agent maps to per-name Sums or
-/// to error statuses other than the known ones (as in the Prometheus plug-in).
-/// Further names are counted in `agent_telemetry_unmapped_events_total`.
-pub const MAX_NAMES_PER_AGENT: usize = 256;
+/// to error statuses other than the known ones (the Prometheus plug-in's
+/// limit). Further names are counted in `agent_telemetry_unmapped_events_total`.
+pub use nixl_telemetry_prometheus_core::MAX_NAMES_PER_AGENT;
+
+/// The name of the per-name Sum of events `name` in `category`: the
+/// Prometheus plug-in's per-name counter name, avoiding the fixed families'
+/// names (there are no HTTP server families here).
+fn per_name_counter_name(name: &[u8], category: Category) -> Option<String> {
+    per_name_sample_avoiding(name, category, is_agent_family_name)
+}
 
 /// A data point created at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,80 +87,6 @@ impl Totals {
     }
 }
 
-/// Key of the name cache: the category and the NUL-padded name.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct NameKey {
-    category: i32,
-    name: [u8; EVENT_NAME_CAPACITY],
-}
-
-impl Hash for NameKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_i32(self.category);
-        state.write(&self.name);
-    }
-}
-
-/// A multiplicative hash for the name cache (keys are the host's own event
-/// names and the cache is bounded: no defence against chosen collisions needed).
-#[derive(Default, Clone, Copy)]
-struct NameHasher(u64);
-
-impl Hasher for NameHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    #[inline]
-    fn write_i32(&mut self, i: i32) {
-        self.write_u64(i as u32 as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type NameMap<V> = HashMap<NameKey, V, BuildHasherDefault<NameHasher>>;
-
-/// The built-in events, each with a fixed place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Builtin {
-    TxBytes,
-    RxBytes,
-    TxRequests,
-    RxRequests,
-    XferTime,
-    PostTime,
-    MemRegistered,
-    MemDeregistered,
-    Dropped,
-}
-
-/// The built-in event `name` is in `category`, if it is one.
-fn builtin(category: i32, name: &[u8]) -> Option<Builtin> {
-    Some(match (Category(category), name) {
-        (Category::TRANSFER, b"agent_tx_bytes") => Builtin::TxBytes,
-        (Category::TRANSFER, b"agent_rx_bytes") => Builtin::RxBytes,
-        (Category::TRANSFER, b"agent_tx_requests_num") => Builtin::TxRequests,
-        (Category::TRANSFER, b"agent_rx_requests_num") => Builtin::RxRequests,
-        (Category::PERFORMANCE, b"agent_xfer_time") => Builtin::XferTime,
-        (Category::PERFORMANCE, b"agent_xfer_post_time") => Builtin::PostTime,
-        (Category::MEMORY, b"agent_memory_registered") => Builtin::MemRegistered,
-        (Category::MEMORY, b"agent_memory_deregistered") => Builtin::MemDeregistered,
-        (Category::SYSTEM, b"agent_telemetry_events_dropped") => Builtin::Dropped,
-        _ => return None,
-    })
-}
-
 /// `name` NUL-padded to the event's name field.
 const fn padded(name: &str) -> [u8; EVENT_NAME_CAPACITY] {
     let bytes = name.as_bytes();
@@ -161,36 +99,48 @@ const fn padded(name: &str) -> [u8; EVENT_NAME_CAPACITY] {
     out
 }
 
-const TX_BYTES: [u8; EVENT_NAME_CAPACITY] = padded("agent_tx_bytes");
-const RX_BYTES: [u8; EVENT_NAME_CAPACITY] = padded("agent_rx_bytes");
-const TX_REQUESTS: [u8; EVENT_NAME_CAPACITY] = padded("agent_tx_requests_num");
-const RX_REQUESTS: [u8; EVENT_NAME_CAPACITY] = padded("agent_rx_requests_num");
-const XFER_TIME: [u8; EVENT_NAME_CAPACITY] = padded("agent_xfer_time");
-const POST_TIME: [u8; EVENT_NAME_CAPACITY] = padded("agent_xfer_post_time");
+const TX_BYTES: [u8; EVENT_NAME_CAPACITY] = padded(names::TX_BYTES);
+const RX_BYTES: [u8; EVENT_NAME_CAPACITY] = padded(names::RX_BYTES);
+const TX_REQUESTS: [u8; EVENT_NAME_CAPACITY] = padded(names::TX_REQUESTS);
+const RX_REQUESTS: [u8; EVENT_NAME_CAPACITY] = padded(names::RX_REQUESTS);
+const XFER_TIME: [u8; EVENT_NAME_CAPACITY] = padded(names::XFER_TIME);
+const POST_TIME: [u8; EVENT_NAME_CAPACITY] = padded(names::XFER_POST_TIME);
 
-/// The frequent built-in events by whole-field comparison (a few vector
-/// compares instead of a scan for the NUL).
+/// The frequent built-in events, each with its NUL-padded name: the
+/// aggregator keeps their effects ([`effect`]) so that these events skip the
+/// scan for the NUL and the name match.
+const FREQUENT: [(Category, &[u8]); 6] = [
+    (Category::TRANSFER, names::TX_REQUESTS_BYTES),
+    (Category::TRANSFER, names::TX_BYTES_BYTES),
+    (Category::TRANSFER, names::RX_REQUESTS_BYTES),
+    (Category::TRANSFER, names::RX_BYTES_BYTES),
+    (Category::PERFORMANCE, names::XFER_TIME_BYTES),
+    (Category::PERFORMANCE, names::XFER_POST_TIME_BYTES),
+];
+
+/// The index in [`FREQUENT`] of a frequent built-in event, by whole-field
+/// comparison (a few vector compares); `None` for any other event.
 #[inline]
-fn builtin_padded(category: i32, name: &[u8; EVENT_NAME_CAPACITY]) -> Option<Builtin> {
+fn frequent_index(category: i32, name: &[u8; EVENT_NAME_CAPACITY]) -> Option<usize> {
     match Category(category) {
         Category::TRANSFER => {
             if *name == TX_REQUESTS {
-                Some(Builtin::TxRequests)
+                Some(0)
             } else if *name == TX_BYTES {
-                Some(Builtin::TxBytes)
+                Some(1)
             } else if *name == RX_REQUESTS {
-                Some(Builtin::RxRequests)
+                Some(2)
             } else if *name == RX_BYTES {
-                Some(Builtin::RxBytes)
+                Some(3)
             } else {
                 None
             }
         }
         Category::PERFORMANCE => {
             if *name == XFER_TIME {
-                Some(Builtin::XferTime)
+                Some(4)
             } else if *name == POST_TIME {
-                Some(Builtin::PostTime)
+                Some(5)
             } else {
                 None
             }
@@ -202,16 +152,6 @@ fn builtin_padded(category: i32, name: &[u8; EVENT_NAME_CAPACITY]) -> Option<Bui
 /// Index meaning "this name is counted as unmapped".
 const UNMAPPED: u32 = u32::MAX;
 
-fn key(category: i32, name: &[u8]) -> NameKey {
-    let mut padded = [0u8; EVENT_NAME_CAPACITY];
-    let n = name.len().min(EVENT_NAME_CAPACITY);
-    padded[..n].copy_from_slice(&name[..n]);
-    NameKey {
-        category,
-        name: padded,
-    }
-}
-
 /// The flush thread's side of one agent: folds events into [`Totals`].
 ///
 /// Names other than the built-in events map to per-name Sums or error
@@ -221,22 +161,13 @@ fn key(category: i32, name: &[u8]) -> NameKey {
 pub struct AgentAggregator {
     totals: Totals,
     buckets: Buckets,
+    /// The effects of the [`FREQUENT`] events, index for index.
+    frequent: [EventEffect; FREQUENT.len()],
     series: Vec<Series>,
     names: NameMap<u32>,
     series_index: HashMap<Series, u32>,
     names_taken: usize,
     warned_limit: bool,
-}
-
-impl std::fmt::Debug for NameKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}:{}",
-            self.category,
-            String::from_utf8_lossy(&self.name)
-        )
-    }
 }
 
 impl std::hash::Hash for Series {
@@ -274,6 +205,7 @@ impl AgentAggregator {
                 ..Totals::default()
             },
             buckets,
+            frequent: FREQUENT.map(|(category, name)| effect(category, name)),
             series: Vec::new(),
             names: NameMap::default(),
             series_index: HashMap::new(),
@@ -285,7 +217,7 @@ impl AgentAggregator {
             let raw = format!("NIXL_ERR_{}", status.to_ascii_uppercase());
             aggregator
                 .names
-                .insert(key(Category::ERROR.0, raw.as_bytes()), index);
+                .insert(NameKey::new(Category::ERROR.0, raw.as_bytes()), index);
         }
         aggregator.share_series();
         aggregator
@@ -327,59 +259,38 @@ impl AgentAggregator {
     fn record_one(&mut self, event: &Event) {
         // Well-formed names are NUL-padded: compare the whole field at once;
         // anything else takes the slower path, with the same meaning.
-        let builtin = match builtin_padded(event.category, &event.event_name) {
-            Some(b) => Some(b),
-            None => builtin(event.category, event.name_bytes()),
-        };
         let value = event.value;
-        match builtin {
-            Some(Builtin::TxBytes) => {
-                self.add(slot::TX_BYTES, value);
-                self.totals.fixed[slot::TX_LAST] = value;
+        // The Prometheus plug-ins' mapping: the same event feeds the same family.
+        let (effect, name) = match frequent_index(event.category, &event.event_name) {
+            Some(i) => (self.frequent[i], FREQUENT[i].1),
+            None => {
+                let name = event.name_bytes();
+                (effect(Category(event.category), name), name)
             }
-            Some(Builtin::RxBytes) => {
-                self.add(slot::RX_BYTES, value);
-                self.totals.fixed[slot::RX_LAST] = value;
+        };
+        match effect {
+            EventEffect::Builtin {
+                sum,
+                last,
+                histogram,
+            } => {
+                self.add(sum, value);
+                if let Some(last) = last {
+                    self.totals.fixed[last] = value;
+                }
+                if let Some(histogram) = histogram {
+                    self.observe(histogram, value);
+                }
             }
-            Some(Builtin::TxRequests) => self.add(slot::TX_REQUESTS, value),
-            Some(Builtin::RxRequests) => self.add(slot::RX_REQUESTS, value),
-            Some(Builtin::XferTime) => {
-                self.add(slot::XFER_TIME, value);
-                self.totals.fixed[slot::XFER_LAST] = value;
-                self.observe(0, value);
-            }
-            Some(Builtin::PostTime) => {
-                self.add(slot::POST_TIME, value);
-                self.totals.fixed[slot::POST_LAST] = value;
-                self.observe(1, value);
-            }
-            Some(Builtin::MemRegistered) => {
-                self.add(slot::MEM_REGISTERED, value);
-                self.totals.fixed[slot::MEM_REGISTERED_LAST] = value;
-            }
-            Some(Builtin::MemDeregistered) => {
-                self.add(slot::MEM_DEREGISTERED, value);
-                self.totals.fixed[slot::MEM_DEREGISTERED_LAST] = value;
-            }
-            Some(Builtin::Dropped) => self.add(slot::DROPPED, value),
-            None => match Category(event.category) {
-                Category::TRANSFER
-                | Category::PERFORMANCE
-                | Category::MEMORY
-                | Category::SYSTEM
-                | Category::ERROR
-                | Category::BACKEND
-                | Category::CONNECTION
-                | Category::CUSTOM => self.per_name(event, event.name_bytes()),
-                _ => self.add(slot::UNMAPPED, 1),
-            },
+            EventEffect::PerName => self.per_name(event, name),
+            EventEffect::Unmapped => self.add(slot::UNMAPPED, 1),
         }
     }
 
     /// An error status or a per-name Sum.
     #[inline]
     fn per_name(&mut self, event: &Event, name: &[u8]) {
-        let key = key(event.category, name);
+        let key = NameKey::new(event.category, name);
         let index = match self.names.get(&key) {
             Some(&i) => i,
             None => self.map_name(key, name),
@@ -469,6 +380,22 @@ mod tests {
     fn series_value(t: &Totals, wanted: &Series) -> u64 {
         let i = t.series.iter().position(|s| s == wanted).unwrap();
         t.series_values[i]
+    }
+
+    #[test]
+    fn the_fast_path_finds_each_frequent_event_at_its_index() {
+        for (i, (category, name)) in FREQUENT.iter().enumerate() {
+            let mut field = [0u8; EVENT_NAME_CAPACITY];
+            field[..name.len()].copy_from_slice(name);
+            assert_eq!(frequent_index(category.0, &field), Some(i));
+            assert!(matches!(
+                effect(*category, name),
+                EventEffect::Builtin { .. }
+            ));
+        }
+        let mut field = [0u8; EVENT_NAME_CAPACITY];
+        field[..names::TX_BYTES.len()].copy_from_slice(names::TX_BYTES_BYTES);
+        assert_eq!(frequent_index(Category::PERFORMANCE.0, &field), None);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use prost::Message;
 
 use crate::aggregate::{Series, Totals};
 use crate::families::{
-    slot, Shape, Source, ERRORS_DESCRIPTION, ERRORS_NAME, HISTOGRAMS, PER_NAME_DESCRIPTION, SCALARS,
+    histograms, scalars, slot, Shape, Source, ERRORS_DESCRIPTION, ERRORS_NAME, PER_NAME_DESCRIPTION,
 };
 use crate::stats::ExportStats;
 
@@ -139,14 +139,14 @@ pub fn metrics_request(
     process_start_ns: u64,
     now_ns: u64,
 ) -> ExportMetricsServiceRequest {
-    let mut metrics = Vec::with_capacity(SCALARS.len() + HISTOGRAMS.len() + 8);
+    let mut metrics = Vec::with_capacity(scalars().len() + histograms().len() + 8);
     let attrs = |agent: &AgentView<'_>, category: Category| {
         vec![
             string_kv("agent_name", agent.name),
             string_kv("category", &category_name(category)),
         ]
     };
-    for family in &SCALARS {
+    for family in scalars() {
         let points = agents
             .iter()
             .map(|a| {
@@ -170,7 +170,7 @@ pub fn metrics_request(
             Shape::Gauge => gauge_metric(family.name, family.description, points),
         });
     }
-    for (h, family) in HISTOGRAMS.iter().enumerate() {
+    for (h, family) in histograms().enumerate() {
         let points = agents
             .iter()
             .map(|a| {
@@ -356,7 +356,7 @@ pub fn encode_into(message: &impl Message, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
     use crate::aggregate::AgentAggregator;
-    use crate::buckets::Buckets;
+    use nixl_telemetry_abi::buckets::Buckets;
 
     #[test]
     fn a_request_round_trips_through_prost() {

@@ -24,11 +24,9 @@
 #![forbid(unsafe_code)]
 
 pub mod aggregate;
-pub mod buckets;
 pub mod encode;
 mod error;
 mod families;
-mod names;
 mod pipeline;
 pub mod settings;
 pub mod stats;
@@ -39,12 +37,14 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, TryLockError};
 
-use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
+use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
-pub use buckets::Buckets;
 pub use error::OtlpError;
-pub use families::KNOWN_ERROR_STATUSES;
+/// The histogram bounds and their parser: the ones of every exporter.
+pub use nixl_telemetry_abi::buckets;
+pub use nixl_telemetry_abi::buckets::Buckets;
+pub use nixl_telemetry_prometheus_core::KNOWN_ERROR_STATUSES;
 pub use settings::{Compression, Settings, SettingsError, SignalSettings};
 pub use stats::ExportStats;
 pub use transport::MAX_RETRY_AFTER;
@@ -170,21 +170,6 @@ impl Drop for OtlpExporter {
         pipeline::lock(&self.slot.published).copy_from(self.aggregator.totals());
         pipeline::detach(&self.pipeline, &self.slot);
     }
-}
-
-/// Shows an error with its chain of causes.
-fn full_message(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 impl RustPluginExporter for OtlpExporter {

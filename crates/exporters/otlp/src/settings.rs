@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use crate::buckets::{Buckets, ENV_BUCKETS, MAX_BUCKETS};
+use nixl_telemetry_abi::buckets::{Buckets, BUCKETS_ACCEPTED, MAX_BUCKETS};
+use nixl_telemetry_abi::env::{self, parse_switch};
 use thiserror::Error;
 use ureq::http::Uri;
 
@@ -30,11 +31,14 @@ pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 /// `OTEL_RESOURCE_ATTRIBUTES`: `key=value,...` resource attributes.
 pub const ENV_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 /// `NIXL_TELEMETRY_OTLP_EVENTS`: also send every event as an OTLP log record.
-pub const ENV_EVENTS: &str = "NIXL_TELEMETRY_OTLP_EVENTS";
+pub const ENV_EVENTS: &str = env::OTLP_EVENTS;
 /// `NIXL_TELEMETRY_OTLP_QUEUE_EVENTS`: the most events waiting to be sent as logs.
-pub const ENV_QUEUE_EVENTS: &str = "NIXL_TELEMETRY_OTLP_QUEUE_EVENTS";
+pub const ENV_QUEUE_EVENTS: &str = env::OTLP_QUEUE_EVENTS;
 /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`: the host's output path, a base URL here.
-pub const ENV_OUTPUT_PATH: &str = "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH";
+pub const ENV_OUTPUT_PATH: &str = env::EXPORTER_OUTPUT_PATH;
+/// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the latency histograms' upper bounds, µs,
+/// as for the Prometheus plug-ins.
+pub const ENV_BUCKETS: &str = env::HISTOGRAM_BUCKETS_US;
 
 /// The base endpoint when none is configured (an OpenTelemetry Collector's
 /// OTLP/HTTP receiver on this machine).
@@ -117,7 +121,7 @@ pub enum SettingsError {
         value: String,
     },
     /// [`ENV_BUCKETS`] is not a list of strictly increasing positive numbers.
-    #[error("invalid {ENV_BUCKETS}={value:?}: {reason}; accepted: comma-separated, strictly increasing, positive, finite microsecond bounds such as 10,100,1000 (at most {MAX_BUCKETS}; an overflow bucket is always added)")]
+    #[error("invalid {ENV_BUCKETS}={value:?}: {reason}; accepted: {BUCKETS_ACCEPTED} (at most {MAX_BUCKETS}; an overflow bucket is always added)")]
     Buckets {
         /// The value given.
         value: String,
@@ -230,9 +234,10 @@ impl Settings {
             .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
         resource.insert(0, ("service.name".to_owned(), service));
         let buckets = match get(ENV_BUCKETS) {
-            Some(v) => {
-                Buckets::parse(&v).map_err(|reason| SettingsError::Buckets { value: v, reason })?
-            }
+            Some(v) => Buckets::parse(&v).map_err(|e| SettingsError::Buckets {
+                reason: e.to_string(),
+                value: v,
+            })?,
             None => Buckets::default(),
         };
         let events = match get(ENV_EVENTS) {
@@ -472,15 +477,6 @@ fn percent_decode(text: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
-}
-
-/// `y yes on 1 true enable` → on, `n no off 0 false disable` → off, else `None`.
-fn parse_switch(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "on" | "1" | "true" | "enable" => Some(true),
-        "n" | "no" | "off" | "0" | "false" | "disable" => Some(false),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

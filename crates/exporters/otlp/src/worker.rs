@@ -138,7 +138,7 @@ struct Worker {
 pub(crate) fn run(pipeline: Arc<Pipeline>, receiver: Receiver<Message>, transport: Transport) {
     let resource = encode::resource(
         &pipeline.settings.resource,
-        &crate::names::host_name(),
+        nixl_telemetry_prometheus_core::external::hostname(),
         std::process::id(),
     );
     let mut w = Worker {

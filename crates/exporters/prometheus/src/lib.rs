@@ -1,143 +1,40 @@
 //! The Prometheus exporter plug-in: `libtelemetry_exporter_prometheus.so`,
 //! selected with `NIXL_TELEMETRY_EXPORTER=prometheus`.
 //!
-//! Each exporter (one per agent) turns the events the host flushes into
-//! Prometheus series and serves them over HTTP at `GET /metrics`, in the text
-//! format 0.0.4 or, when the scraper asks for it, OpenMetrics 1.0. Agents of one
-//! process that export to one address share one endpoint and are told apart by
-//! their `agent_name` label. See `docs/prometheus.md` for the series and the
+//! This crate is the plug-in glue only: the entry points (`export_plugin!`)
+//! around [`PrometheusExporter`], which, with the metric model, the rendering
+//! and the HTTP server, lives in `nixl-telemetry-prometheus-core` (an rlib
+//! without entry points, which the multi-process and OTLP plug-ins link too).
+//! Everything public there is re-exported here, so Rust users of this crate
+//! keep their paths. See `docs/prometheus.md` for the series and the
 //! configuration.
-//!
-//! The parts: [`settings`] (environment), `agent` (per-agent storage: the
-//! flush thread's totals and the snapshots scrapes read), `render` (the two
-//! formats), `http` and `server` (the HTTP/1.1 endpoint), `exposer` (the
-//! server's own families), `gzip` (answers compressed around a cached part),
-//! `endpoint` (the process-wide registry of listeners).
-//!
-//! Besides the C ABI, the crate can be used from Rust (it is also an `rlib`):
-//! [`PrometheusExporter::with_settings`], [`PrometheusExporter::record`] and
-//! [`PrometheusExporter::render`].
 
-mod agent;
-mod endpoint;
-mod error;
-mod exposer;
-pub mod external;
-mod families;
-mod gzip;
-mod hostname;
-mod http;
-mod names;
-mod render;
-mod server;
-pub mod settings;
-mod socket_send;
-mod thread_priority;
+pub use nixl_telemetry_prometheus_core::*;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
-
-use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
+use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
-pub use agent::MAX_NAMES_PER_AGENT;
-pub use error::PrometheusError;
-pub use families::KNOWN_ERROR_STATUSES;
-pub use http::{METRICS_PATH, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
-pub use render::Format;
-pub use settings::{Buckets, BucketsError, ServerLimits, Settings, SettingsError};
-
-/// The exporter of one agent.
-///
-/// Creating it registers the agent with the endpoint for its address (opening
-/// the endpoint if needed); dropping it removes the agent's series, and the
-/// last agent of an endpoint closes the listener.
+/// The plug-in's exporter: one [`PrometheusExporter`], created from the
+/// environment ([`Settings::from_env`]) as the host asks.
 #[derive(Debug)]
-#[must_use = "dropping it removes the agent's series (and closes the endpoint after its last agent)"]
-pub struct PrometheusExporter {
-    writer: agent::AgentWriter,
-    endpoint: Arc<endpoint::Endpoint>,
-}
+pub struct PrometheusPlugin(pub PrometheusExporter);
 
-impl PrometheusExporter {
-    /// Creates the exporter of `agent_name` with explicit settings (the plug-in
-    /// entry point reads them from the environment with [`Settings::from_env`]).
-    ///
-    /// Fails if the address cannot be bound, or if a live agent of the same
-    /// name already exports on this endpoint in this process.
-    pub fn with_settings(
-        agent_name: &str,
-        settings: &Settings,
-    ) -> Result<PrometheusExporter, PrometheusError> {
-        let writer =
-            agent::AgentWriter::new(agent_name, hostname::hostname(), settings.buckets.clone());
-        let endpoint = endpoint::attach(settings, writer.shared())?;
-        Ok(PrometheusExporter { writer, endpoint })
-    }
-
-    /// The address the endpoint listens on (with the real port when port 0
-    /// was asked for).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.endpoint.addr
-    }
-
-    /// The agent's name.
-    pub fn agent_name(&self) -> &str {
-        &self.writer.shared().name
-    }
-
-    /// Turns `events` into series and makes them visible to scrapes. Never
-    /// blocks on a scrape.
-    pub fn record(&mut self, events: &[Event]) {
-        self.writer.record(events);
-    }
-
-    /// The agents' part of the body a scrape of this exporter's endpoint
-    /// would get now in `format` (every agent of the endpoint). A scrape's
-    /// body also starts with the HTTP server's own `exposer_*` families
-    /// (bytes sent, scrapes served, answer latencies), which only the server
-    /// knows.
-    pub fn render(&self, format: Format) -> Vec<u8> {
-        render::render(&self.endpoint.directory.current().agents, format)
-    }
-}
-
-impl Drop for PrometheusExporter {
-    fn drop(&mut self) {
-        endpoint::detach(&self.endpoint, self.writer.shared());
-    }
-}
-
-/// Shows an error with its chain of causes.
-fn full_message(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-impl RustPluginExporter for PrometheusExporter {
+impl RustPluginExporter for PrometheusPlugin {
     fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
         let settings = Settings::from_env(params.output_path).map_err(|e| full_message(&e))?;
         PrometheusExporter::with_settings(params.agent_name, &settings)
+            .map(PrometheusPlugin)
             .map_err(|e| full_message(&e))
     }
 
     fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
-        self.record(events);
+        self.0.record(events);
         Ok(())
     }
 }
 
 nixl_telemetry_abi::export_plugin!(
-    PrometheusExporter,
+    PrometheusPlugin,
     name = "prometheus",
     version = env!("CARGO_PKG_VERSION")
 );

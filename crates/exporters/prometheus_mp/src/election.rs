@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use telemetry_exporter_prometheus::external::{serve, HttpServer};
-use telemetry_exporter_prometheus::ServerLimits;
+use nixl_telemetry_prometheus_core::external::{serve, HttpServer};
+use nixl_telemetry_prometheus_core::ServerLimits;
 
 use crate::error::MpError;
 use crate::files;

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use telemetry_exporter_prometheus::SettingsError;
+use nixl_telemetry_prometheus_core::SettingsError;
 use thiserror::Error;
 
 use crate::layout::MAX_BOUNDS;

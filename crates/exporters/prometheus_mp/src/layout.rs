@@ -32,8 +32,8 @@
 //! its value (u64, offset 0), category (i32, 8), kind (u32, 12: 1 error
 //! status, 2 per-name counter) and its status or sample name (text, 16).
 
-use telemetry_exporter_prometheus::external::{FIXED_READINGS, HISTOGRAM_COUNT};
-use telemetry_exporter_prometheus::{KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+use nixl_telemetry_prometheus_core::external::{FIXED_READINGS, HISTOGRAM_COUNT};
+use nixl_telemetry_prometheus_core::{KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
 
 /// The first eight bytes of every store.
 pub const MAGIC: [u8; 8] = *b"NXTLMPS\x01";

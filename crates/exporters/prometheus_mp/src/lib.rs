@@ -33,10 +33,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
+use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
-use telemetry_exporter_prometheus::external::BodySource;
-use telemetry_exporter_prometheus::Format;
+use nixl_telemetry_prometheus_core::external::BodySource;
+use nixl_telemetry_prometheus_core::Format;
 
 pub use election::TAKEOVER_INTERVAL;
 pub use error::MpError;
@@ -73,7 +73,7 @@ impl MultiProcessExporter {
         files::prepare_directory(dir)?;
         let identity = StoreIdentity {
             listen: settings.base.listen.to_string(),
-            hostname: telemetry_exporter_prometheus::external::hostname().to_owned(),
+            hostname: nixl_telemetry_prometheus_core::external::hostname().to_owned(),
             agent_name: agent_name.to_owned(),
             pid: std::process::id(),
             agent_instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
@@ -155,21 +155,6 @@ impl MultiProcessExporter {
     pub fn render(&self, format: Format) -> Vec<u8> {
         self.collector.render(format)
     }
-}
-
-/// Shows an error with its chain of causes.
-fn full_message(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 impl RustPluginExporter for MultiProcessExporter {

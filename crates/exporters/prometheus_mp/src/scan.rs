@@ -20,10 +20,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use nixl_telemetry_abi::Category;
-use telemetry_exporter_prometheus::external::{
+use nixl_telemetry_prometheus_core::external::{
     render_readings, AgentReading, BodySource, RuntimeSeries, SeriesName, FIXED_READINGS,
 };
-use telemetry_exporter_prometheus::Format;
+use nixl_telemetry_prometheus_core::Format;
 
 use crate::files;
 use crate::layout::{

@@ -13,17 +13,17 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
-use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
-use telemetry_exporter_prometheus::external::{
+use nixl_telemetry_abi::{Category, Event};
+use nixl_telemetry_prometheus_core::external::{
     effect, series_for, EventEffect, SeriesName, FIXED_READINGS, UNMAPPED_READING,
 };
-use telemetry_exporter_prometheus::{Buckets, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+use nixl_telemetry_prometheus_core::name_cache::{NameKey, NameMap};
+use nixl_telemetry_prometheus_core::{Buckets, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
 
 use crate::error::MpError;
 use crate::files;
@@ -54,41 +54,6 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Key of the name cache: the category and the NUL-padded name.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct NameKey {
-    category: i32,
-    name: [u8; EVENT_NAME_CAPACITY],
-}
-
-impl Hash for NameKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_i32(self.category);
-        state.write(&self.name);
-    }
-}
-
-/// A multiplicative hash for the bounded name cache (keys are the host's own
-/// event names).
-#[derive(Default, Clone, Copy)]
-struct NameHasher(u64);
-
-impl Hasher for NameHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.0 =
-                (self.0.rotate_left(5) ^ u64::from_ne_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Index meaning "counted as unmapped".
 const UNMAPPED: u32 = u32::MAX;
 
@@ -105,7 +70,7 @@ pub struct StoreWriter {
     values: Vec<u64>,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
-    names: HashMap<NameKey, u32, BuildHasherDefault<NameHasher>>,
+    names: NameMap<u32>,
     series_index: HashMap<(SeriesName, i32), u32>,
     names_taken: usize,
     warned_limit: bool,
@@ -302,7 +267,7 @@ impl StoreWriter {
             let raw = format!("NIXL_ERR_{}", status.to_ascii_uppercase());
             writer
                 .names
-                .insert(key(Category::ERROR.0, raw.as_bytes()), index);
+                .insert(NameKey::new(Category::ERROR.0, raw.as_bytes()), index);
         }
         Ok(writer)
     }
@@ -364,7 +329,7 @@ impl StoreWriter {
 
     #[inline]
     fn per_name(&mut self, event: &Event, category: Category, name: &[u8]) {
-        let k = key(event.category, name);
+        let k = NameKey::new(event.category, name);
         let index = match self.names.get(&k) {
             Some(&i) => i,
             None => self.map_name(k, category, name),
@@ -496,16 +461,6 @@ impl StoreWriter {
 fn series_text(name: &SeriesName) -> &str {
     match name {
         SeriesName::Error(s) | SeriesName::Counter(s) => s,
-    }
-}
-
-fn key(category: i32, name: &[u8]) -> NameKey {
-    let mut padded = [0u8; EVENT_NAME_CAPACITY];
-    let n = name.len().min(EVENT_NAME_CAPACITY);
-    padded[..n].copy_from_slice(&name[..n]);
-    NameKey {
-        category,
-        name: padded,
     }
 }
 

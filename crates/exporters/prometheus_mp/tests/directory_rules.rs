@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_prometheus::{Buckets, Format, Settings};
+use nixl_telemetry_prometheus_core::{Buckets, Format, Settings};
 use telemetry_exporter_prometheus_mp::layout::{self, FILE_SIZE};
 use telemetry_exporter_prometheus_mp::scan::{open_store, read_store, Collector, Skip};
 use telemetry_exporter_prometheus_mp::{
@@ -73,7 +73,7 @@ fn a_store_reads_back_what_was_recorded() {
     let text = String::from_utf8(exporter.render(Format::Text)).unwrap();
     let labels = format!(
         "agent_name=\"rank-a\",hostname=\"{}\",pid=\"{}\",agent_instance=\"{}\",local_rank=\"0\"",
-        telemetry_exporter_prometheus::external::hostname(),
+        nixl_telemetry_prometheus_core::external::hostname(),
         std::process::id(),
         store.agent_instance
     );

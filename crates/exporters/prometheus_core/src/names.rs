@@ -1,4 +1,5 @@
-//! Turning event names into metric names and label values.
+//! Turning event names into metric names and label values: the one event →
+//! series mapping of the Prometheus plug-ins and the OTLP plug-in.
 
 use nixl_telemetry_abi::Category;
 
@@ -16,7 +17,7 @@ pub(crate) fn escape_label_value(out: &mut Vec<u8>, value: &str) {
 
 /// The `status` label of an error event: its name without a leading
 /// `NIXL_ERR_` (in any case), in lower case; invalid UTF-8 is replaced.
-pub(crate) fn error_status(name: &[u8]) -> String {
+pub fn error_status(name: &[u8]) -> String {
     const PREFIX: &[u8] = b"NIXL_ERR_";
     let stripped = if name.len() > PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
     {
@@ -30,7 +31,7 @@ pub(crate) fn error_status(name: &[u8]) -> String {
 /// `name` made a valid metric name: every character outside `[A-Za-z0-9_]`
 /// becomes `_` (colons too: they are for recording rules), and a leading digit
 /// or an empty name gets a `_` in front.
-pub(crate) fn sanitize_metric_name(name: &[u8]) -> String {
+pub fn sanitize_metric_name(name: &[u8]) -> String {
     let text = String::from_utf8_lossy(name);
     let mut out = String::with_capacity(text.len() + 1);
     if text.is_empty() || text.as_bytes()[0].is_ascii_digit() {
@@ -54,14 +55,15 @@ fn with_total(base: &str) -> String {
     }
 }
 
-/// Whether the counter `sample` cannot be used: it is a fixed family's name in
-/// either format, or its OpenMetrics family name (the sample without `_total`)
-/// would be empty (an event called `_total` or `.total`).
-fn clashes(sample: &str) -> bool {
-    is_reserved(sample)
+/// Whether the counter `sample` cannot be used: `reserved` says it is taken
+/// (a fixed family's name in either format), or its OpenMetrics family name
+/// (the sample without `_total`) would be empty (an event called `_total` or
+/// `.total`).
+fn clashes(sample: &str, reserved: &impl Fn(&str) -> bool) -> bool {
+    reserved(sample)
         || sample
             .strip_suffix("_total")
-            .is_some_and(|family| family.is_empty() || is_reserved(family))
+            .is_some_and(|family| family.is_empty() || reserved(family))
 }
 
 /// The sample name of the per-name counter of event `name` in `category`:
@@ -69,17 +71,31 @@ fn clashes(sample: &str) -> bool {
 /// suffix). A name that would clash with a fixed family is prefixed with its
 /// category in lower case (`custom_agent_tx_bytes_total`); `None` if even that
 /// clashes.
-pub(crate) fn per_name_sample(name: &[u8], category: Category) -> Option<String> {
+///
+/// The names taken are [`is_reserved`]'s: the fixed families and the HTTP
+/// server's `exposer_*` families.
+pub fn per_name_sample(name: &[u8], category: Category) -> Option<String> {
+    per_name_sample_avoiding(name, category, is_reserved)
+}
+
+/// [`per_name_sample`] with the names taken given by `reserved`: an exporter
+/// without the HTTP server's families passes
+/// [`is_agent_family_name`](crate::families::is_agent_family_name).
+pub fn per_name_sample_avoiding(
+    name: &[u8],
+    category: Category,
+    reserved: impl Fn(&str) -> bool,
+) -> Option<String> {
     let base = sanitize_metric_name(name);
     let sample = with_total(&base);
-    if !clashes(&sample) {
+    if !clashes(&sample, &reserved) {
         return Some(sample);
     }
     let prefixed = with_total(&format!(
         "{}_{base}",
         category.to_string().to_ascii_lowercase()
     ));
-    (!clashes(&prefixed)).then_some(prefixed)
+    (!clashes(&prefixed, &reserved)).then_some(prefixed)
 }
 
 #[cfg(test)]
@@ -139,6 +155,32 @@ mod tests {
         assert_eq!(
             per_name_sample(b"agent_errors", Category::CUSTOM).as_deref(),
             Some("custom_agent_errors_total")
+        );
+    }
+
+    #[test]
+    fn exposer_names_are_reserved_only_where_asked() {
+        assert_eq!(
+            per_name_sample(b"exposer_scrapes", Category::CUSTOM).as_deref(),
+            Some("custom_exposer_scrapes_total")
+        );
+        assert_eq!(
+            per_name_sample_avoiding(
+                b"exposer_scrapes",
+                Category::CUSTOM,
+                crate::families::is_agent_family_name
+            )
+            .as_deref(),
+            Some("exposer_scrapes_total")
+        );
+        assert_eq!(
+            per_name_sample_avoiding(
+                b"agent_tx_bytes",
+                Category::CUSTOM,
+                crate::families::is_agent_family_name
+            )
+            .as_deref(),
+            Some("custom_agent_tx_bytes_total")
         );
     }
 

@@ -16,14 +16,14 @@
 //! The sample lines stored here are rendered once, by `render::line`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nixl_telemetry_abi::{names, Category, Event, EVENT_NAME_CAPACITY};
+use nixl_telemetry_abi::{names, Category, Event};
 
 use crate::families::{slot, ERRORS_SAMPLE, HISTOGRAMS, KNOWN_ERROR_STATUSES, SCALARS};
+use crate::name_cache::{NameKey, NameMap};
 use crate::names::{error_status, per_name_sample};
 use crate::render::{format_bound, line};
 use crate::settings::Buckets;
@@ -210,59 +210,6 @@ impl AgentShared {
     }
 }
 
-/// Key of the name cache: the category and the NUL-padded name.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct NameKey {
-    category: i32,
-    name: [u8; EVENT_NAME_CAPACITY],
-}
-
-impl Hash for NameKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_i32(self.category);
-        state.write(&self.name);
-    }
-}
-
-/// A fast multiplicative hash for the name cache (keys come from the host's
-/// own event names and the cache is bounded, so no protection against chosen
-/// collisions is needed).
-#[derive(Default, Clone, Copy)]
-struct NameHasher(u64);
-
-impl NameHasher {
-    #[inline]
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for NameHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.mix(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.mix(u64::from_le_bytes(w));
-        }
-    }
-    #[inline]
-    fn write_i32(&mut self, i: i32) {
-        self.mix(i as u32 as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type NameMap<V> = HashMap<NameKey, V, BuildHasherDefault<NameHasher>>;
-
 /// Index meaning "this name is counted as unmapped".
 const UNMAPPED: u32 = u32::MAX;
 
@@ -324,7 +271,7 @@ impl AgentWriter {
             let raw = format!("NIXL_ERR_{}", status.to_ascii_uppercase());
             writer
                 .names
-                .insert(key(Category::ERROR.0, raw.as_bytes()), index);
+                .insert(NameKey::new(Category::ERROR.0, raw.as_bytes()), index);
         }
         writer.share_dynamic();
         writer
@@ -415,7 +362,7 @@ impl AgentWriter {
     /// An error status or a per-name counter.
     #[inline]
     fn per_name(&mut self, event: &Event, name: &[u8]) {
-        let key = key(event.category, name);
+        let key = NameKey::new(event.category, name);
         let index = match self.names.get(&key) {
             Some(&i) => i,
             None => self.map_name(key, name),
@@ -568,16 +515,6 @@ impl AgentWriter {
         }
         self.dirty.clear();
         shared.seq.store(seq.wrapping_add(2), Ordering::Release);
-    }
-}
-
-fn key(category: i32, name: &[u8]) -> NameKey {
-    let mut padded = [0u8; EVENT_NAME_CAPACITY];
-    let n = name.len().min(EVENT_NAME_CAPACITY);
-    padded[..n].copy_from_slice(&name[..n]);
-    NameKey {
-        category,
-        name: padded,
     }
 }
 

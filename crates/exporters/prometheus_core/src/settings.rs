@@ -1,11 +1,11 @@
 //! Where an endpoint listens, which histogram buckets it uses and how its HTTP
 //! server is bounded: read from the environment once, when an exporter is created.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use nixl_telemetry_abi::env;
+pub use nixl_telemetry_abi::buckets::{Buckets, BucketsError, DEFAULT_BUCKETS_US, MAX_BUCKETS};
+use nixl_telemetry_abi::{buckets, env};
 use thiserror::Error;
 
 /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`: the listen address, `ip:port` or `[ipv6]:port`.
@@ -22,35 +22,6 @@ const VARIABLES: [&str; 3] = [ENV_PORT, ENV_LOCAL, ENV_BUCKETS];
 
 /// The port used when neither an output path nor [`ENV_PORT`] is given.
 pub const DEFAULT_PORT: u16 = 9090;
-
-/// The default upper bounds of `agent_xfer_time_us` and `agent_xfer_post_time_us`,
-/// in microseconds: 1-2.5-5 steps from 10 µs to 1 s, then 5 s and 10 s. These
-/// are NIXL 1.5.1's own plug-in's bounds (it has no 2.5 s bound), so the
-/// buckets of the two plug-ins are the same series.
-pub const DEFAULT_BUCKETS_US: [f64; 18] = [
-    10.0,
-    25.0,
-    50.0,
-    100.0,
-    250.0,
-    500.0,
-    1_000.0,
-    2_500.0,
-    5_000.0,
-    10_000.0,
-    25_000.0,
-    50_000.0,
-    100_000.0,
-    250_000.0,
-    500_000.0,
-    1_000_000.0,
-    5_000_000.0,
-    10_000_000.0,
-];
-
-/// The most bounds [`ENV_BUCKETS`] may list (each bound is one series per
-/// histogram and agent).
-pub const MAX_BUCKETS: usize = 64;
 
 /// The listen-address forms accepted, as quoted in error messages.
 pub const ACCEPTED_ADDRESS_FORMS: &str = "\"<IPv4>:<port>\" such as 127.0.0.1:9090 or \
@@ -82,7 +53,7 @@ pub enum SettingsError {
         value: String,
     },
     /// [`ENV_BUCKETS`] is not a list of strictly increasing positive numbers.
-    #[error("invalid {ENV_BUCKETS}={value:?}: {reason}; accepted: comma-separated, strictly increasing, positive, finite microsecond bounds such as 10,100,1000 (at most {MAX_BUCKETS}; +Inf is always added)")]
+    #[error("invalid {ENV_BUCKETS}={value:?}: {reason}; accepted: {} (at most {MAX_BUCKETS}; +Inf is always added)", buckets::BUCKETS_ACCEPTED)]
     Buckets {
         /// The value given.
         value: String,
@@ -100,146 +71,6 @@ pub enum SettingsError {
         /// Its value, invalid sequences replaced with U+FFFD.
         value: String,
     },
-}
-
-/// Why a list of histogram bounds cannot be used ([`Buckets::new`]).
-#[derive(Debug, Error, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum BucketsError {
-    /// The list is empty.
-    #[error("no bounds given")]
-    Empty,
-    /// More than [`MAX_BUCKETS`] bounds.
-    #[error("{given} bounds given, at most {MAX_BUCKETS} are allowed")]
-    TooMany {
-        /// How many were given.
-        given: usize,
-    },
-    /// A bound is infinite or NaN.
-    #[error("bound {position} ({bound}) is not a finite number")]
-    NotFinite {
-        /// The bound's position, from 1.
-        position: usize,
-        /// The bound.
-        bound: f64,
-    },
-    /// A bound is zero or negative.
-    #[error("bound {position} ({bound}) is not positive")]
-    NotPositive {
-        /// The bound's position, from 1.
-        position: usize,
-        /// The bound.
-        bound: f64,
-    },
-    /// A bound is not greater than the one before it.
-    #[error("bound {position} ({bound}) is not greater than bound {} ({previous}): bounds must be strictly increasing", position - 1)]
-    NotIncreasing {
-        /// The bound's position, from 1.
-        position: usize,
-        /// The bound.
-        bound: f64,
-        /// The bound before it.
-        previous: f64,
-    },
-}
-
-/// Upper bounds of a latency histogram, in microseconds, strictly increasing,
-/// without the implicit `+Inf`.
-#[derive(Clone, PartialEq)]
-pub struct Buckets {
-    bounds: Box<[f64]>,
-    /// `floor(bound)` as an integer: an integer value `v` is `<= bound` exactly
-    /// when it is `<= floor(bound)`, so events (integer µs) are bucketed with
-    /// integer comparisons.
-    thresholds: Box<[u64]>,
-}
-
-impl fmt::Debug for Buckets {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.bounds.iter()).finish()
-    }
-}
-
-impl Default for Buckets {
-    fn default() -> Self {
-        Buckets::new(&DEFAULT_BUCKETS_US).expect("the default buckets are valid")
-    }
-}
-
-impl Buckets {
-    /// Checks and keeps `bounds`: at least one, at most [`MAX_BUCKETS`], each
-    /// finite and positive, strictly increasing. `Err` says what is wrong.
-    pub fn new(bounds: &[f64]) -> Result<Buckets, BucketsError> {
-        if bounds.is_empty() {
-            return Err(BucketsError::Empty);
-        }
-        if bounds.len() > MAX_BUCKETS {
-            return Err(BucketsError::TooMany {
-                given: bounds.len(),
-            });
-        }
-        for (i, &bound) in bounds.iter().enumerate() {
-            let position = i + 1;
-            if !bound.is_finite() {
-                return Err(BucketsError::NotFinite { position, bound });
-            }
-            if bound <= 0.0 {
-                return Err(BucketsError::NotPositive { position, bound });
-            }
-            if i > 0 && bound <= bounds[i - 1] {
-                return Err(BucketsError::NotIncreasing {
-                    position,
-                    bound,
-                    previous: bounds[i - 1],
-                });
-            }
-        }
-        let thresholds = bounds
-            .iter()
-            // `as` saturates: bounds above u64::MAX become u64::MAX.
-            .map(|&b| b.floor() as u64)
-            .collect();
-        Ok(Buckets {
-            bounds: bounds.into(),
-            thresholds,
-        })
-    }
-
-    /// Parses the [`ENV_BUCKETS`] syntax: comma-separated numbers, blanks allowed
-    /// around each.
-    pub fn parse(text: &str) -> Result<Buckets, SettingsError> {
-        let fail = |reason: String| SettingsError::Buckets {
-            value: text.to_owned(),
-            reason,
-        };
-        if text.trim().is_empty() {
-            return Err(fail("the value is empty".to_owned()));
-        }
-        let mut bounds = Vec::new();
-        for (i, piece) in text.split(',').enumerate() {
-            let piece = piece.trim();
-            if piece.is_empty() {
-                return Err(fail(format!("bound {} is empty", i + 1)));
-            }
-            let b: f64 = piece
-                .parse()
-                .map_err(|_| fail(format!("bound {} ({piece:?}) is not a number", i + 1)))?;
-            bounds.push(b);
-        }
-        Buckets::new(&bounds).map_err(|e| fail(e.to_string()))
-    }
-
-    /// The bounds, µs, without `+Inf`.
-    pub fn bounds(&self) -> &[f64] {
-        &self.bounds
-    }
-
-    /// The bucket of `value_us`: the index of the first bound it does not
-    /// exceed, or `bounds().len()` for the `+Inf` bucket.
-    #[inline]
-    pub fn index(&self, value_us: u64) -> usize {
-        self.thresholds.partition_point(|&t| t < value_us)
-    }
 }
 
 /// Limits of the HTTP server behind an endpoint. The defaults suit production;
@@ -341,7 +172,10 @@ impl Settings {
             }
         };
         let buckets = match lookup(ENV_BUCKETS).filter(|v| !v.trim().is_empty()) {
-            Some(v) => Buckets::parse(&v)?,
+            Some(v) => Buckets::parse(&v).map_err(|e| SettingsError::Buckets {
+                reason: e.to_string(),
+                value: v,
+            })?,
             None => Buckets::default(),
         };
         Ok(Settings {
@@ -458,32 +292,20 @@ mod tests {
             .unwrap()
             .buckets;
         assert_eq!(b.bounds(), &[5.0, 50.0, 500.5]);
-        for (bad, reason) in [
-            ("10,,20", "bound 2 is empty"),
-            (",", "bound 1 is empty"),
-            ("10,abc", "not a number"),
-            ("0,10", "not positive"),
-            ("-5", "not positive"),
-            ("10,10", "strictly increasing"),
-            ("10,5", "strictly increasing"),
-            ("10,inf", "finite"),
-            ("NaN", "finite"),
-        ] {
-            let err = settings(None, &[(ENV_BUCKETS, bad)]).unwrap_err();
-            let text = err.to_string();
-            assert!(text.contains(reason), "{bad:?}: {text}");
-            assert!(text.contains(ENV_BUCKETS));
-        }
-        let many = (1..=65)
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
-        let err = Buckets::parse(&many).unwrap_err();
-        assert!(err.to_string().contains("at most 64"), "{err}");
-        // The parser itself takes no empty list; only the environment reads
-        // a blank variable as unset.
-        let err = Buckets::parse(" ").unwrap_err();
-        assert!(err.to_string().contains("empty"), "{err}");
+        // Each reason is the parser's (nixl_telemetry_abi::buckets, tested
+        // there); the error adds the variable, the value and what is accepted.
+        let err = settings(None, &[(ENV_BUCKETS, "10,5")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "invalid {ENV_BUCKETS}=\"10,5\": bound 2 (5) is not greater than bound 1 (10): \
+                 bounds must be strictly increasing; accepted: comma-separated, strictly \
+                 increasing, positive, finite microsecond bounds such as 10,100,1000 (at most \
+                 64; +Inf is always added)"
+            )
+        );
+        let err = settings(None, &[(ENV_BUCKETS, "10,,20")]).unwrap_err();
+        assert!(err.to_string().contains("bound 2 is empty"), "{err}");
     }
 
     #[test]
@@ -498,56 +320,5 @@ mod tests {
             let s = settings(None, &[(ENV_BUCKETS, blank)]).unwrap();
             assert_eq!(s.buckets, Buckets::default(), "{blank:?}");
         }
-    }
-
-    #[test]
-    fn default_buckets_span_10us_to_10s() {
-        let b = Buckets::default();
-        assert_eq!(b.bounds().first(), Some(&10.0));
-        assert_eq!(b.bounds().last(), Some(&10_000_000.0));
-    }
-
-    #[test]
-    fn bucket_errors_are_typed() {
-        assert_eq!(Buckets::new(&[]).unwrap_err(), BucketsError::Empty);
-        assert_eq!(
-            Buckets::new(&[1.0, f64::INFINITY]).unwrap_err(),
-            BucketsError::NotFinite {
-                position: 2,
-                bound: f64::INFINITY
-            }
-        );
-        assert_eq!(
-            Buckets::new(&[5.0, 5.0]).unwrap_err(),
-            BucketsError::NotIncreasing {
-                position: 2,
-                bound: 5.0,
-                previous: 5.0
-            }
-        );
-        assert_eq!(
-            Buckets::new(&[5.0, 5.0]).unwrap_err().to_string(),
-            "bound 2 (5) is not greater than bound 1 (5): bounds must be strictly increasing"
-        );
-        assert!(matches!(
-            Buckets::new(&[1.0; MAX_BUCKETS + 1]),
-            Err(BucketsError::TooMany { given: 65 })
-        ));
-    }
-
-    #[test]
-    fn values_fall_in_the_first_bucket_they_do_not_exceed() {
-        let b = Buckets::new(&[0.5, 10.0, 25.5, 100.0]).unwrap();
-        assert_eq!(b.index(0), 0);
-        assert_eq!(b.index(1), 1);
-        assert_eq!(b.index(10), 1);
-        assert_eq!(b.index(11), 2);
-        assert_eq!(b.index(25), 2);
-        assert_eq!(b.index(26), 3);
-        assert_eq!(b.index(100), 3);
-        assert_eq!(b.index(101), 4);
-        assert_eq!(b.index(u64::MAX), 4);
-        let huge = Buckets::new(&[1e30]).unwrap();
-        assert_eq!(huge.index(u64::MAX), 0);
     }
 }

@@ -1,0 +1,117 @@
+//! The Prometheus exporters' metric model and server, without plug-in entry
+//! points: the single-process plug-in (`libtelemetry_exporter_prometheus.so`,
+//! crate `nixl-telemetry-exporter-prometheus`) is this crate plus its
+//! `export_plugin!` glue, the multi-process plug-in (`prometheus_mp`) serves
+//! its files with this crate's families, rendering and HTTP server, and the
+//! OTLP plug-in sends this crate's families under the same names. Being an
+//! `rlib` only, it can be linked into each of them without two definitions of
+//! `nixl_telemetry_plugin_init`.
+//!
+//! Each exporter (one per agent) turns the events the host flushes into
+//! Prometheus series and serves them over HTTP at `GET /metrics`, in the text
+//! format 0.0.4 or, when the scraper asks for it, OpenMetrics 1.0. Agents of one
+//! process that export to one address share one endpoint and are told apart by
+//! their `agent_name` label. See `docs/prometheus.md` for the series and the
+//! configuration.
+//!
+//! The parts: [`settings`] (environment; the histogram bounds are
+//! [`nixl_telemetry_abi::buckets`]), [`families`] (the fixed families and the
+//! names they reserve), [`names`] (event names to series names and labels),
+//! `agent` (per-agent storage: the
+//! flush thread's totals and the snapshots scrapes read), `render` (the two
+//! formats), `http` and `server` (the HTTP/1.1 endpoint), `exposer` (the
+//! server's own families), `gzip` (answers compressed around a cached part),
+//! `endpoint` (the process-wide registry of listeners).
+//!
+//! From Rust: [`PrometheusExporter::with_settings`], [`PrometheusExporter::record`] and
+//! [`PrometheusExporter::render`].
+
+mod agent;
+mod endpoint;
+mod error;
+mod exposer;
+pub mod external;
+pub mod families;
+mod gzip;
+mod hostname;
+mod http;
+pub mod name_cache;
+pub mod names;
+mod render;
+mod server;
+pub mod settings;
+mod socket_send;
+mod thread_priority;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use nixl_telemetry_abi::Event;
+
+pub use agent::MAX_NAMES_PER_AGENT;
+pub use error::PrometheusError;
+pub use families::KNOWN_ERROR_STATUSES;
+pub use http::{METRICS_PATH, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
+pub use render::Format;
+pub use settings::{Buckets, BucketsError, ServerLimits, Settings, SettingsError};
+
+/// The exporter of one agent.
+///
+/// Creating it registers the agent with the endpoint for its address (opening
+/// the endpoint if needed); dropping it removes the agent's series, and the
+/// last agent of an endpoint closes the listener.
+#[derive(Debug)]
+#[must_use = "dropping it removes the agent's series (and closes the endpoint after its last agent)"]
+pub struct PrometheusExporter {
+    writer: agent::AgentWriter,
+    endpoint: Arc<endpoint::Endpoint>,
+}
+
+impl PrometheusExporter {
+    /// Creates the exporter of `agent_name` with explicit settings (the plug-in
+    /// entry point reads them from the environment with [`Settings::from_env`]).
+    ///
+    /// Fails if the address cannot be bound, or if a live agent of the same
+    /// name already exports on this endpoint in this process.
+    pub fn with_settings(
+        agent_name: &str,
+        settings: &Settings,
+    ) -> Result<PrometheusExporter, PrometheusError> {
+        let writer =
+            agent::AgentWriter::new(agent_name, hostname::hostname(), settings.buckets.clone());
+        let endpoint = endpoint::attach(settings, writer.shared())?;
+        Ok(PrometheusExporter { writer, endpoint })
+    }
+
+    /// The address the endpoint listens on (with the real port when port 0
+    /// was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.endpoint.addr
+    }
+
+    /// The agent's name.
+    pub fn agent_name(&self) -> &str {
+        &self.writer.shared().name
+    }
+
+    /// Turns `events` into series and makes them visible to scrapes. Never
+    /// blocks on a scrape.
+    pub fn record(&mut self, events: &[Event]) {
+        self.writer.record(events);
+    }
+
+    /// The agents' part of the body a scrape of this exporter's endpoint
+    /// would get now in `format` (every agent of the endpoint). A scrape's
+    /// body also starts with the HTTP server's own `exposer_*` families
+    /// (bytes sent, scrapes served, answer latencies), which only the server
+    /// knows.
+    pub fn render(&self, format: Format) -> Vec<u8> {
+        render::render(&self.endpoint.directory.current().agents, format)
+    }
+}
+
+impl Drop for PrometheusExporter {
+    fn drop(&mut self) {
+        endpoint::detach(&self.endpoint, self.writer.shared());
+    }
+}
