@@ -503,7 +503,16 @@ fn a_second_run_on_another_port_in_the_same_directory_is_refused() {
         stderr.contains("needs NIXL_TELEMETRY_MULTIPROC_DIR"),
         "{stderr}"
     );
-    // The first run goes on serving its one rank.
-    let (_, body) = http_get(addr, "/metrics").unwrap();
-    assert_eq!(tx_bytes_by_rank(&body), [("0".to_owned(), rank_bytes(0))]);
+    // The first run goes on serving its one rank (once its first flush is in:
+    // the endpoint answers before the rank's events have reached its store).
+    let want = [("0".to_owned(), rank_bytes(0))];
+    wait_for(
+        "the first run's rank totals",
+        Duration::from_secs(60),
+        || {
+            first.assert_running();
+            let (_, body) = http_get(addr, "/metrics").ok()?;
+            (tx_bytes_by_rank(&body) == want).then_some(())
+        },
+    );
 }
