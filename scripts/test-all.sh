@@ -35,5 +35,8 @@ bash scripts/test-otlp.sh
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
+echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
+bash scripts/fuzz.sh ci
+
 echo "== cargo test"
 cargo test --workspace --locked
