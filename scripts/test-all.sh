@@ -38,5 +38,8 @@ bash scripts/test-python.sh
 echo "== sanitizers and models: loom models, ASan/LSan on the C API (scripts/sanitizers.sh)"
 bash scripts/sanitizers.sh loom asan
 
+echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
+bash scripts/fuzz.sh ci
+
 echo "== cargo test"
 cargo test --workspace --locked

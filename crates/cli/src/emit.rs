@@ -152,6 +152,15 @@ fn parse_line(line: &str) -> Result<Line, String> {
     })
 }
 
+/// Parses one `--events` line (already trimmed, not blank, not a comment) as
+/// [`run`] does, and returns what would be recorded (its `Debug` form) or why the
+/// line is rejected. An entry point for the fuzz targets in `fuzz/`; not a stable
+/// interface.
+#[doc(hidden)]
+pub fn parse_event_line(line: &str) -> Result<String, String> {
+    parse_line(line).map(|parsed| format!("{parsed:?}"))
+}
+
 fn record(telemetry: &Telemetry, line: Line) {
     match line {
         Line::Event {

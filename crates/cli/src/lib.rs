@@ -1,8 +1,13 @@
 //! The library behind the `nixl-telemetry` and `telemetry_reader` binaries:
 //! the telemetry reader ([`read`]) and the stop-signal flag both use
-//! ([`signal`]). Each binary only parses its command line and calls in here.
+//! ([`signal`]). Each binary only parses its command line and calls in here;
+//! `emit` and `process` (the subcommands of `nixl-telemetry`) live here too, so
+//! that the fuzz targets in `fuzz/` reach their input handling.
 
 #![forbid(unsafe_code)]
 
+pub mod emit;
+pub mod lines;
+pub mod process;
 pub mod read;
 pub mod signal;

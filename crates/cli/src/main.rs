@@ -8,12 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use nixl_telemetry_cli::{read, signal};
+use nixl_telemetry_cli::{emit, process, read, signal};
 
 mod demo;
-mod emit;
-mod lines;
-mod process;
 
 /// NIXL telemetry: record, export, read and process telemetry events.
 #[derive(Debug, Parser)]

@@ -132,6 +132,28 @@ pub fn run(args: ProcessArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Applies every line of `input` as [`run`] does and returns how many records
+/// were applied and how many lines rejected. An entry point for the fuzz targets
+/// in `fuzz/`; not a stable interface.
+#[doc(hidden)]
+pub fn apply_input(
+    input: impl Read,
+    processor: &mut MetricProcessor,
+    metrics: &mut Metrics,
+    default_now: Option<Timestamp>,
+) -> anyhow::Result<(u64, u64)> {
+    let summary = apply_lines(input, processor, metrics, default_now)?;
+    Ok((summary.applied, summary.rejected))
+}
+
+/// Locks and loads the state file at `path` as `run --state` does (a missing
+/// file is empty metrics). An entry point for the fuzz targets in `fuzz/`; not a
+/// stable interface.
+#[doc(hidden)]
+pub fn load_state(path: &std::path::Path) -> anyhow::Result<Metrics> {
+    StateFile::lock(path)?.load()
+}
+
 /// What happened to the input.
 struct Summary {
     applied: u64,

@@ -115,3 +115,26 @@ impl Drop for PrometheusExporter {
         endpoint::detach(&self.endpoint, self.writer.shared());
     }
 }
+
+/// Entry points for the fuzz targets in `fuzz/` (not a stable interface).
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Parses a request head at the start of `buf` as the endpoint does: `None`
+    /// while the head is incomplete, `Ok((consumed, request))` for a head it answers
+    /// (the request in its `Debug` form), `Err(status)` for one it refuses.
+    pub fn parse_request(buf: &[u8]) -> Option<Result<(usize, String), String>> {
+        match crate::http::parse(buf) {
+            crate::http::Parsed::Incomplete => None,
+            crate::http::Parsed::Complete { request, consumed } => {
+                Some(Ok((consumed, format!("{request:?}"))))
+            }
+            crate::http::Parsed::Invalid(status) => Some(Err(format!("{status:?}"))),
+        }
+    }
+
+    /// Whether `buf` may hold a complete head given its first `scanned` bytes did
+    /// not (the endpoint's shortcut before [`parse_request`]).
+    pub fn may_end_a_head(buf: &[u8], scanned: usize) -> bool {
+        crate::http::may_end_a_head(buf, scanned)
+    }
+}

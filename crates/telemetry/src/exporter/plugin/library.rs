@@ -336,6 +336,15 @@ fn read_descriptor(
     Ok((functions, plugin_name, version))
 }
 
+/// [`read_descriptor`]'s checks on a descriptor the caller built (the fuzz targets'
+/// entry, through `super::fuzzing`): the plug-in's name and version, or the error.
+pub(super) fn check_descriptor(
+    descriptor: *const PluginDescriptor,
+) -> Result<(String, String), PluginError> {
+    read_descriptor("fuzzed", Path::new("fuzzed"), &Vec::new, descriptor)
+        .map(|(_, name, version)| (name, version))
+}
+
 /// Copies a C string, lossily; NULL gives "".
 ///
 /// # Safety

@@ -15,6 +15,8 @@
 
 mod elf_check;
 mod failures;
+#[doc(hidden)]
+pub mod fuzzing;
 mod library;
 pub mod search;
 

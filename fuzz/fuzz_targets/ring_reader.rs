@@ -1,0 +1,123 @@
+//! A ring file of any version the readers accept, header and slots: the first
+//! input byte picks the read mode, the rest is the file. Properties: opening and
+//! reading never panic; a failure is a `RingError` with a message; a peeking
+//! reader never changes the file; no read returns more events than the ring
+//! holds, and reading ends (a bounded number of batches).
+
+#![no_main]
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use nixl_telemetry::ring::{ReadMode, RingReader, RingRecord};
+use nixl_telemetry::Event;
+
+fn ring_path() -> &'static PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("nixl-fuzz-ring-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("temporary directory");
+        dir.join("agent")
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, file)) = data.split_first() else {
+        return;
+    };
+    let path = ring_path();
+    fs::write(path, file).expect("write the ring file");
+    let mode = if selector & 1 == 0 {
+        ReadMode::Peek
+    } else {
+        ReadMode::Consume
+    };
+    let mut reader = match RingReader::open(path, mode) {
+        Ok(reader) => reader,
+        Err(e) => {
+            assert!(!e.to_string().is_empty(), "an error without a message");
+            return;
+        }
+    };
+    let capacity = reader.capacity();
+    assert!(capacity > 0, "a ring of capacity 0 was accepted");
+    let _ = reader.check_size();
+    let _ = reader.header();
+    if let Some(trailer) = reader.trailer() {
+        let _ = trailer.events_lost();
+    }
+    if let Some(problem) = reader.trailer_problem() {
+        assert!(!problem.to_string().is_empty());
+    }
+    let _ = reader.pending();
+    let batch = if selector & 2 == 0 { 7 } else { 1024 };
+    let mut read = 0u64;
+    let mut rounds = 0u64;
+    let mut clean_end = false;
+    if selector & 4 == 0 {
+        let mut events: Vec<Event> = Vec::new();
+        loop {
+            events.clear();
+            match reader.read_batch(&mut events, batch) {
+                Ok(0) => {
+                    clean_end = true;
+                    break;
+                }
+                Ok(n) => {
+                    assert_eq!(n, events.len(), "count and events disagree");
+                    read += n as u64;
+                }
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    break;
+                }
+            }
+            rounds += 1;
+            assert!(
+                rounds <= capacity + 2,
+                "reading does not end ({rounds} batches)"
+            );
+        }
+    } else {
+        let mut records: Vec<RingRecord> = Vec::new();
+        loop {
+            records.clear();
+            match reader.read_records(&mut records, batch) {
+                Ok(0) => {
+                    clean_end = true;
+                    break;
+                }
+                Ok(n) => {
+                    for record in &records {
+                        let _ = record.name();
+                    }
+                    read += n as u64;
+                }
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    break;
+                }
+            }
+            rounds += 1;
+            assert!(
+                rounds <= capacity + 2,
+                "reading does not end ({rounds} batches)"
+            );
+        }
+    }
+    assert!(
+        read <= capacity,
+        "{read} events read from a ring of capacity {capacity}"
+    );
+    if mode == ReadMode::Consume && clean_end {
+        if let Ok(left) = reader.pending() {
+            assert_eq!(left, 0, "events left after reading everything");
+        }
+    } else {
+        drop(reader);
+        let after = fs::read(path).expect("read the ring file back");
+        assert!(after == file, "a peeking reader changed the file");
+    }
+});
