@@ -94,12 +94,16 @@ fn a_blocked_plugin_never_holds_up_records_and_losses_are_counted() {
 #[test]
 fn a_plugin_that_fails_every_call_costs_records_nothing_but_their_loss() {
     let dir = tempfile::tempdir().unwrap();
-    // Flushed from this thread only (the flush thread waits an hour), so the
-    // capture, which sees this thread's logs, sees every export.
-    let cfg = testkit_config(dir.path(), "fail", 3_600_000);
+    // Flushed from this thread only, so the capture, which sees this thread's
+    // logs, sees every export: the flush thread makes its first pass at once
+    // (with nothing to export yet, ending in the plug-in's flush) and then
+    // waits an hour, so recording starts once that pass is over.
+    let log = dir.path().join("fail.log");
+    let cfg = testkit_config(dir.path(), &format!("fail:{}", log.display()), 3_600_000);
     let capture = Capture::default();
     let (stats, logged) = capture.run(|| {
         let telemetry = Telemetry::new("agent-f", cfg).unwrap();
+        wait_for_line(&log, "flush");
         let handle = telemetry.handle(Category::CUSTOM, "ev");
         for round in 0..20 {
             for _ in 0..BUFFER / 2 {
