@@ -6,132 +6,18 @@
 //! killed when the test ends, pass or fail. The exposition also goes through
 //! `promtool check metrics`.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod prometheus_support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use prometheus_support::{
+    cli_without_nixl_env, free_addr, http_get, plugin_dir, wait_for, Prometheus, Reaped,
+};
 
 const RANKS: u64 = 8;
-
-/// Kills and reaps a child process when dropped.
-struct Reaped {
-    name: String,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Reaped {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    fn assert_running(&mut self) {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            panic!("{} exited early ({status}):\n{}", self.name, self.log());
-        }
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/cli is two levels below the root")
-        .to_owned()
-}
-
-/// Builds the plug-in in a target directory of its own (the outer build holds
-/// the lock of the main one) and returns a directory holding only it.
-fn plugin_dir(tmp: &Path) -> PathBuf {
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-builds");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let out = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "build",
-            "--quiet",
-            "--message-format=json",
-            "-p",
-            "nixl-telemetry-exporter-prometheus-mp",
-        ])
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building the plug-in failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let so = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|m| m["reason"] == "compiler-artifact")
-        .flat_map(|m| {
-            m["filenames"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|f| f.as_str().map(PathBuf::from))
-        })
-        .find(|f| f.ends_with("libtelemetry_exporter_prometheus_mp.so"))
-        .expect("cargo reported libtelemetry_exporter_prometheus_mp.so");
-    let dir = tmp.join("plugins");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(&so, dir.join("libtelemetry_exporter_prometheus_mp.so")).unwrap();
-    dir
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET path`: (status, body), HTTP/1.0.
-fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Ok((status, body.to_owned()))
-}
-
-fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// The values of every `agent_tx_bytes_total` sample, by its `local_rank`.
 fn tx_bytes_by_rank(body: &str) -> Vec<(String, u64)> {
@@ -210,101 +96,32 @@ fn rank(
 ) -> Reaped {
     let events = tmp.join(format!("rank{r}.jsonl"));
     std::fs::write(&events, rank_events(r)).unwrap();
-    let log = tmp.join(format!("rank{r}-{port}.log"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("NIXL_") {
-            cmd.env_remove(k);
-        }
-    }
-    let child = cmd
-        .args(["emit", "--agent", &format!("rank-{r}"), "--hold", hold])
-        .arg("--events")
-        .arg(&events)
-        .env("NIXL_TELEMETRY_ENABLE", "1")
-        .env("NIXL_TELEMETRY_EXPORTER", "prometheus_mp")
-        .env("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR", plugins)
-        .env("NIXL_TELEMETRY_MULTIPROC_DIR", dir)
-        .env("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string())
-        .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "y")
-        .env("NIXL_TELEMETRY_MP_STALE_TTL", ttl)
-        .env("LOCAL_RANK", r.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("nixl-telemetry emit starts");
-    Reaped {
-        name: format!("rank {r}"),
-        child,
-        log,
-    }
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The single value of instant query `promql`, or `None` while it has none.
-fn scalar(prometheus: SocketAddr, promql: &str) -> Option<f64> {
-    let (_, body) = http_get(
-        prometheus,
-        &format!("/api/v1/query?query={}", encode(promql)),
+    Reaped::spawn(
+        &format!("rank {r}"),
+        cli_without_nixl_env()
+            .args(["emit", "--agent", &format!("rank-{r}"), "--hold", hold])
+            .arg("--events")
+            .arg(&events)
+            .env("NIXL_TELEMETRY_ENABLE", "1")
+            .env("NIXL_TELEMETRY_EXPORTER", "prometheus_mp")
+            .env("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR", plugins)
+            .env("NIXL_TELEMETRY_MULTIPROC_DIR", dir)
+            .env("NIXL_TELEMETRY_PROMETHEUS_PORT", port.to_string())
+            .env("NIXL_TELEMETRY_PROMETHEUS_LOCAL", "y")
+            .env("NIXL_TELEMETRY_MP_STALE_TTL", ttl)
+            .env("LOCAL_RANK", r.to_string()),
+        tmp.join(format!("rank{r}-{port}.log")),
     )
-    .ok()?;
-    let json: Value = serde_json::from_str(&body).ok()?;
-    let result = json["data"]["result"].as_array()?;
-    assert!(result.len() <= 1, "{promql}: several series {result:?}");
-    result.first()?["value"][1].as_str()?.parse().ok()
-}
-
-fn start_prometheus(tmp: &Path, target: SocketAddr) -> (Reaped, SocketAddr) {
-    let bin = promtool::installed("prometheus");
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let config = tmp.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: nixl\n    static_configs:\n      - targets: ['{target}']\n"
-        ),
-    )
-    .unwrap();
-    let log = tmp.join("prometheus.log");
-    let mut server = Reaped {
-        name: "prometheus".to_owned(),
-        child: Command::new(bin)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                tmp.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={addr}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("prometheus starts"),
-        log,
-    };
-    wait_for("prometheus to be ready", Duration::from_secs(60), || {
-        server.assert_running();
-        matches!(http_get(addr, "/-/ready"), Ok((200, _))).then_some(())
-    });
-    (server, addr)
 }
 
 #[test]
 fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
     let tmp = tempfile::tempdir().unwrap();
-    let plugins = plugin_dir(tmp.path());
+    let plugins = plugin_dir(
+        tmp.path(),
+        "nixl-telemetry-exporter-prometheus-mp",
+        "libtelemetry_exporter_prometheus_mp.so",
+    );
     let dir = tmp.path().join("run");
     std::fs::create_dir(&dir).unwrap();
     // Hostile neighbours the owner must step around.
@@ -314,7 +131,7 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
         .status()
         .unwrap()
         .success());
-    let port = free_port();
+    let port = free_addr().port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut ranks: Vec<Reaped> = (0..RANKS)
         .map(|r| rank(tmp.path(), &plugins, &dir, port, r, "600", "600"))
@@ -327,32 +144,33 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
         Duration::from_secs(60),
         || {
             ranks.iter_mut().for_each(Reaped::assert_running);
-            let (_, body) = http_get(addr, "/metrics").ok()?;
+            let (_, body) = http_get(addr, "/metrics", None).ok()?;
             (tx_bytes_by_rank(&body) == expected).then_some(())
         },
     );
-    let (_, body) = http_get(addr, "/metrics").unwrap();
+    let (_, body) = http_get(addr, "/metrics", None).unwrap();
     promtool::assert_exporter_output_accepted(&body);
     let pids: Vec<u32> = ranks.iter().map(|r| r.child.id()).collect();
     let owners = listeners(port, &pids);
     assert_eq!(owners.len(), 1, "exactly one rank binds: {owners:?}");
     let owner = owners[0];
 
-    let (mut prometheus, prom) = start_prometheus(tmp.path(), addr);
+    let mut prometheus = Prometheus::start(tmp.path(), addr);
     wait_for(
         "Prometheus to see every rank",
         Duration::from_secs(60),
         || {
-            prometheus.assert_running();
-            let count = scalar(prom, "count(agent_tx_bytes_total)")?;
-            let ranks_seen = scalar(prom, "count(count by (local_rank) (agent_tx_bytes_total))")?;
-            let sum = scalar(prom, "sum(agent_tx_bytes_total)")?;
+            prometheus.server.assert_running();
+            let count = prometheus.scalar("count(agent_tx_bytes_total)")?;
+            let ranks_seen =
+                prometheus.scalar("count(count by (local_rank) (agent_tx_bytes_total))")?;
+            let sum = prometheus.scalar("sum(agent_tx_bytes_total)")?;
             (count == RANKS as f64 && ranks_seen == RANKS as f64 && sum == total as f64)
                 .then_some(())
         },
     );
     assert_eq!(
-        scalar(prom, "sum(agent_tx_requests_num_total)"),
+        prometheus.scalar("sum(agent_tx_requests_num_total)"),
         Some(((RANKS * (RANKS + 1)) / 2) as f64)
     );
 
@@ -370,7 +188,7 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
         (found.len() == 1).then(|| found[0])
     });
     assert_ne!(new_owner, owner);
-    let (_, body) = http_get(addr, "/metrics").unwrap();
+    let (_, body) = http_get(addr, "/metrics", None).unwrap();
     assert_eq!(
         tx_bytes_by_rank(&body),
         expected,
@@ -380,21 +198,21 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
         "Prometheus to scrape the new owner",
         Duration::from_secs(60),
         || {
-            prometheus.assert_running();
-            let last = scalar(prom, "max(timestamp(up{job=\"nixl\"} == 1))")?;
+            prometheus.server.assert_running();
+            let last = prometheus.scalar("max(timestamp(up{job=\"nixl\"} == 1))")?;
             (last > killed_at + 1.0).then_some(())
         },
     );
     assert_eq!(
-        scalar(prom, "sum(agent_tx_bytes_total)"),
+        prometheus.scalar("sum(agent_tx_bytes_total)"),
         Some(total as f64)
     );
     assert_eq!(
-        scalar(prom, "count(agent_tx_bytes_total)"),
+        prometheus.scalar("count(agent_tx_bytes_total)"),
         Some(RANKS as f64)
     );
     assert_eq!(
-        scalar(prom, "sum(resets(agent_tx_bytes_total[5m]))"),
+        prometheus.scalar("sum(resets(agent_tx_bytes_total[5m]))"),
         Some(0.0),
         "counters stay monotonic across the takeover"
     );
@@ -410,15 +228,21 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
 #[test]
 fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
     let tmp = tempfile::tempdir().unwrap();
-    let plugins = plugin_dir(tmp.path());
+    let plugins = plugin_dir(
+        tmp.path(),
+        "nixl-telemetry-exporter-prometheus-mp",
+        "libtelemetry_exporter_prometheus_mp.so",
+    );
     let dir = tmp.path().join("run");
-    let port = free_port();
+    let port = free_addr().port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let ttl = 3.0;
     let mut owner = rank(tmp.path(), &plugins, &dir, port, 0, "600", "3");
     wait_for("the owner to serve", Duration::from_secs(60), || {
         owner.assert_running();
-        http_get(addr, "/metrics").ok().filter(|(s, _)| *s == 200)
+        http_get(addr, "/metrics", None)
+            .ok()
+            .filter(|(s, _)| *s == 200)
     });
     let mut leaving = rank(tmp.path(), &plugins, &dir, port, 1, "0", "3");
     let status = leaving.child.wait().unwrap();
@@ -436,7 +260,7 @@ fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
             })
             .count()
     };
-    let (_, body) = http_get(addr, "/metrics").unwrap();
+    let (_, body) = http_get(addr, "/metrics", None).unwrap();
     assert!(
         left.elapsed().as_secs_f64() < ttl,
         "the machine is too slow for this check"
@@ -455,7 +279,7 @@ fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
         Duration::from_secs(30),
         || {
             owner.assert_running();
-            let (_, body) = http_get(addr, "/metrics").ok()?;
+            let (_, body) = http_get(addr, "/metrics", None).ok()?;
             (tx_bytes_by_rank(&body) == [("0".to_owned(), rank_bytes(0))]).then_some(())
         },
     );
@@ -467,16 +291,22 @@ fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
 #[test]
 fn a_second_run_on_another_port_in_the_same_directory_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let plugins = plugin_dir(tmp.path());
+    let plugins = plugin_dir(
+        tmp.path(),
+        "nixl-telemetry-exporter-prometheus-mp",
+        "libtelemetry_exporter_prometheus_mp.so",
+    );
     let dir = tmp.path().join("run");
-    let port = free_port();
+    let port = free_addr().port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut first = rank(tmp.path(), &plugins, &dir, port, 0, "600", "30");
     wait_for("the first run to serve", Duration::from_secs(60), || {
         first.assert_running();
-        http_get(addr, "/metrics").ok().filter(|(s, _)| *s == 200)
+        http_get(addr, "/metrics", None)
+            .ok()
+            .filter(|(s, _)| *s == 200)
     });
-    let other_port = free_port();
+    let other_port = free_addr().port();
     let mut second = rank(tmp.path(), &plugins, &dir, other_port, 1, "0", "30");
     let status = second.child.wait().unwrap();
     let log = second.log();
@@ -511,7 +341,7 @@ fn a_second_run_on_another_port_in_the_same_directory_is_refused() {
         Duration::from_secs(60),
         || {
             first.assert_running();
-            let (_, body) = http_get(addr, "/metrics").ok()?;
+            let (_, body) = http_get(addr, "/metrics", None).ok()?;
             (tx_bytes_by_rank(&body) == want).then_some(())
         },
     );

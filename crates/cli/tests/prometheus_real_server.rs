@@ -9,15 +9,19 @@
 //! ends, pass or fail. Needs `prometheus` and `promtool` on PATH
 //! (`bash scripts/prometheus-test-env.sh` installs them).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod prometheus_support;
+
+use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use promtool::installed as tool;
+
+use prometheus_support::{
+    build_plugin, cli_without_nixl_env, free_addr, http_get, percent_encode, wait_for,
+    workspace_root, Prometheus, Reaped,
+};
 
 const AGENT: &str = "e2e-agent";
 
@@ -27,154 +31,6 @@ const DEFAULT_BUCKETS_US: [f64; 18] = [
     10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6,
     5e6, 1e7,
 ];
-
-/// Kills and reaps a child process when dropped.
-struct Reaped {
-    name: &'static str,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Reaped {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn assert_running(&mut self) {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            panic!("{} exited early ({status}):\n{}", self.name, self.log());
-        }
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/cli is two levels below the root")
-        .to_owned()
-}
-
-/// Builds the plug-in crate in a target directory of its own (the outer build
-/// holds the lock of the main one) and returns the `.so`.
-fn build_plugin() -> PathBuf {
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-builds");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let out = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "build",
-            "--quiet",
-            "--message-format=json",
-            "-p",
-            "nixl-telemetry-exporter-prometheus",
-        ])
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building the plug-in failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|m| m["reason"] == "compiler-artifact")
-        .flat_map(|m| {
-            m["filenames"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|f| f.as_str().map(PathBuf::from))
-        })
-        .find(|f| f.ends_with("libtelemetry_exporter_prometheus.so"))
-        .expect("cargo reported libtelemetry_exporter_prometheus.so")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET path` on loopback: (status, body). HTTP/1.0, so the body is never
-/// chunked and ends with the connection.
-fn http_get(addr: SocketAddr, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{accept}\r\n")?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Ok((status, body.to_owned()))
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// An instant query; the `data.result` vector.
-fn query(prometheus: SocketAddr, promql: &str) -> Vec<Value> {
-    let (status, body) = http_get(
-        prometheus,
-        &format!("/api/v1/query?query={}", encode(promql)),
-        None,
-    )
-    .unwrap_or_else(|e| panic!("query {promql}: {e}"));
-    let json: Value = serde_json::from_str(&body)
-        .unwrap_or_else(|e| panic!("query {promql}: status {status}, not JSON ({e}): {body}"));
-    assert_eq!(json["status"], "success", "query {promql}: {body}");
-    json["data"]["result"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// The single value of `promql`, or `None` while it has no series.
-fn scalar(prometheus: SocketAddr, promql: &str) -> Option<f64> {
-    let result = query(prometheus, promql);
-    assert!(result.len() <= 1, "{promql}: several series {result:?}");
-    result
-        .first()
-        .map(|r| r["value"][1].as_str().unwrap().parse().unwrap())
-}
-
-fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// Prometheus's `histogram_quantile` on cumulative buckets (linear
 /// interpolation inside the bucket that holds the rank; the first bucket
@@ -211,22 +67,14 @@ fn expected_quantile(q: f64, values: &[u64]) -> f64 {
     unreachable!()
 }
 
-/// `nixl-telemetry` with no `NIXL_*` variable inherited.
-fn emit_command() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("NIXL_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd
-}
-
 #[test]
 fn a_real_prometheus_scrapes_what_the_events_imply() {
-    let prometheus_bin = tool("prometheus");
+    tool("prometheus");
     tool("promtool");
-    let plugin = build_plugin();
+    let plugin = build_plugin(
+        "nixl-telemetry-exporter-prometheus",
+        "libtelemetry_exporter_prometheus.so",
+    );
     let tmp = tempfile::tempdir().unwrap();
     let plugin_dir = tmp.path().join("plugins");
     std::fs::create_dir(&plugin_dir).unwrap();
@@ -272,12 +120,10 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     std::fs::write(&events, lines.join("\n") + "\n").unwrap();
 
     // The agent, held open for the whole test (killed on drop).
-    let exporter_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let emit_log = tmp.path().join("emit.log");
-    let mut emit = emit_command();
-    let mut emit = Reaped {
-        name: "nixl-telemetry emit",
-        child: emit
+    let exporter_addr = free_addr();
+    let mut emit = Reaped::spawn(
+        "nixl-telemetry emit",
+        cli_without_nixl_env()
             .args(["emit", "--agent", AGENT, "--hold", "600", "--events"])
             .arg(&events)
             .env("NIXL_TELEMETRY_ENABLE", "1")
@@ -286,14 +132,9 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
             .env(
                 "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH",
                 exporter_addr.to_string(),
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&emit_log).unwrap())
-            .spawn()
-            .expect("nixl-telemetry emit starts"),
-        log: emit_log,
-    };
+            ),
+        tmp.path().join("emit.log"),
+    );
     let tx_series = format!("agent_tx_bytes_total{{agent_name=\"{AGENT}\",hostname=\"");
     let tx_value = format!("}} {tx_bytes}");
     let metrics = wait_for(
@@ -317,7 +158,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
 
     // Another process cannot take the address: its exporter creation fails,
     // naming it, and the first one goes on serving.
-    let second = emit_command()
+    let second = cli_without_nixl_env()
         .args(["emit", "--agent", "intruder", "--events"])
         .arg(&events)
         .env("NIXL_TELEMETRY_ENABLE", "1")
@@ -345,59 +186,28 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     ));
 
     // The server, scraping every 200 ms.
-    let prometheus_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let config = tmp.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: nixl\n    static_configs:\n      - targets: ['{exporter_addr}']\n"
-        ),
-    )
-    .unwrap();
-    let prometheus_log = tmp.path().join("prometheus.log");
-    let mut prometheus = Reaped {
-        name: "prometheus",
-        child: Command::new(prometheus_bin)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                tmp.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address={prometheus_addr}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&prometheus_log).unwrap())
-            .spawn()
-            .expect("prometheus starts"),
-        log: prometheus_log,
-    };
-    wait_for("prometheus to be ready", Duration::from_secs(60), || {
-        prometheus.assert_running();
-        matches!(http_get(prometheus_addr, "/-/ready", None), Ok((200, _))).then_some(())
-    });
+    let mut prometheus = Prometheus::start(tmp.path(), exporter_addr);
     // A few scrapes, so rate() has samples to work with.
     wait_for(
         "several successful scrapes",
         Duration::from_secs(60),
         || {
-            prometheus.assert_running();
+            prometheus.server.assert_running();
             emit.assert_running();
-            let n = scalar(
-                prometheus_addr,
-                &format!("count_over_time(up{{job=\"nixl\",instance=\"{exporter_addr}\"}}[1m])"),
-            )?;
-            let up = scalar(prometheus_addr, "min_over_time(up{job=\"nixl\"}[1m])")?;
+            let n = prometheus.scalar(&format!(
+                "count_over_time(up{{job=\"nixl\",instance=\"{exporter_addr}\"}}[1m])"
+            ))?;
+            let up = prometheus.scalar("min_over_time(up{job=\"nixl\"}[1m])")?;
             (n >= 5.0 && up == 1.0).then_some(())
         },
     );
 
     let agent = format!("agent_name=\"{AGENT}\"");
     let value = |promql: String| {
-        scalar(prometheus_addr, &promql).unwrap_or_else(|| {
+        prometheus.scalar(&promql).unwrap_or_else(|| {
             panic!(
                 "no series for {promql}\nprometheus log:\n{}",
-                prometheus.log()
+                prometheus.server.log()
             )
         })
     };
@@ -464,7 +274,9 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
         7.0
     );
     assert_eq!(
-        query(prometheus_addr, &format!("agent_errors_total{{{agent}}}")).len(),
+        prometheus
+            .query(&format!("agent_errors_total{{{agent}}}"))
+            .len(),
         12 + 1,
         "the 12 known statuses and the new one"
     );
@@ -474,9 +286,9 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     let metadata = |metric: &str| -> Vec<Value> {
         let path = format!(
             "/api/v1/targets/metadata?match_target={}&metric={metric}",
-            encode("{job=\"nixl\"}")
+            percent_encode("{job=\"nixl\"}")
         );
-        let (_, body) = http_get(prometheus_addr, &path, None).unwrap();
+        let (_, body) = http_get(prometheus.addr, &path, None).unwrap();
         let json: Value = serde_json::from_str(&body).unwrap();
         json["data"].as_array().cloned().unwrap_or_default()
     };
@@ -486,7 +298,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     assert_eq!(metadata("agent_xfer_time_us")[0]["type"], "histogram");
     // NIXL's label set: agent_name and hostname (Prometheus adds job and
     // instance), no category.
-    let labels = &query(prometheus_addr, &format!("agent_tx_bytes_total{{{agent}}}"))[0]["metric"];
+    let labels = &prometheus.query(&format!("agent_tx_bytes_total{{{agent}}}"))[0]["metric"];
     let mut names: Vec<&str> = labels
         .as_object()
         .expect("a label set")
@@ -526,7 +338,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
                 .replace("$hostname", ".*")
                 .replace("$agent", ".*");
             assert!(!promql.contains('$'), "unknown variable in {expr}");
-            let result = query(prometheus_addr, &promql);
+            let result = prometheus.query(&promql);
             assert!(
                 !result.is_empty(),
                 "panel {title:?}: {promql} returns no series"
@@ -536,5 +348,5 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     }
     assert!(checked >= 10, "{checked} panel queries");
     emit.assert_running();
-    prometheus.assert_running();
+    prometheus.server.assert_running();
 }
