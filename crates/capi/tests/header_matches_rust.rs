@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::c_char;
 use std::mem::{align_of, offset_of, size_of};
 use std::process::Command;
@@ -32,14 +32,6 @@ fn constants_sizes_and_offsets_match() {
     let exe = dir.path().join("layout");
     build_c(&[test_source("c/layout.c")], &exe, &[]);
     let out = run(&exe, &[], &[]);
-    let c: HashMap<String, i64> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (k, v) = l.split_once(' ').unwrap();
-            (k.to_owned(), v.parse().unwrap())
-        })
-        .collect();
     type S = NixlTelemetrySettings;
     type T = NixlTelemetryStats;
     let rust: Vec<(&str, i64)> = vec![
@@ -113,19 +105,11 @@ fn constants_sizes_and_offsets_match() {
         ("stats.dropped_late", offset_of!(T, dropped_late) as i64),
         ("stats.dropped_format", offset_of!(T, dropped_format) as i64),
     ];
-    assert_eq!(
-        c.len(),
-        rust.len(),
-        "layout.c prints every checked item: {c:?}"
+    nixl_telemetry_testsupport::c_values::assert_printed_values_match(
+        "layout.c",
+        &out.stdout,
+        &rust,
     );
-    for (key, value) in rust {
-        assert_eq!(
-            c.get(key),
-            Some(&value),
-            "{key}: C {:?}, Rust {value}",
-            c.get(key)
-        );
-    }
 }
 
 fn nixl_telemetry_abi_name_len() -> i64 {

@@ -3,7 +3,6 @@
 
 use nixl_telemetry_testsupport as support;
 
-use std::collections::HashMap;
 use std::mem::{align_of, offset_of, size_of};
 use std::process::Command;
 
@@ -34,14 +33,6 @@ fn header_layout_and_constants_match_the_rust_abi() {
     );
     let out = Command::new(&exe).output().unwrap();
     assert!(out.status.success());
-    let c: HashMap<String, i64> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (k, v) = l.split_once(' ').unwrap();
-            (k.to_owned(), v.parse().unwrap())
-        })
-        .collect();
     let rust: Vec<(&str, i64)> = vec![
         ("api_version", PLUGIN_API_VERSION as i64),
         ("export_ok", EXPORT_OK as i64),
@@ -105,15 +96,7 @@ fn header_layout_and_constants_match_the_rust_abi() {
             offset_of!(PluginDescriptor, destroy_exporter) as i64,
         ),
     ];
-    assert_eq!(c.len(), rust.len(), "layout.c prints every checked item");
-    for (key, value) in rust {
-        assert_eq!(
-            c.get(key),
-            Some(&value),
-            "{key}: C {:?}, Rust {value}",
-            c.get(key)
-        );
-    }
+    support::c_values::assert_printed_values_match("layout.c", &out.stdout, &rust);
 }
 
 #[test]

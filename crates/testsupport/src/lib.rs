@@ -5,10 +5,13 @@
 //!   system compiler and the workspace's Rust plug-in crates, configurations
 //!   from variables, raw event files;
 //! * [`capture`]: a `tracing` subscriber that keeps every event;
-//! * [`child`]: running one test again in a child process.
+//! * [`child`]: running one test again in a child process;
+//! * [`c_values`]: what a C program prints of a header's constants and
+//!   layout, checked against the Rust side.
 
 #![forbid(unsafe_code)]
 
+pub mod c_values;
 pub mod capture;
 pub mod child;
 pub mod plugins;
