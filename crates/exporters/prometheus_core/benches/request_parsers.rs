@@ -1,6 +1,7 @@
-//! The endpoint's request-head parsing, `httparse` against the hand-written
-//! parser it replaced, side by side in one run (figures in docs/PERFORMANCE.md,
-//! "Prometheus request parsing: httparse against the hand-written parser").
+//! The endpoint's request-head parsing (`httparse`) on real scrape heads.
+//! The side-by-side run against the hand-written parser it replaced is in
+//! docs/PERFORMANCE.md ("Prometheus request parsing: httparse against the
+//! hand-written parser"), made with this file at commit `432f334`.
 //!
 //! ```text
 //! cargo bench -p nixl-telemetry-prometheus-core --bench request_parsers [-- --rounds R]
@@ -9,31 +10,20 @@
 //! Heads: the one a real Prometheus 2.42.0 sends (captured,
 //! `tests/fixtures/prometheus-2.42.0-scrape-head.http`) and Prometheus 3.x's
 //! (`prometheus-3-scrape-head.http`). Cases, each as the server does it:
-//!
-//! * `whole`: the head arrives in one read. Hand-written: the end-of-head
-//!   check, then the parse; httparse: the parse.
-//! * `pieces-16` / `pieces-1`: the head arrives in 16-byte (1-byte) pieces and
-//!   the server looks after each. Hand-written: the end-of-head check on the
-//!   new bytes after each piece, the parse once it may end; httparse: a parse
-//!   of everything received after each piece (which is what lets it refuse
-//!   garbage at once).
-//!
-//! For scale, `read-1` times what the server spends anyway per piece in the
-//! `pieces-1` case: a 1-byte `read(2)` from a loopback TCP socket (the bytes
-//! already queued), per head's worth of bytes.
-//!
-//! Rounds alternate the two parsers so the machine's load weighs on both
-//! alike; each round times a batch of heads; figures are medians over rounds
-//! in ns per head, and the ratio httparse / hand-written of the medians.
+//! `whole`, the head arrives in one read and is parsed; `pieces-16` /
+//! `pieces-1`, it arrives in 16-byte (1-byte) reads and everything received
+//! is parsed after each (which is what lets the server refuse garbage at
+//! once). For scale, `read-1` times what the server spends anyway per piece
+//! in the `pieces-1` case: a 1-byte `read(2)` from a loopback TCP socket (the
+//! bytes already queued), per head's worth of bytes. Figures are medians over
+//! rounds, ns per head.
 
 use std::hint::black_box;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use nixl_telemetry_prometheus_core::request_parsers::{
-    may_end_a_head, parse_handwritten, parse_httparse, Verdict,
-};
+use nixl_telemetry_prometheus_core::request_parsers::{parse, Verdict};
 
 const HEADS: [(&str, &[u8]); 2] = [
     (
@@ -46,32 +36,13 @@ const HEADS: [(&str, &[u8]); 2] = [
     ),
 ];
 
-/// The server's steps for one head arriving in `piece`-byte reads with the
-/// hand-written parser.
-fn handwritten_in_pieces(head: &[u8], piece: usize) -> Verdict {
-    let mut scanned = 0;
+/// The server's steps for one head arriving in `piece`-byte reads: a parse
+/// after every piece.
+fn in_pieces(head: &[u8], piece: usize) -> Verdict {
     let mut len = 0;
     while len < head.len() {
         len = (len + piece).min(head.len());
-        let buf = black_box(&head[..len]);
-        if !may_end_a_head(buf, scanned) {
-            scanned = len;
-            continue;
-        }
-        match parse_handwritten(buf) {
-            None => scanned = len,
-            done => return done,
-        }
-    }
-    None
-}
-
-/// The same with httparse: a parse after every piece.
-fn httparse_in_pieces(head: &[u8], piece: usize) -> Verdict {
-    let mut len = 0;
-    while len < head.len() {
-        len = (len + piece).min(head.len());
-        match parse_httparse(black_box(&head[..len])) {
+        match parse(black_box(&head[..len])) {
             None => {}
             done => return done,
         }
@@ -89,10 +60,9 @@ fn one_byte_reads(head: &[u8], rounds: usize) -> f64 {
     let mut byte = [0u8; 1];
     for _ in 0..rounds {
         client.write_all(head).expect("write");
-        // Let every byte arrive in the server's receive queue.
-        server.set_nonblocking(false).unwrap();
         server.read_exact(&mut byte).expect("read");
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        // Let every byte arrive in the server's receive queue.
+        std::thread::sleep(Duration::from_millis(1));
         let t = Instant::now();
         for _ in 1..head.len() {
             black_box(server.read(&mut byte).expect("read"));
@@ -118,52 +88,31 @@ fn main() {
                 .expect("--rounds N");
         }
     }
-    println!("rounds: {rounds} (medians, ns per head; ratio = httparse / hand-written)");
-    println!(
-        "{:<16} {:<10} {:>14} {:>10} {:>7}",
-        "head", "case", "hand-written", "httparse", "ratio"
-    );
+    println!("rounds: {rounds} (medians, ns per head)");
+    println!("{:<16} {:<10} {:>10}", "head", "case", "httparse");
     for (name, head) in HEADS {
-        // Both parsers agree on these heads before anything is timed.
-        let expected = parse_handwritten(head);
+        let expected = parse(head);
         assert!(matches!(expected, Some(Ok(_))), "{name}: {expected:?}");
-        assert_eq!(parse_httparse(head), expected, "{name}");
         for piece in [head.len(), 16, 1] {
-            assert_eq!(handwritten_in_pieces(head, piece), expected);
-            assert_eq!(httparse_in_pieces(head, piece), expected);
+            assert_eq!(in_pieces(head, piece), expected);
             let case = if piece == head.len() {
                 "whole".to_owned()
             } else {
                 format!("pieces-{piece}")
             };
             let batch = if piece == 1 { 200 } else { 5000 };
-            let (mut old, mut new) = (Vec::new(), Vec::new());
-            for round in 0..rounds {
-                let time = |f: &dyn Fn(&[u8], usize) -> Verdict| {
-                    let t = Instant::now();
-                    for _ in 0..batch {
-                        black_box(f(black_box(head), piece));
-                    }
-                    t.elapsed().as_nanos() as f64 / batch as f64
-                };
-                let (a, b) = if round % 2 == 0 {
-                    let a = time(&handwritten_in_pieces);
-                    (a, time(&httparse_in_pieces))
-                } else {
-                    let b = time(&httparse_in_pieces);
-                    (time(&handwritten_in_pieces), b)
-                };
-                old.push(a);
-                new.push(b);
+            let mut times = Vec::new();
+            for _ in 0..rounds {
+                let t = Instant::now();
+                for _ in 0..batch {
+                    black_box(in_pieces(black_box(head), piece));
+                }
+                times.push(t.elapsed().as_nanos() as f64 / batch as f64);
             }
-            let (old, new) = (median(&mut old), median(&mut new));
-            println!(
-                "{name:<16} {case:<10} {old:>14.0} {new:>10.0} {:>7.2}",
-                new / old
-            );
+            println!("{name:<16} {case:<10} {:>10.0}", median(&mut times));
         }
         println!(
-            "{name:<16} {:<10} {:>14.0} (1-byte reads of a queued head, for scale)",
+            "{name:<16} {:<10} {:>10.0} (1-byte reads of a queued head, for scale)",
             "read-1",
             one_byte_reads(head, rounds)
         );

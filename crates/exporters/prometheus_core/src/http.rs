@@ -448,6 +448,169 @@ mod tests {
         ));
     }
 
+    /// Every prefix of `text` is incomplete, and `text` itself is refused
+    /// with `status`: a client is answered as soon as its bytes cannot begin
+    /// a request, not before.
+    fn refused_when_whole(text: &[u8], status: Status) {
+        for end in 0..text.len() {
+            assert_eq!(
+                parse(&text[..end]),
+                Parsed::Incomplete,
+                "{:?}",
+                String::from_utf8_lossy(&text[..end])
+            );
+        }
+        assert_eq!(parse(text), Parsed::Invalid(status), "{text:?}");
+    }
+
+    #[test]
+    fn http_0_9_requests_are_refused_at_their_first_line_end() {
+        // HTTP/0.9 has no version: the request line ends after the target.
+        refused_when_whole(b"GET /\r", Status::BadRequest);
+        refused_when_whole(b"GET /metrics\n", Status::BadRequest);
+        for text in [&b"GET /\r\n"[..], b"GET /metrics\n\n", b"\r\nGET /\r\n\r\n"] {
+            assert_eq!(parse(text), Parsed::Invalid(Status::BadRequest), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn garbage_is_refused_at_its_first_byte() {
+        // A TLS ClientHello's record header, binary noise, a NUL.
+        for text in [
+            &b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"[..],
+            b"\x00\xff\xfe\x01",
+            b"\x00",
+            b"\xff",
+            b" GET /metrics HTTP/1.1\r\n",
+            b"\r\r",
+        ] {
+            assert_eq!(parse(text), Parsed::Invalid(Status::BadRequest), "{text:?}");
+            assert_eq!(
+                parse(&text[..2.min(text.len())]),
+                Parsed::Invalid(Status::BadRequest),
+                "{text:?}"
+            );
+        }
+        // Noise after a valid start of a request line.
+        assert_eq!(
+            parse(b"GET /metrics \x00"),
+            Parsed::Invalid(Status::BadRequest)
+        );
+        assert_eq!(
+            parse(b"GET /metrics HTTP/1.1\r\nHost\x00"),
+            Parsed::Invalid(Status::BadRequest)
+        );
+    }
+
+    #[test]
+    fn other_http_versions_are_505_once_their_line_is_whole() {
+        refused_when_whole(b"GET /metrics HTTP/2.0\r\n", Status::VersionNotSupported);
+        refused_when_whole(b"GET /metrics HTTP/2\n", Status::VersionNotSupported);
+        refused_when_whole(b"GET /metrics HTTP/1.2\r\n", Status::VersionNotSupported);
+        assert_eq!(
+            parse(b"GET /metrics HTTP/0.9\r\n\r\n"),
+            Parsed::Invalid(Status::VersionNotSupported)
+        );
+        for bad in [
+            &b"GET /metrics HTTP/x\r\n"[..],
+            b"GET /metrics HTTP/2.\r\n",
+            b"GET /metrics HTTPS/1.1\r\n",
+            b"GET /metrics XTTP/1.1",
+            b"GET /metrics HTTP/2.0 x\r\n",
+        ] {
+            assert_eq!(parse(bad), Parsed::Invalid(Status::BadRequest), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn conflicting_content_lengths_are_refused() {
+        for bad in [
+            "Content-Length: 5\r\nContent-Length: 7",
+            "Content-Length: 5, 7",
+            "Content-Length: 5,",
+            "Content-Length: x",
+            "Content-Length: -1",
+            "Content-Length: +5",
+            "Content-Length: 0x10",
+            "Content-Length: 18446744073709551616",
+            "Content-Length: ",
+            "Content-Length: 5\r\nTransfer-Encoding: chunked",
+            "Transfer-Encoding: chunked\r\nContent-Length: 0",
+        ] {
+            let text = format!("GET /metrics HTTP/1.1\r\n{bad}\r\n\r\n");
+            assert_eq!(
+                parse(text.as_bytes()),
+                Parsed::Invalid(Status::BadRequest),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_repeated_content_length_is_one_length() {
+        for same in [
+            "Content-Length: 5\r\nContent-Length: 5",
+            "Content-Length: 5, 5",
+            "Content-Length: 18446744073709551615",
+        ] {
+            let text = format!("GET /metrics HTTP/1.1\r\n{same}\r\n\r\nhello");
+            let (r, used) = complete(&text);
+            assert_eq!(used, text.len() - 5, "{same:?}");
+            // A body is never read: the connection is closed after the answer.
+            assert!(r.metrics && !r.keep_alive, "{same:?}");
+        }
+        let (r, _) = complete("GET /metrics HTTP/1.1\r\nContent-Length: 0, 0\r\n\r\n");
+        assert!(r.keep_alive);
+    }
+
+    #[test]
+    fn too_many_headers_are_431() {
+        let mut text = String::from("GET /metrics HTTP/1.1\r\n");
+        for i in 0..MAX_HEADERS {
+            text.push_str(&format!("X-{i}: y\r\n"));
+        }
+        let at_limit = format!("{text}\r\n");
+        assert!(matches!(
+            parse(at_limit.as_bytes()),
+            Parsed::Complete { .. }
+        ));
+        // One more header line is refused before the head is complete.
+        text.push_str("X-last: y\r\n");
+        assert_eq!(
+            parse(text.as_bytes()),
+            Parsed::Invalid(Status::HeadersTooLarge)
+        );
+    }
+
+    #[test]
+    fn real_scrape_heads_are_understood() {
+        for (head, timeout) in [
+            (
+                &include_bytes!("../tests/fixtures/prometheus-2.42.0-scrape-head.http")[..],
+                "1",
+            ),
+            (
+                include_bytes!("../tests/fixtures/prometheus-3-scrape-head.http"),
+                "10",
+            ),
+        ] {
+            let text = std::str::from_utf8(head).unwrap();
+            assert!(text.contains(&format!(
+                "X-Prometheus-Scrape-Timeout-Seconds: {timeout}\r\n"
+            )));
+            let (r, used) = complete(text);
+            assert_eq!(used, head.len());
+            assert_eq!(r.method, Method::Get);
+            assert!(r.metrics && r.keep_alive && r.gzip);
+            assert_eq!(r.format, Format::OpenMetrics);
+            assert_eq!(r.content_type, OPENMETRICS_CONTENT_TYPE);
+            // Cut anywhere, the head is incomplete, never refused.
+            for end in 0..head.len() {
+                assert_eq!(parse(&head[..end]), Parsed::Incomplete, "cut at {end}");
+            }
+        }
+    }
+
     #[test]
     fn paths_methods_and_versions() {
         assert!(complete("GET /metrics?x=1 HTTP/1.1\r\n\r\n").0.metrics);

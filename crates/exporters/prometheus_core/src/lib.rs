@@ -35,7 +35,7 @@ pub mod families;
 mod gzip;
 mod hostname;
 mod http;
-mod http_handwritten;
+mod listen_backlog;
 pub mod name_cache;
 pub mod names;
 mod render;
@@ -134,8 +134,8 @@ pub mod fuzzing {
     }
 }
 
-/// The two request-head parsers side by side, for `benches/request_parsers.rs`
-/// (not a stable interface).
+/// The request-head parser, for `benches/request_parsers.rs` (not a stable
+/// interface).
 #[doc(hidden)]
 pub mod request_parsers {
     use crate::http::Parsed;
@@ -145,8 +145,9 @@ pub mod request_parsers {
     /// `Err(())` for a refused one.
     pub type Verdict = Option<Result<(usize, bool, bool, bool), ()>>;
 
-    fn verdict(parsed: Parsed) -> Verdict {
-        match parsed {
+    /// Parses a request head as the endpoint does.
+    pub fn parse(buf: &[u8]) -> Verdict {
+        match crate::http::parse(buf) {
             Parsed::Incomplete => None,
             Parsed::Complete { request, consumed } => Some(Ok((
                 consumed,
@@ -156,20 +157,5 @@ pub mod request_parsers {
             ))),
             Parsed::Invalid(_) => Some(Err(())),
         }
-    }
-
-    /// The `httparse`-based parser.
-    pub fn parse_httparse(buf: &[u8]) -> Verdict {
-        verdict(crate::http::parse(buf))
-    }
-
-    /// The hand-written parser.
-    pub fn parse_handwritten(buf: &[u8]) -> Verdict {
-        verdict(crate::http_handwritten::parse(buf))
-    }
-
-    /// The hand-written parser's end-of-head shortcut.
-    pub fn may_end_a_head(buf: &[u8], scanned: usize) -> bool {
-        crate::http_handwritten::may_end_a_head(buf, scanned)
     }
 }
