@@ -525,15 +525,23 @@ impl Server {
         self.drive(index);
     }
 
-    /// Closes the connection that has waited longest for its request, if any.
+    /// Closes the connection that has waited longest for its request, if any;
+    /// else the one closing for longest. A closing connection has its answer
+    /// sent but perhaps not yet read, which a close with unread input (a
+    /// reset) would throw away, and it ends by itself within the linger
+    /// timeout: one still waiting for its request has been given nothing.
     fn evict_one(&mut self) -> bool {
         let victim = self
             .conns
             .iter()
             .enumerate()
             .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
-            .filter(|(_, c)| matches!(c.phase, Phase::Request | Phase::Linger))
-            .min_by_key(|(_, c)| c.since)
+            .filter_map(|(i, c)| match c.phase {
+                Phase::Request => Some((i, (0, c.since))),
+                Phase::Linger => Some((i, (1, c.since))),
+                Phase::Respond(_) => None,
+            })
+            .min_by_key(|&(_, order)| order)
             .map(|(i, _)| i);
         match victim {
             Some(i) => {
