@@ -427,6 +427,8 @@ fn run(kind: Kind, addr: SocketAddr, intensity: Intensity, stop: &AtomicBool) ->
                     match exchange(addr, &payload, stop) {
                         Ok(status) if Some(status) == expected => Ok(()),
                         Ok(status) => Err(format!("status {status}, expected {expected:?}")),
+                        // Interrupted by the end of the phase: not a verdict.
+                        Err(e) if e.why == "stopped" => Err(e.why),
                         Err(NoAnswer { sent, .. })
                             if matches!(kind, Kind::LongLine | Kind::ManyHeaders)
                                 && sent > OVERSIZED =>
