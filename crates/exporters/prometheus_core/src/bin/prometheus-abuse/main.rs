@@ -36,8 +36,9 @@ use nixl_telemetry_prometheus_core::{Format, PrometheusExporter, ServerLimits, S
 
 /// RSS growth allowed during abuse, KiB: the server holds at most
 /// `max_connections` (256) request buffers of at most `max_request_bytes`
-/// (8 KiB) plus a 4 KiB read buffer each (3 MiB), plus the kernel-side and
-/// allocator slack of that many sockets; 16 MiB bounds all of it with room.
+/// (8 KiB; at most 16 KiB of capacity with the vector's growth: 4 MiB), plus
+/// the allocator's slack and the one-time rendering of the plain body the
+/// vanishing clients ask for; 16 MiB bounds all of it with room.
 const RSS_BOUND_KIB: u64 = 16 * 1024;
 
 fn main() -> ExitCode {
