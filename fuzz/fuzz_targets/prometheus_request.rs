@@ -35,7 +35,11 @@ fuzz_target!(|data: &[u8]| {
     // The same bytes delivered in two reads: what the endpoint decides after
     // the first must agree with what the whole says.
     let first_byte = data.first().copied().unwrap_or(0) as usize;
-    for split in [data.len() / 2, first_byte.min(data.len()), data.len().saturating_sub(1)] {
+    for split in [
+        data.len() / 2,
+        first_byte.min(data.len()),
+        data.len().saturating_sub(1),
+    ] {
         let early = parse_request(&data[..split]);
         match (&early, &verdict) {
             (None, _) => {}

@@ -25,9 +25,12 @@ use abuse::{Abuse, Intensity, Kind, ServeOptions, Server};
 /// at most 256 connections of at most 8 KiB of request each are held.
 const RSS_BOUND_KIB: u64 = 16 * 1024;
 
-/// Raises this process's descriptor limit to its hard limit: the abusers hold
-/// about 1 300 connections at once. Returns the soft limit now in force.
+/// Raises this process's descriptor limit to at least 4 096 if the hard limit
+/// allows (or the process may raise it: root), else to the hard limit: the
+/// abusers hold about 1 300 connections at once. Returns the soft limit now
+/// in force.
 fn raise_fd_limit() -> u64 {
+    const WANTED: libc::rlim_t = 4096;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -36,9 +39,16 @@ fn raise_fd_limit() -> u64 {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return 0;
     }
-    limit.rlim_cur = limit.rlim_max;
+    let raised = libc::rlimit {
+        rlim_cur: limit.rlim_cur.max(WANTED),
+        rlim_max: limit.rlim_max.max(WANTED),
+    };
     // SAFETY: setrlimit reads one rlimit through the valid pointer given.
-    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: as above.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    }
     // SAFETY: as above.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
     limit.rlim_cur
@@ -61,7 +71,7 @@ fn scrapes_are_answered_under_every_abuse_and_resources_come_back() {
     assert!(
         fd_limit >= 2048,
         "this test holds about 1 300 connections; the descriptor limit is {fd_limit} \
-         (hard limit too low: raise it with `ulimit -Hn`)"
+         (the hard limit is too low and cannot be raised here: run it with `ulimit -n 4096`)"
     );
     let options = ServeOptions {
         request_timeout_ms: 3000,
