@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::agent::AgentShared;
 use crate::error::PrometheusError;
+use crate::listen_backlog;
 use crate::server::{self, ServerHandle};
 use crate::settings::Settings;
 
@@ -108,6 +109,9 @@ pub(crate) fn attach(
             addr: settings.listen,
             source,
         })?;
+    if let Err(e) = listen_backlog::deepen(&listener) {
+        tracing::debug!(error = %e, "the Prometheus listener keeps the default backlog");
+    }
     let addr = listener
         .local_addr()
         .map_err(|source| PrometheusError::Bind {

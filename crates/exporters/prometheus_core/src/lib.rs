@@ -35,6 +35,7 @@ pub mod families;
 mod gzip;
 mod hostname;
 mod http;
+mod listen_backlog;
 pub mod name_cache;
 pub mod names;
 mod render;
@@ -131,10 +132,30 @@ pub mod fuzzing {
             crate::http::Parsed::Invalid(status) => Some(Err(format!("{status:?}"))),
         }
     }
+}
 
-    /// Whether `buf` may hold a complete head given its first `scanned` bytes did
-    /// not (the endpoint's shortcut before [`parse_request`]).
-    pub fn may_end_a_head(buf: &[u8], scanned: usize) -> bool {
-        crate::http::may_end_a_head(buf, scanned)
+/// The request-head parser, for `benches/request_parsers.rs` (not a stable
+/// interface).
+#[doc(hidden)]
+pub mod request_parsers {
+    use crate::http::Parsed;
+
+    /// What a parse found, without allocating: `None` while incomplete,
+    /// `Ok((consumed, keep_alive, gzip, metrics))` for an answered head,
+    /// `Err(())` for a refused one.
+    pub type Verdict = Option<Result<(usize, bool, bool, bool), ()>>;
+
+    /// Parses a request head as the endpoint does.
+    pub fn parse(buf: &[u8]) -> Verdict {
+        match crate::http::parse(buf) {
+            Parsed::Incomplete => None,
+            Parsed::Complete { request, consumed } => Some(Ok((
+                consumed,
+                request.keep_alive,
+                request.gzip,
+                request.metrics,
+            ))),
+            Parsed::Invalid(_) => Some(Err(())),
+        }
     }
 }

@@ -346,8 +346,9 @@ struct Conn {
     phase: Phase,
     /// Received bytes not yet consumed by a parsed request.
     input: Vec<u8>,
-    /// How many bytes of `input` are known not to hold a complete head.
-    scanned: usize,
+    /// How many bytes `input` held when it was last parsed and found
+    /// incomplete (it is parsed again only when more have arrived).
+    parsed_len: usize,
     /// `Core::renders` when bytes were last read into `input`.
     read_at: u64,
     /// When the current phase started.
@@ -515,7 +516,7 @@ impl Server {
             stream,
             phase: Phase::Request,
             input: Vec::new(),
-            scanned: 0,
+            parsed_len: 0,
             read_at: 0,
             since: now,
             deadline: now + self.limits.request_timeout,
@@ -524,15 +525,23 @@ impl Server {
         self.drive(index);
     }
 
-    /// Closes the connection that has waited longest for its request, if any.
+    /// Closes the connection that has waited longest for its request, if any;
+    /// else the one closing for longest. A closing connection has its answer
+    /// sent but perhaps not yet read, which a close with unread input (a
+    /// reset) would throw away, and it ends by itself within the linger
+    /// timeout: one still waiting for its request has been given nothing.
     fn evict_one(&mut self) -> bool {
         let victim = self
             .conns
             .iter()
             .enumerate()
             .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
-            .filter(|(_, c)| matches!(c.phase, Phase::Request | Phase::Linger))
-            .min_by_key(|(_, c)| c.since)
+            .filter_map(|(i, c)| match c.phase {
+                Phase::Request => Some((i, (0, c.since))),
+                Phase::Linger => Some((i, (1, c.since))),
+                Phase::Respond(_) => None,
+            })
+            .min_by_key(|&(_, order)| order)
             .map(|(i, _)| i);
         match victim {
             Some(i) => {
@@ -619,7 +628,7 @@ impl Conn {
                     }
                     Parsed::Incomplete if self.input.len() >= limits.max_request_bytes => {
                         self.input.clear();
-                        self.scanned = 0;
+                        self.parsed_len = 0;
                         let outgoing = core.respond(Err(Status::HeadersTooLarge), self.read_at);
                         self.start_response(outgoing, limits);
                     }
@@ -675,16 +684,17 @@ impl Conn {
         }
     }
 
-    /// Parses the request head in `input`, unless the bytes received since
-    /// the last look cannot have completed one.
+    /// Parses the request head in `input` if bytes arrived since it was last
+    /// found incomplete. Every arrival is parsed, so bytes that cannot begin a
+    /// request are refused as soon as they are in (the work is bounded: at
+    /// most `max_request_bytes` are parsed per arrival).
     fn parse_input(&mut self) -> Parsed {
-        if !http::may_end_a_head(&self.input, self.scanned) {
-            self.scanned = self.input.len();
+        if self.input.len() == self.parsed_len {
             return Parsed::Incomplete;
         }
         let parsed = http::parse(&self.input);
         // A complete or refused head is removed from `input`.
-        self.scanned = match parsed {
+        self.parsed_len = match parsed {
             Parsed::Incomplete => self.input.len(),
             _ => 0,
         };
@@ -798,7 +808,7 @@ mod tests {
             stream: TcpStream::from_std(ours),
             phase: Phase::Linger,
             input: Vec::new(),
-            scanned: 0,
+            parsed_len: 0,
             read_at: 0,
             since: now,
             deadline: now + Duration::from_secs(2),
