@@ -10,16 +10,10 @@ pub(crate) fn hostname() -> &'static str {
 }
 
 fn read() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is valid for writes of buf.len() bytes; gethostname writes at
-    // most that many and does not keep the pointer.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    // POSIX leaves truncated names possibly unterminated: stop at NUL or the end.
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = String::from_utf8_lossy(&buf[..end]).into_owned();
+    // The node name `gethostname` also returns (Linux keeps one, in the UTS
+    // namespace).
+    let uname = rustix::system::uname();
+    let name = uname.nodename().to_string_lossy().into_owned();
     (!name.is_empty()).then_some(name)
 }
 

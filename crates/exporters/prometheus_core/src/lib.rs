@@ -26,6 +26,8 @@
 //! From Rust: [`PrometheusExporter::with_settings`], [`PrometheusExporter::record`] and
 //! [`PrometheusExporter::render`].
 
+#![forbid(unsafe_code)]
+
 mod agent;
 mod endpoint;
 mod error;

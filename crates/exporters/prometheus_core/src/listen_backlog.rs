@@ -10,7 +10,6 @@
 
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
 
 /// The listen backlog asked for (the kernel caps it at
 /// `/proc/sys/net/core/somaxconn`, 4096 by default).
@@ -19,13 +18,7 @@ pub(crate) const LISTEN_BACKLOG: i32 = 1024;
 /// Sets `listener`'s backlog to [`LISTEN_BACKLOG`]: calling `listen` again on
 /// a listening socket changes its backlog (Linux and the BSDs).
 pub(crate) fn deepen(listener: &TcpListener) -> io::Result<()> {
-    // SAFETY: the descriptor is open for the duration of the call (borrowed
-    // from `listener`); listen reads its two integer arguments only.
-    let rc = unsafe { libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    rustix::net::listen(listener, LISTEN_BACKLOG).map_err(io::Error::from)
 }
 
 #[cfg(test)]

@@ -767,7 +767,7 @@ fn write_out(stream: &mut TcpStream, out: &mut Outgoing) -> io::Result<bool> {
             // std's TcpStream::write sends with MSG_NOSIGNAL.
             stream.write(&slices[0])
         } else {
-            socket_send::send_vectored(stream, &slices[..n])
+            socket_send::send_vectored(&*stream, &slices[..n])
         };
         match result {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),

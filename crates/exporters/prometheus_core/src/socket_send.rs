@@ -7,28 +7,21 @@
 //! the signal. [`send_vectored`] is the vectored send with `MSG_NOSIGNAL`.
 
 use std::io::{self, IoSlice};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
+
+use rustix::net::{SendAncillaryBuffer, SendFlags};
 
 /// Sends as much of `bufs`, in order, as the socket takes, in one `sendmsg`
 /// with `MSG_NOSIGNAL`: a reset connection is an `EPIPE` error, never a signal.
 /// Returns the number of bytes sent.
-pub(crate) fn send_vectored(socket: &impl AsRawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-    // SAFETY: msghdr is plain data (pointers and integers); all zeroes is a
-    // message with no address, no control data and no buffers.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    // `IoSlice` is guaranteed to be ABI-compatible with `iovec` on Unix;
-    // sendmsg only reads through the pointer.
-    message.msg_iov = bufs.as_ptr().cast_mut().cast::<libc::iovec>();
-    message.msg_iovlen = bufs.len() as _;
-    // SAFETY: the descriptor is open for the duration of the call (the caller
-    // holds the socket), and `message` points at `bufs.len()` valid iovecs
-    // that outlive the call; sendmsg does not keep any pointer.
-    let sent = unsafe { libc::sendmsg(socket.as_raw_fd(), &message, libc::MSG_NOSIGNAL) };
-    if sent < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(sent as usize)
-    }
+pub(crate) fn send_vectored(socket: impl AsFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    rustix::net::sendmsg(
+        socket,
+        bufs,
+        &mut SendAncillaryBuffer::default(),
+        SendFlags::NOSIGNAL,
+    )
+    .map_err(io::Error::from)
 }
 
 #[cfg(test)]

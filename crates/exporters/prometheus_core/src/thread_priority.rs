@@ -15,14 +15,8 @@ pub(crate) const SERVER_NICE: i32 = 19;
 pub(crate) fn lower_current_thread() -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: gettid takes no arguments and cannot fail.
-        let tid = unsafe { libc::gettid() };
-        // SAFETY: setpriority reads its three integer arguments only; on Linux,
-        // PRIO_PROCESS with a thread id changes that thread alone.
-        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, SERVER_NICE) };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        // On Linux, PRIO_PROCESS with a thread id changes that thread alone.
+        rustix::process::setpriority_process(Some(rustix::thread::gettid()), SERVER_NICE)?;
     }
     Ok(())
 }

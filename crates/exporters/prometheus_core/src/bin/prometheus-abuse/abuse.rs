@@ -118,8 +118,7 @@ impl Server {
                 .unwrap_or(0)
         };
         // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
-        // SAFETY: sysconf reads one integer argument.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let hz = rustix::param::clock_ticks_per_second().max(1) as f64;
         (ticks(11) + ticks(12)) as f64 / hz
     }
 
@@ -403,11 +402,8 @@ impl Abuse {
 }
 
 fn lower_priority() {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    let tid = unsafe { libc::gettid() };
-    // SAFETY: setpriority reads its three integer arguments; with a thread id
-    // it changes that thread alone on Linux.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+    // With a thread id it changes that thread alone on Linux; best effort.
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
 }
 
 fn run(kind: Kind, addr: SocketAddr, intensity: Intensity, stop: &AtomicBool) -> Tally {
@@ -622,22 +618,8 @@ fn vanish(addr: SocketAddr, request: &[u8], round: u64) -> Result<(), String> {
 
 /// Makes closing `stream` send a reset rather than a FIN.
 pub fn reset_on_close(stream: &TcpStream) {
-    use std::os::fd::AsRawFd;
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: the descriptor is open (borrowed from `stream`); the option value
-    // points to a live `linger` of the size passed.
-    unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
+    // Best effort: without it the close is an orderly one, still a vanishing client.
+    let _ = rustix::net::sockopt::set_socket_linger(stream, Some(Duration::ZERO));
 }
 
 /// Whether the server has closed `stream` (non-blocking): EOF or an error.

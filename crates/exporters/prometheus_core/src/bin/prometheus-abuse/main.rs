@@ -23,6 +23,8 @@
 //! RSS peak exceeds the stated bound, or the descriptors do not return to
 //! their baseline after the abusers leave.
 
+#![forbid(unsafe_code)]
+
 mod abuse;
 
 use std::process::ExitCode;
