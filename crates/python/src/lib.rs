@@ -5,12 +5,14 @@
 //!   [`nixl_telemetry::ring::RingReader`], with the results of `telemetry_reader --json`;
 //! * [`processing`]: `MetricProcessor` over [`nixl_telemetry_processor`], and the
 //!   reference's helper functions for `nixl_telemetry.tao`;
+//! * [`floor`]: `_visit_records`, the benchmark's floor for `process_many`;
 //! * [`fork`]: a forked child's inherited telemetry records nothing.
 //!
 //! The Python side (`python/nixl_telemetry/`) adds `Category`, the `tao` drop-in and
 //! the type stubs; `docs/python.md` describes the package.
 
 pub mod errors;
+pub mod floor;
 pub mod fork;
 pub mod processing;
 pub mod reading;
@@ -31,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reading::Trailer>()?;
     m.add_class::<processing::MetricProcessor>()?;
     m.add_function(wrap_pyfunction!(reading::read_ring, m)?)?;
+    m.add_function(wrap_pyfunction!(floor::_visit_records, m)?)?;
     m.add_function(wrap_pyfunction!(processing::extract_telemetry_data, m)?)?;
     m.add_function(wrap_pyfunction!(processing::sanitize_field_value, m)?)?;
     m.add_function(wrap_pyfunction!(processing::create_gpu_identifier, m)?)?;

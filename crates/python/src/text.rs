@@ -47,7 +47,7 @@ fn as_utf8_and_size(py: Python<'_>) -> Option<AsUtf8AndSize> {
 /// The returned slice points into the string object: it is valid, and never
 /// changes, for as long as the object lives (`str` objects are immutable, and
 /// the cached form is freed only with the object).
-fn cached_utf8<'a>(value: &'a Bound<'_, PyString>) -> Option<PyResult<&'a str>> {
+pub(crate) fn cached_utf8<'a>(value: &'a Bound<'_, PyString>) -> Option<PyResult<&'a str>> {
     let function = as_utf8_and_size(value.py())?;
     let mut size: ffi::Py_ssize_t = 0;
     // SAFETY: `value` is a live `str` (the GIL is held through `Bound`); the

@@ -261,3 +261,18 @@ def test_process_many_text_of_every_kind():
     a = MetricProcessor().process_many({}, plain, {"now": now})
     b = MetricProcessor().process_many({}, (r for r in made), {"now": now})
     assert a == b and any("r_snet" in k for k in a), sorted(a)
+
+
+def test_datetimes_of_every_kind_are_read_exactly():
+    """`now` is read from a plain datetime's pickle state, and field by field
+    (or through isoformat) from subclasses and aware datetimes: all agree."""
+    class Stamped(datetime):
+        pass
+
+    plain = [datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999),
+             datetime(2025, 1, 13, 3, 32, 21, 166259), datetime(2024, 2, 29, 0, 0, 0, 1),
+             datetime(2025, 11, 2, 1, 30, fold=1)]
+    for now in plain + [Stamped(2025, 6, 1, 12, 0, 0, 5),
+                        datetime(2025, 6, 1, 12, tzinfo=timezone(timedelta(hours=-3)))]:
+        m = MetricProcessor().process_many({}, [({}, now)])
+        assert m["last_updated"] == now.isoformat(), now
