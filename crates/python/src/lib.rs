@@ -1,7 +1,8 @@
 //! `nixl_telemetry._native`: the Rust side of the `nixl_telemetry` Python package.
 //!
 //! * [`recording`]: `Telemetry` and `EventHandle` over [`nixl_telemetry::Telemetry`];
-//! * [`reading`]: `read_ring`, `Ring`, `Event`, `Trailer` over
+//! * [`event`]: `Event`, one event read from a ring (a type cheap to make);
+//! * [`reading`]: `read_ring`, `Ring`, `Trailer` over
 //!   [`nixl_telemetry::ring::RingReader`], with the results of `telemetry_reader --json`;
 //! * [`processing`]: `MetricProcessor` over [`nixl_telemetry_processor`], and the
 //!   reference's helper functions for `nixl_telemetry.tao`;
@@ -12,6 +13,7 @@
 //! the type stubs; `docs/python.md` describes the package.
 
 pub mod errors;
+pub mod event;
 pub mod floor;
 pub mod fork;
 pub mod processing;
@@ -28,7 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fork::install();
     m.add_class::<recording::Telemetry>()?;
     m.add_class::<recording::EventHandle>()?;
-    m.add_class::<reading::Event>()?;
+    m.add("Event", event::event_type(py)?)?;
     m.add_class::<reading::Ring>()?;
     m.add_class::<reading::Trailer>()?;
     m.add_class::<processing::MetricProcessor>()?;

@@ -199,6 +199,39 @@ def test_event_values():
     assert none.as_dict()["timestamp_us"] is None and "None" in repr(none)
 
 
+def test_event_type_contract():
+    """Event is a small immutable, unhashable, final type: keyword arguments,
+    clear errors, equality with agent, nothing leaked."""
+    e = Event(timestamp_us=5, category=1, name="x", value=2**64 - 1, agent="ag")
+    assert (e.timestamp_us, e.category, e.name, e.value, e.agent) == (5, Category(1), "x",
+                                                                    2**64 - 1, "ag")
+    assert e == Event(5, 1, "x", 2**64 - 1, "ag") and e != Event(5, 1, "x", 2**64 - 1)
+    assert e != (5, 1, "x", 2**64 - 1) and not (e == "x")
+    assert repr(e).endswith("agent='ag')") and e.as_dict()["agent"] == "ag"
+    assert Event(1, 99, "n", 0).category == 99 and "UNKNOWN_CATEGORY_99" in repr(Event(1, 99, "n", 0))
+    for call, error, needle in [
+        (lambda: Event(1, 2, "n"), TypeError, "value"),
+        (lambda: Event(1, 2, "n", 3, None, 6), TypeError, "at most 5"),
+        (lambda: Event(1, 2, "n", 3, bogus=1), TypeError, "bogus"),
+        (lambda: Event(1, 2, "n", 3, name="m"), TypeError, "multiple values"),
+        (lambda: Event(1, 2, 3, 4), TypeError, "str"),
+        (lambda: Event(1, 2, "n", -1), OverflowError, "negative"),
+        (lambda: hash(e), TypeError, "unhashable"),
+        (lambda: type("Sub", (Event,), {}), TypeError, "base type"),
+        (lambda: setattr(e, "value", 1), AttributeError, "value"),
+        (lambda: e < e, TypeError, "<"),
+    ]:
+        with pytest.raises(error, match=needle):
+            call()
+    name = "".join(["shared_", "name"])
+    before = sys.getrefcount(name)
+    made = [Event(i, 1, name, i, agent=name if i % 2 else None) for i in range(1000)]
+    assert sys.getrefcount(name) > before
+    assert all(m.name is name for m in made)
+    del made
+    assert sys.getrefcount(name) == before
+
+
 def test_producer_and_reader_in_two_processes(tmp_path):
     """A producer process records 20 000 events through a 1024-slot ring; this
     process consumes it meanwhile and gets every one, in order."""
