@@ -17,11 +17,11 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::reading::{category_object, category_text};
 
@@ -82,6 +82,73 @@ impl EventSource {
                 .into_any()
                 .unbind(),
         }))
+    }
+}
+
+/// A list of events filled in place: made at its expected length, each item
+/// stored once (no intermediate vector, no copy), cut to what was pushed at
+/// the end. Only `Event`s may be pushed (see `with_capacity`).
+pub struct EventList<'py> {
+    list: Bound<'py, PyList>,
+    capacity: usize,
+    len: usize,
+}
+
+impl<'py> EventList<'py> {
+    /// A list with room for `capacity` items.
+    pub fn with_capacity(py: Python<'py>, capacity: usize) -> PyResult<EventList<'py>> {
+        let size = ffi::Py_ssize_t::try_from(capacity)
+            .map_err(|_| PyOverflowError::new_err("too many events for one list"))?;
+        // SAFETY: the GIL is held; `PyList_New` returns a new list of `size` NULL
+        // items (which every list operation, deallocation included, accepts as
+        // holes until set), or NULL with an exception set.
+        let list = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyList_New(size)) }?;
+        // SAFETY: a new list is tracked by the garbage collector; untracking it
+        // keeps it, with its NULL holes, out of reach of Python code (a `gc`
+        // callback walking `gc.get_objects()`) until `finish` has filled or cut
+        // them. Meanwhile it holds only `Event`s, which hold no cycles.
+        unsafe { ffi::PyObject_GC_UnTrack(list.as_ptr().cast()) };
+        Ok(EventList {
+            list: list.cast_into::<PyList>()?,
+            capacity,
+            len: 0,
+        })
+    }
+
+    /// Stores `item` (an `Event`) in the next place, or appends it once the
+    /// list is full.
+    pub fn push(&mut self, item: Bound<'py, PyAny>) -> PyResult<()> {
+        debug_assert!(EventFields::of(&item).is_some());
+        if self.len == self.capacity {
+            self.list.append(item)?;
+        } else {
+            // SAFETY: `len < capacity`: a place of the list (still NULL); the
+            // list takes over the reference `into_ptr` gives up, and returns 0.
+            unsafe {
+                ffi::PyList_SetItem(
+                    self.list.as_ptr(),
+                    self.len as ffi::Py_ssize_t,
+                    item.into_ptr(),
+                );
+            }
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The list, without the places nothing was pushed to.
+    pub fn finish(self) -> PyResult<Bound<'py, PyList>> {
+        if self.len < self.capacity {
+            self.list.del_slice(self.len, self.capacity)?;
+        }
+        // SAFETY: the list has no holes left; it is tracked again (as every list
+        // is) before Python code can see it. (A list never untracks itself.)
+        unsafe {
+            if ffi::PyObject_GC_IsTracked(self.list.as_ptr()) == 0 {
+                ffi::PyObject_GC_Track(self.list.as_ptr().cast());
+            }
+        }
+        Ok(self.list)
     }
 }
 

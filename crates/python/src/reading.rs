@@ -28,7 +28,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::errors::RingError;
-use crate::event::{event_type, new_event, EventSource};
+use crate::event::{event_type, new_event, EventList, EventSource};
 
 /// Events taken from a ring file at a time.
 const BATCH_EVENTS: usize = 8192;
@@ -232,6 +232,14 @@ impl SourceCache {
     }
 }
 
+/// Whether a name field holds its NUL terminator (a malformed slot has none):
+/// a comparison the compiler does for all 32 bytes at once, where
+/// `<[u8]>::contains` calls `memchr`.
+#[inline]
+fn name_is_terminated(name: &[u8; EVENT_NAME_CAPACITY]) -> bool {
+    name.iter().fold(false, |found, &b| found | (b == 0))
+}
+
 /// One open ring file.
 struct OneRing {
     reader: Option<RingReader>,
@@ -303,7 +311,7 @@ impl OneRing {
         };
         let n = reader.read_records(batch, want)?;
         let read = batch.len();
-        batch.retain(RingRecord::name_is_terminated);
+        batch.retain(|r| name_is_terminated(&r.name));
         self.events_read += batch.len() as u64;
         self.malformed += (read - batch.len()) as u64;
         Ok(n)
@@ -513,23 +521,23 @@ impl Ring {
             .collect();
         let kind = event_type(py)?;
         let mut sources = SourceCache::default();
-        let mut objects = Vec::with_capacity(expected_events(&plan, max));
+        let mut events = EventList::with_capacity(py, expected_events(&plan, max))?;
         self.read_planned(py, &plan, max, |batch, ring| {
             let agent = agents[ring].as_ref().map(|a| a.bind(py));
             for record in batch {
                 let source = sources.get(py, &record.name, ring, agent)?;
-                objects.push(new_event(
+                events.push(new_event(
                     py,
                     kind,
                     source,
                     record.timestamp_us,
                     record.category,
                     record.value,
-                )?);
+                )?)?;
             }
             Ok(())
         })?;
-        PyList::new(py, objects)
+        events.finish()
     }
 
     /// Reads into columns: `array.array`s of the numbers, lists of the names

@@ -2,6 +2,7 @@
 own files, on ours, on directories and on hostile files; a producer and a reader
 in two Python processes."""
 
+import gc
 import json
 import os
 import shutil
@@ -155,6 +156,8 @@ def test_malformed_slots_are_skipped_and_counted(tmp_path, telemetry_reader):
     r = Ring(ring, peek=True)
     events = r.read()
     assert len(events) == 4 and r.malformed == 1
+    # The list was made for 5 events and cut to 4; it is a whole, tracked list.
+    assert gc.is_tracked(events) and all(isinstance(e, Event) for e in events)
     out = subprocess.run([telemetry_reader, "--once", "--peek", "--json", str(ring)],
                          capture_output=True, text=True)
     assert [e.as_dict() for e in events] == [json.loads(x) for x in out.stdout.splitlines()]
