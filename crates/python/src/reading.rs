@@ -30,8 +30,11 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use crate::errors::RingError;
 use crate::event::{event_type, new_event, EventList, EventSource};
 
-/// Events taken from a ring file at a time.
-const BATCH_EVENTS: usize = 8192;
+/// Events taken from a ring file at a time: 2,048 keeps the slot bytes read
+/// (115 KB) and their records (147 KB) in the L2 cache and below the
+/// allocator's mmap threshold, where 8,192 fetched fresh pages on every call
+/// (a full ring: 3.06 ms against 3.70 ms with `Event`s, docs/PERFORMANCE.md).
+const BATCH_EVENTS: usize = 2048;
 
 static CATEGORY_MEMBERS: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
 
