@@ -6,12 +6,14 @@
 //!   [`nixl_telemetry::ring::RingReader`], with the results of `telemetry_reader --json`;
 //! * [`processing`]: `MetricProcessor` over [`nixl_telemetry_processor`], and the
 //!   reference's helper functions for `nixl_telemetry.tao`;
+//! * [`datetime_state`]: a plain naive `datetime` read in place (layout checked once);
 //! * [`floor`]: `_visit_records`, the benchmark's floor for `process_many`;
 //! * [`fork`]: a forked child's inherited telemetry records nothing.
 //!
 //! The Python side (`python/nixl_telemetry/`) adds `Category`, the `tao` drop-in and
 //! the type stubs; `docs/python.md` describes the package.
 
+pub mod datetime_state;
 pub mod errors;
 pub mod event;
 pub mod floor;

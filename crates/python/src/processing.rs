@@ -17,8 +17,9 @@ use nixl_telemetry_processor::{
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
+use crate::datetime_state::naive_state;
 use crate::errors::ProcessingError;
 use crate::text::TextArena;
 
@@ -223,14 +224,10 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
             type_name(value)
         )));
     }
-    // A naive `datetime` itself (the usual case): its pickle state, 10 bytes
-    // (year high and low, month, day, hour, minute, second, microsecond in 3)
-    // in a 1-tuple (an aware one adds its tzinfo): one call instead of eight
-    // attribute reads. A subclass may override `__reduce__`: read as below.
-    if value.get_type().is(datetime.bind(py)) {
-        if let Some(t) = naive_from_reduce(value)? {
-            return Ok(t);
-        }
+    // A naive `datetime` itself (the usual case): its fields read in place,
+    // without a call (see `datetime_state`).
+    if let Some(t) = naive_state(value, datetime.bind(py)).and_then(timestamp_from_state) {
+        return Ok(t);
     }
     // A naive datetime: its fields, without formatting and parsing.
     if value.getattr(intern!(py, "tzinfo"))?.is_none() {
@@ -256,42 +253,24 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
     Timestamp::parse_iso(&text).map_err(|e| processing_error(format!("{what}: {e}")))
 }
 
-/// A naive `datetime.datetime` (exactly that type) from its pickle state;
-/// `None` when the state is not the naive 10-byte form.
-fn naive_from_reduce(value: &Bound<'_, PyAny>) -> PyResult<Option<Timestamp>> {
-    let reduced = value.call_method0(intern!(value.py(), "__reduce__"))?;
-    let Ok(reduced) = reduced.cast::<PyTuple>() else {
-        return Ok(None);
-    };
-    let Ok(args) = reduced.get_item(1)?.cast_into::<PyTuple>() else {
-        return Ok(None);
-    };
-    if args.len() != 1 {
-        return Ok(None); // aware: (state, tzinfo)
-    }
-    let state = args.get_item(0)?;
-    let Ok(state) = state.cast::<PyBytes>() else {
-        return Ok(None);
-    };
-    let &[y_hi, y_lo, month, day, hour, minute, second, u0, u1, u2] = state.as_bytes() else {
-        return Ok(None);
-    };
+/// A naive timestamp from a datetime's ten state bytes (year high and low,
+/// month, day, hour, minute, second, microsecond in three); `None` if they
+/// name no valid date and time.
+fn timestamp_from_state(state: [u8; 10]) -> Option<Timestamp> {
+    let [y_hi, y_lo, month, day, hour, minute, second, u0, u1, u2] = state;
     let date = chrono::NaiveDate::from_ymd_opt(
         i32::from(y_hi) * 256 + i32::from(y_lo),
         u32::from(month),
         u32::from(day),
-    );
+    )?;
     let micro = (u32::from(u0) << 16) | (u32::from(u1) << 8) | u32::from(u2);
     let time = chrono::NaiveTime::from_hms_micro_opt(
         u32::from(hour),
         u32::from(minute),
         u32::from(second),
         micro,
-    );
-    Ok(match (date, time) {
-        (Some(date), Some(time)) => Some(Timestamp::from_naive(date.and_time(time))),
-        _ => None,
-    })
+    )?;
+    Some(Timestamp::from_naive(date.and_time(time)))
 }
 
 /// The context dict (or None): `now` and `old_now`, both optional datetimes.
