@@ -38,18 +38,19 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
 /// Converts a Python value into a JSON value the processor reads: None, bool,
 /// int, float, str, list/tuple and dict (str keys) are accepted. Strings are
 /// borrowed through `arena` (no copy on Python 3.10+).
-pub fn to_json<'a>(
-    value: &Bound<'_, PyAny>,
+pub fn to_json<'a, 'py>(
+    value: Bound<'py, PyAny>,
     key: &str,
-    arena: &'a TextArena,
+    arena: &'a TextArena<'py>,
 ) -> PyResult<JsonValue<'a>> {
     // The exact types of JSON-like data first: a pointer comparison each.
     if value.is_none() {
         return Ok(JsonValue::Null);
     }
-    if let Ok(text) = value.cast_exact::<PyString>() {
-        return Ok(JsonValue::String(arena.text(text)?));
-    }
+    let value = match value.cast_into_exact::<PyString>() {
+        Ok(text) => return Ok(JsonValue::String(arena.text_of(text)?)),
+        Err(e) => e.into_inner(),
+    };
     if let Ok(b) = value.cast::<PyBool>() {
         return Ok(JsonValue::Bool(b.is_true()));
     }
@@ -95,14 +96,14 @@ pub fn to_json<'a>(
                 )));
             };
             let k = arena.text(k)?;
-            let v = to_json(&v, &k, arena)?;
+            let v = to_json(v, &k, arena)?;
             fields.push((k, v));
         }
         return Ok(JsonValue::Object(fields));
     }
     Err(processing_error(format!(
         "key `{key}`: expected a JSON value (None, bool, int, float, str, list or dict), found {}",
-        type_name(value)
+        type_name(&value)
     )))
 }
 
@@ -111,11 +112,11 @@ fn json_array<'a, 'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
     len: usize,
     key: &str,
-    arena: &'a TextArena,
+    arena: &'a TextArena<'py>,
 ) -> PyResult<JsonValue<'a>> {
     let mut out = Vec::with_capacity(len);
     for item in items {
-        out.push(to_json(&item, key, arena)?);
+        out.push(to_json(item, key, arena)?);
     }
     Ok(JsonValue::Array(out))
 }
@@ -123,7 +124,10 @@ fn json_array<'a, 'py>(
 /// A record: a dict whose str keys become members (other keys cannot name an
 /// attribute and are ignored, as the reference ignores them). Its strings are
 /// borrowed through `arena`.
-fn record_from<'a>(value: &Bound<'_, PyAny>, arena: &'a TextArena) -> PyResult<Record<'a>> {
+fn record_from<'a, 'py>(
+    value: &Bound<'py, PyAny>,
+    arena: &'a TextArena<'py>,
+) -> PyResult<Record<'a>> {
     let Ok(dict) = value.cast::<PyDict>() else {
         return Err(processing_error(format!(
             "the record must be a dict, found {}",
@@ -132,11 +136,11 @@ fn record_from<'a>(value: &Bound<'_, PyAny>, arena: &'a TextArena) -> PyResult<R
     };
     let mut fields = Vec::with_capacity(dict.len());
     for (k, v) in dict.iter() {
-        let Ok(k) = k.cast::<PyString>() else {
+        let Ok(k) = k.cast_into::<PyString>() else {
             continue;
         };
-        let k = arena.text(k)?;
-        let v = to_json(&v, &k, arena)?;
+        let k = arena.text_of(k)?;
+        let v = to_json(v, &k, arena)?;
         fields.push((k, v));
     }
     Ok(Record::from_fields(fields))
@@ -181,7 +185,7 @@ fn from_json(py: Python<'_>, value: &serde_json::Value) -> PyResult<Py<PyAny>> {
 fn json_of_python(value: &Bound<'_, PyAny>, key: &str) -> PyResult<serde_json::Value> {
     use serde_json::Value;
     let arena = TextArena::new();
-    Ok(match to_json(value, key, &arena)? {
+    Ok(match to_json(value.clone(), key, &arena)? {
         JsonValue::Null => Value::Null,
         other => convert_json(other),
     })

@@ -76,25 +76,30 @@ pub fn owned_text(value: &Bound<'_, PyString>) -> PyResult<String> {
 /// Strong references to the `str` objects whose text a batch borrows: each
 /// text [`TextArena::text`] lends stays valid until the arena is dropped.
 #[derive(Default)]
-pub struct TextArena {
-    keep: RefCell<Vec<Py<PyString>>>,
+pub struct TextArena<'py> {
+    keep: RefCell<Vec<Bound<'py, PyString>>>,
 }
 
-impl TextArena {
+impl<'py> TextArena<'py> {
     /// A new, empty arena.
-    pub fn new() -> TextArena {
+    pub fn new() -> TextArena<'py> {
         TextArena::default()
     }
 
     /// The text of `value`, borrowed from the string object (kept alive by the
     /// arena) where the interpreter allows it (3.10+), else copied.
-    pub fn text<'a>(&'a self, value: &Bound<'_, PyString>) -> PyResult<Cow<'a, str>> {
-        let Some(text) = cached_utf8(value) else {
+    pub fn text<'a>(&'a self, value: &Bound<'py, PyString>) -> PyResult<Cow<'a, str>> {
+        self.text_of(value.clone())
+    }
+
+    /// As [`TextArena::text`], keeping the reference given (no new one taken).
+    pub fn text_of<'a>(&'a self, value: Bound<'py, PyString>) -> PyResult<Cow<'a, str>> {
+        let Some(text) = cached_utf8(&value) else {
             return value.extract::<String>().map(Cow::Owned);
         };
         let text = text?;
         let (data, len) = (text.as_ptr(), text.len());
-        self.keep.borrow_mut().push(value.clone().unbind());
+        self.keep.borrow_mut().push(value);
         // SAFETY: the bytes belong to the string object (not to `keep`, whose
         // growth moves only the references), which `keep` holds alive and
         // unchanged until the arena, outliving `'a`, is dropped; they are valid
