@@ -276,3 +276,16 @@ def test_datetimes_of_every_kind_are_read_exactly():
                         datetime(2025, 6, 1, 12, tzinfo=timezone(timedelta(hours=-3)))]:
         m = MetricProcessor().process_many({}, [({}, now)])
         assert m["last_updated"] == now.isoformat(), now
+
+
+def test_the_benchmarks_floor_reads_every_field():
+    """_visit_records (bench_python.py's floor) reads each str key, each value,
+    and each element of a list or tuple value; it converts and keeps nothing."""
+    from nixl_telemetry import _native
+
+    now = datetime(2025, 1, 1)
+    records = [({"a": "x", "b": [1, "y"], 3: None}, now), {"c": 1.5, "d": ("p", True)}]
+    # a, "x", b, [1, "y"] (the list and its two items), None; c, 1.5, d, ("p", True)
+    assert _native._visit_records(records) == 1 + 1 + 1 + 3 + 1 + 1 + 1 + 1 + 3
+    assert _native._visit_records([]) == 0
+    assert _native._visit_records(iter([{"k": 1 << 80}])) == 2
