@@ -323,10 +323,12 @@ fn construct<'py>(
 
 /// Runs a slot's safe body: an error is raised (NULL returned), a panic becomes
 /// a `RuntimeError` instead of unwinding into the interpreter. The interpreter
-/// calls slots with the thread attached; `Python::attach` tells PyO3 so (it
-/// then releases references at once instead of deferring them).
+/// calls slots with the thread attached; `Python::try_attach` tells PyO3 so (it
+/// then releases references at once instead of deferring them). It declines
+/// only while the interpreter finalizes (a `repr` from a late `__del__`): the
+/// body then runs on the thread's existing attachment all the same.
 fn slot_call(body: impl FnOnce(Python<'_>) -> PyResult<*mut ffi::PyObject>) -> *mut ffi::PyObject {
-    Python::attach(|py| {
+    let run = |py: Python<'_>| {
         let result = catch_unwind(AssertUnwindSafe(|| body(py))).unwrap_or_else(|_| {
             Err(PyRuntimeError::new_err(
                 "nixl_telemetry: internal error (a panic) in Event; please report it",
@@ -339,7 +341,17 @@ fn slot_call(body: impl FnOnce(Python<'_>) -> PyResult<*mut ffi::PyObject>) -> *
                 ptr::null_mut()
             }
         }
-    })
+    };
+    let mut run = Some(run);
+    let attached = Python::try_attach(|py| run.take().map(|run| run(py)));
+    match (attached.flatten(), run) {
+        (Some(object), _) => object,
+        // SAFETY: slot functions are called by the interpreter on a thread
+        // that holds the GIL; PyO3 declined to record that only because the
+        // interpreter is finalizing.
+        (None, Some(run)) => run(unsafe { Python::assume_attached() }),
+        (None, None) => ptr::null_mut(),
+    }
 }
 
 /// Runs `body` over the fields of `slf`, an `Event` (slot functions of the type
