@@ -1,16 +1,22 @@
 //! `nixl_telemetry._native`: the Rust side of the `nixl_telemetry` Python package.
 //!
 //! * [`recording`]: `Telemetry` and `EventHandle` over [`nixl_telemetry::Telemetry`];
-//! * [`reading`]: `read_ring`, `Ring`, `Event`, `Trailer` over
+//! * [`event`]: `Event`, one event read from a ring (a type cheap to make);
+//! * [`reading`]: `read_ring`, `Ring`, `Trailer` over
 //!   [`nixl_telemetry::ring::RingReader`], with the results of `telemetry_reader --json`;
 //! * [`processing`]: `MetricProcessor` over [`nixl_telemetry_processor`], and the
 //!   reference's helper functions for `nixl_telemetry.tao`;
+//! * [`datetime_state`]: a plain naive `datetime` read in place (layout checked once);
+//! * [`floor`]: `_visit_records`, the benchmark's floor for `process_many`;
 //! * [`fork`]: a forked child's inherited telemetry records nothing.
 //!
 //! The Python side (`python/nixl_telemetry/`) adds `Category`, the `tao` drop-in and
 //! the type stubs; `docs/python.md` describes the package.
 
+pub mod datetime_state;
 pub mod errors;
+pub mod event;
+pub mod floor;
 pub mod fork;
 pub mod processing;
 pub mod reading;
@@ -26,11 +32,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fork::install();
     m.add_class::<recording::Telemetry>()?;
     m.add_class::<recording::EventHandle>()?;
-    m.add_class::<reading::Event>()?;
+    m.add("Event", event::event_type(py)?)?;
     m.add_class::<reading::Ring>()?;
     m.add_class::<reading::Trailer>()?;
     m.add_class::<processing::MetricProcessor>()?;
     m.add_function(wrap_pyfunction!(reading::read_ring, m)?)?;
+    m.add_function(wrap_pyfunction!(floor::_visit_records, m)?)?;
     m.add_function(wrap_pyfunction!(processing::extract_telemetry_data, m)?)?;
     m.add_function(wrap_pyfunction!(processing::sanitize_field_value, m)?)?;
     m.add_function(wrap_pyfunction!(processing::create_gpu_identifier, m)?)?;

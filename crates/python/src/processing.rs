@@ -5,7 +5,6 @@
 //! record(s) in Rust, and writes back only the keys whose values changed. Any
 //! error leaves the dict exactly as it was.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,8 +19,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
+use crate::datetime_state::naive_state;
 use crate::errors::ProcessingError;
-use crate::text::owned_text;
+use crate::text::TextArena;
 
 fn processing_error(message: impl Into<String>) -> PyErr {
     ProcessingError::new_err(message.into())
@@ -36,13 +36,26 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
 }
 
 /// Converts a Python value into a JSON value the processor reads: None, bool,
-/// int, float, str, list/tuple and dict (str keys) are accepted.
-pub fn to_json(value: &Bound<'_, PyAny>, key: &str) -> PyResult<JsonValue<'static>> {
+/// int, float, str, list/tuple and dict (str keys) are accepted. Strings are
+/// borrowed through `arena` (no copy on Python 3.10+).
+pub fn to_json<'a, 'py>(
+    value: Bound<'py, PyAny>,
+    key: &str,
+    arena: &'a TextArena<'py>,
+) -> PyResult<JsonValue<'a>> {
+    // The exact types of JSON-like data first: a pointer comparison each.
     if value.is_none() {
         return Ok(JsonValue::Null);
     }
+    let value = match value.cast_into_exact::<PyString>() {
+        Ok(text) => return Ok(JsonValue::String(arena.text_of(text)?)),
+        Err(e) => e.into_inner(),
+    };
     if let Ok(b) = value.cast::<PyBool>() {
         return Ok(JsonValue::Bool(b.is_true()));
+    }
+    if let Ok(list) = value.cast_exact::<PyList>() {
+        return json_array(list.iter(), list.len(), key, arena);
     }
     if value.is_instance_of::<PyInt>() {
         if let Ok(u) = value.extract::<u64>() {
@@ -65,45 +78,56 @@ pub fn to_json(value: &Bound<'_, PyAny>, key: &str) -> PyResult<JsonValue<'stati
         return Ok(JsonValue::Number(JsonNumber::Float(f)));
     }
     if let Ok(text) = value.cast::<PyString>() {
-        return Ok(JsonValue::String(Cow::Owned(owned_text(text)?)));
+        return Ok(JsonValue::String(arena.text(text)?));
     }
     if let Ok(list) = value.cast::<PyList>() {
-        let mut items = Vec::with_capacity(list.len());
-        for item in list.iter() {
-            items.push(to_json(&item, key)?);
-        }
-        return Ok(JsonValue::Array(items));
+        return json_array(list.iter(), list.len(), key, arena);
     }
     if let Ok(tuple) = value.cast::<PyTuple>() {
-        let mut items = Vec::with_capacity(tuple.len());
-        for item in tuple.iter() {
-            items.push(to_json(&item, key)?);
-        }
-        return Ok(JsonValue::Array(items));
+        return json_array(tuple.iter(), tuple.len(), key, arena);
     }
     if let Ok(dict) = value.cast::<PyDict>() {
         let mut fields = Vec::with_capacity(dict.len());
         for (k, v) in dict.iter() {
-            let Ok(k) = k.extract::<String>() else {
+            let Ok(k) = k.cast::<PyString>() else {
                 return Err(processing_error(format!(
                     "key `{key}`: an object key is {}; accepted: str keys",
                     type_name(&k)
                 )));
             };
-            let v = to_json(&v, &k)?;
-            fields.push((Cow::Owned(k), v));
+            let k = arena.text(k)?;
+            let v = to_json(v, &k, arena)?;
+            fields.push((k, v));
         }
         return Ok(JsonValue::Object(fields));
     }
     Err(processing_error(format!(
         "key `{key}`: expected a JSON value (None, bool, int, float, str, list or dict), found {}",
-        type_name(value)
+        type_name(&value)
     )))
 }
 
+/// A list's or tuple's items as a JSON array.
+fn json_array<'a, 'py>(
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    len: usize,
+    key: &str,
+    arena: &'a TextArena<'py>,
+) -> PyResult<JsonValue<'a>> {
+    let mut out = Vec::with_capacity(len);
+    for item in items {
+        out.push(to_json(item, key, arena)?);
+    }
+    Ok(JsonValue::Array(out))
+}
+
 /// A record: a dict whose str keys become members (other keys cannot name an
-/// attribute and are ignored, as the reference ignores them).
-fn record_from(value: &Bound<'_, PyAny>) -> PyResult<Record<'static>> {
+/// attribute and are ignored, as the reference ignores them). Its strings are
+/// borrowed through `arena`.
+fn record_from<'a, 'py>(
+    value: &Bound<'py, PyAny>,
+    arena: &'a TextArena<'py>,
+) -> PyResult<Record<'a>> {
     let Ok(dict) = value.cast::<PyDict>() else {
         return Err(processing_error(format!(
             "the record must be a dict, found {}",
@@ -112,12 +136,12 @@ fn record_from(value: &Bound<'_, PyAny>) -> PyResult<Record<'static>> {
     };
     let mut fields = Vec::with_capacity(dict.len());
     for (k, v) in dict.iter() {
-        let Ok(k) = k.cast::<PyString>() else {
+        let Ok(k) = k.cast_into::<PyString>() else {
             continue;
         };
-        let k = owned_text(k)?;
-        let v = to_json(&v, &k)?;
-        fields.push((Cow::Owned(k), v));
+        let k = arena.text_of(k)?;
+        let v = to_json(v, &k, arena)?;
+        fields.push((k, v));
     }
     Ok(Record::from_fields(fields))
 }
@@ -160,7 +184,8 @@ fn from_json(py: Python<'_>, value: &serde_json::Value) -> PyResult<Py<PyAny>> {
 
 fn json_of_python(value: &Bound<'_, PyAny>, key: &str) -> PyResult<serde_json::Value> {
     use serde_json::Value;
-    Ok(match to_json(value, key)? {
+    let arena = TextArena::new();
+    Ok(match to_json(value.clone(), key, &arena)? {
         JsonValue::Null => Value::Null,
         other => convert_json(other),
     })
@@ -203,7 +228,12 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
             type_name(value)
         )));
     }
-    // A naive datetime (the usual case): its fields, without formatting and parsing.
+    // A naive `datetime` itself (the usual case): its fields read in place,
+    // without a call (see `datetime_state`).
+    if let Some(t) = naive_state(value, datetime.bind(py)).and_then(timestamp_from_state) {
+        return Ok(t);
+    }
+    // A naive datetime: its fields, without formatting and parsing.
     if value.getattr(intern!(py, "tzinfo"))?.is_none() {
         let field =
             |name: &Bound<'_, PyString>| -> PyResult<u32> { value.getattr(name)?.extract() };
@@ -225,6 +255,26 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
     }
     let text: String = value.call_method0("isoformat")?.extract()?;
     Timestamp::parse_iso(&text).map_err(|e| processing_error(format!("{what}: {e}")))
+}
+
+/// A naive timestamp from a datetime's ten state bytes (year high and low,
+/// month, day, hour, minute, second, microsecond in three); `None` if they
+/// name no valid date and time.
+fn timestamp_from_state(state: [u8; 10]) -> Option<Timestamp> {
+    let [y_hi, y_lo, month, day, hour, minute, second, u0, u1, u2] = state;
+    let date = chrono::NaiveDate::from_ymd_opt(
+        i32::from(y_hi) * 256 + i32::from(y_lo),
+        u32::from(month),
+        u32::from(day),
+    )?;
+    let micro = (u32::from(u0) << 16) | (u32::from(u1) << 8) | u32::from(u2);
+    let time = chrono::NaiveTime::from_hms_micro_opt(
+        u32::from(hour),
+        u32::from(minute),
+        u32::from(second),
+        micro,
+    )?;
+    Some(Timestamp::from_naive(date.and_time(time)))
 }
 
 /// The context dict (or None): `now` and `old_now`, both optional datetimes.
@@ -254,11 +304,16 @@ fn context_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Context> {
 struct Loaded {
     metrics: Metrics,
     foreign: HashSet<String>,
+    /// The key object of each of the map's slots (`Metrics::values_by_slot`):
+    /// the dict's own for keys read from it, one made once for a key a batch
+    /// created.
+    keys: Vec<Py<PyString>>,
 }
 
 fn load_metrics(dict: &Bound<'_, PyDict>) -> PyResult<Loaded> {
     let mut metrics = Metrics::new();
     let mut foreign = HashSet::new();
+    let mut keys = Vec::new();
     for (k, v) in dict.iter() {
         let Ok(key) = k.extract::<String>() else {
             continue;
@@ -282,6 +337,8 @@ fn load_metrics(dict: &Bound<'_, PyDict>) -> PyResult<Loaded> {
                     metrics
                         .insert(&key, n)
                         .map_err(|e| processing_error(format!("metrics key `{key}`: {e}")))?;
+                    // Dict keys are distinct: each insert made a new slot.
+                    keys.push(k.cast_into::<PyString>()?.unbind());
                 }
                 Err(_) => {
                     return Err(processing_error(format!(
@@ -294,7 +351,11 @@ fn load_metrics(dict: &Bound<'_, PyDict>) -> PyResult<Loaded> {
             foreign.insert(key);
         }
     }
-    Ok(Loaded { metrics, foreign })
+    Ok(Loaded {
+        metrics,
+        foreign,
+        keys,
+    })
 }
 
 /// Writes the values that differ from `before` into the dict; `last_updated`
@@ -325,6 +386,45 @@ fn store_metrics(
         if let Some(text) = after.last_updated() {
             dict.set_item(LAST_UPDATED, text.as_ref())?;
         }
+    }
+    Ok(())
+}
+
+/// Writes a batch's changes into the dict: the slots whose value differs from
+/// `before` (the values by slot when the batch began), the slots the batch
+/// created, and `last_updated`. Nothing is written if a created key holds a
+/// non-int value in the dict.
+fn store_batch(dict: &Bound<'_, PyDict>, before: &[i64], loaded: &mut Loaded) -> PyResult<()> {
+    let py = dict.py();
+    let after = loaded.metrics.values_by_slot();
+    if after.len() > loaded.keys.len() {
+        let mut created: Vec<(usize, &str)> =
+            loaded.metrics.keys_from_slot(loaded.keys.len()).collect();
+        created.sort_unstable_by_key(|&(slot, _)| slot);
+        if let Some((_, key)) = created.iter().find(|(_, k)| loaded.foreign.contains(*k)) {
+            return Err(processing_error(format!(
+                "metrics key `{key}`: a built-in builder writes it, but the dict holds a \
+                 non-int value there; expected an int"
+            )));
+        }
+        for (slot, key) in created {
+            if slot != loaded.keys.len() {
+                return Err(processing_error(format!(
+                    "internal error: metrics slot {slot} of `{key}` is not the next one \
+                     ({}); the dict is unchanged",
+                    loaded.keys.len()
+                )));
+            }
+            loaded.keys.push(PyString::new(py, key).unbind());
+        }
+    }
+    for (slot, (&value, key)) in after.iter().zip(&loaded.keys).enumerate() {
+        if before.get(slot) != Some(&value) {
+            dict.set_item(key.bind(py), value)?;
+        }
+    }
+    if let Some(text) = loaded.metrics.last_updated() {
+        dict.set_item(intern!(py, "last_updated"), text.as_ref())?;
     }
     Ok(())
 }
@@ -564,25 +664,17 @@ impl ThreadState {
         metrics: &Bound<'_, PyDict>,
         batch: &[(Record<'_>, Context)],
     ) -> PyResult<()> {
-        let Loaded {
-            metrics: mut map,
-            foreign,
-        } = self.take_map(metrics)?;
-        let before = map.clone();
+        let mut loaded = self.take_map(metrics)?;
+        let before = loaded.metrics.values_by_slot().to_vec();
         for (index, (record, context)) in batch.iter().enumerate() {
-            if let Err(e) = self.inner.process(&mut map, record, context) {
+            if let Err(e) = self.inner.process(&mut loaded.metrics, record, context) {
                 // The map is dropped: the next call reads the dict anew.
                 return Err(processing_error(format!("record #{index}: {e}")));
             }
         }
-        store_metrics(metrics, &before, &map, &foreign, true)?;
-        self.keep_map(
-            metrics,
-            Loaded {
-                metrics: map,
-                foreign,
-            },
-        )
+        // On an error here too the map is dropped, and the dict is unchanged.
+        store_batch(metrics, &before, &mut loaded)?;
+        self.keep_map(metrics, loaded)
     }
 }
 
@@ -633,7 +725,8 @@ impl MetricProcessor {
         context: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let context = context_of(context)?;
-        let record = record_from(record)?;
+        let arena = TextArena::new();
+        let record = record_from(record, &arena)?;
         self.with_state(|state| state.apply_single(&metrics, &record, context, true))?;
         Ok(metrics)
     }
@@ -649,6 +742,7 @@ impl MetricProcessor {
         context: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let shared = context_of(context)?;
+        let arena = TextArena::new();
         let mut batch = Vec::new();
         for (index, item) in records.try_iter()?.enumerate() {
             let item = item?;
@@ -664,7 +758,7 @@ impl MetricProcessor {
                         pair.len()
                     )));
                 }
-                let record = record_from(&pair.get_item(0)?).map_err(at)?;
+                let record = record_from(&pair.get_item(0)?, &arena).map_err(at)?;
                 let ctx = pair.get_item(1)?;
                 let ctx = if ctx.is_instance_of::<PyDict>() || ctx.is_none() {
                     context_of(Some(&ctx)).map_err(at)?
@@ -676,7 +770,7 @@ impl MetricProcessor {
                 };
                 batch.push((record, ctx));
             } else {
-                batch.push((record_from(&item).map_err(at)?, shared));
+                batch.push((record_from(&item, &arena).map_err(at)?, shared));
             }
         }
         self.with_state(|state| state.apply_batch(&metrics, &batch))?;
@@ -709,12 +803,13 @@ impl MetricProcessor {
             now: Some(timestamp_of(now, "context['now']")?),
             old_now: Some(timestamp_of(old_now, "context['old_now']")?),
         };
-        let record = record_from(record)?;
+        let arena = TextArena::new();
+        let record = record_from(record, &arena)?;
         self.with_state(|state| state.apply_single(&metrics, &record, context, false))?;
         if !want_data {
             return Ok(py.None());
         }
-        let record = record_from(record_object)?;
+        let record = record_from(record_object, &arena)?;
         let data = nixl_telemetry_processor::extract_telemetry_data(&self.recipe.registry, &record)
             .map_err(|e| processing_error(e.to_string()))?;
         from_json(py, &data.to_json())
@@ -729,7 +824,8 @@ impl MetricProcessor {
 /// `extract_telemetry_data`; values that do not fit their type are an error).
 #[pyfunction]
 pub fn extract_telemetry_data(py: Python<'_>, raw_data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let record = record_from(raw_data)?;
+    let arena = TextArena::new();
+    let record = record_from(raw_data, &arena)?;
     let registry = AttributeRegistry::default();
     let data = nixl_telemetry_processor::extract_telemetry_data(&registry, &record)
         .map_err(|e| processing_error(e.to_string()))?;

@@ -205,3 +205,87 @@ def test_one_processor_from_many_threads():
         th.join()
     assert errors == []
     assert all(r == expected("default") for r in results)
+
+
+def test_process_many_sees_caller_changes_between_batches():
+    """A processor keeps its map between batches of one dict; every change the
+    caller makes in between (a value, a removed key, a new non-int value under a
+    key a builder writes) is seen, as a fresh processor would see it."""
+    items = corpus()
+    first, second, third = items[:100], items[100:200], items[200:]
+
+    def both(change, batch):
+        kept = MetricProcessor()
+        ours = {}
+        kept.process_many(ours, first)
+        reference = dict(ours)
+        change(ours)
+        change(reference)
+        kept.process_many(ours, batch)
+        fresh = MetricProcessor()
+        fresh.process_many(reference, batch)
+        assert ours == reference
+
+    key = "total_action_train_pass"
+    both(lambda m: m.__setitem__(key, m.get(key, 0) + 1000), second)
+    both(lambda m: m.pop(key, None), second)
+    both(lambda m: m.__setitem__(key, True), third)  # bool: an int to the processor
+    both(lambda m: m.update({k: 0 for k in list(m) if k != "last_updated"}), third)
+    both(lambda m: m.pop("last_updated"), third)
+
+    kept, m = MetricProcessor(), {}
+    kept.process_many(m, first)
+    m["total_action_newaction_pass"] = "not an int"
+    before = dict(m)
+    with pytest.raises(ProcessingError, match="total_action_newaction_pass.*non-int"):
+        kept.process_many(m, [({"action": "newaction", "success": True}, first[-1][1])])
+    assert m == before and list(m) == list(before)
+    del m["total_action_newaction_pass"]
+    kept.process_many(m, [({"action": "newaction", "success": True}, first[-1][1])])
+    assert m["total_action_newaction_pass"] == 1
+
+
+def test_process_many_text_of_every_kind():
+    """Strings are read without copying where the interpreter allows: non-ASCII
+    text, str subclasses and strings made for the call only give the same
+    metrics as plain literals."""
+    class Tagged(str):
+        pass
+
+    now = datetime(2025, 5, 1, 8)
+    plain = [{"action": "tr\u00e4in", "network": "r\u00e9snet \u7f51", "gpu": ["H100 \U0001f680"],
+              "version": "6.0", "success": True}] * 3
+    made = [{Tagged("action"): Tagged("tr\u00e4in"), "network": "".join(["r\u00e9s", "net \u7f51"]),
+             "gpu": (Tagged("H100 \U0001f680"),), "version": str(6.0), "success": 1 == 1}
+            for _ in range(3)]
+    a = MetricProcessor().process_many({}, plain, {"now": now})
+    b = MetricProcessor().process_many({}, (r for r in made), {"now": now})
+    assert a == b and any("r_snet" in k for k in a), sorted(a)
+
+
+def test_datetimes_of_every_kind_are_read_exactly():
+    """`now` is read from a plain datetime's pickle state, and field by field
+    (or through isoformat) from subclasses and aware datetimes: all agree."""
+    class Stamped(datetime):
+        pass
+
+    plain = [datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999),
+             datetime(2025, 1, 13, 3, 32, 21, 166259), datetime(2024, 2, 29, 0, 0, 0, 1),
+             datetime(2025, 11, 2, 1, 30, fold=1)]
+    for now in plain + [Stamped(2025, 6, 1, 12, 0, 0, 5),
+                        datetime(2025, 6, 1, 12, tzinfo=timezone(timedelta(hours=-3)))]:
+        m = MetricProcessor().process_many({}, [({}, now)])
+        assert m["last_updated"] == now.isoformat(), now
+
+
+def test_the_benchmarks_floor_reads_every_field():
+    """_visit_records (bench_python.py's floor) reads each str key, each value,
+    and each element of a list or tuple value; it converts and keeps nothing."""
+    from nixl_telemetry import _native
+
+    now = datetime(2025, 1, 1)
+    records = [({"a": "x", "b": [1, "y"], 3: None}, now), {"c": 1.5, "d": ("p", True)}]
+    # a, "x", b, [1, "y"] (the list and its two items), None; c, 1.5, d, ("p", True)
+    assert _native._visit_records(records) == 1 + 1 + 1 + 3 + 1 + 1 + 1 + 1 + 3
+    assert _native._visit_records([]) == 0
+    assert _native._visit_records(iter([{"k": 1 << 80}])) == 2

@@ -2,6 +2,7 @@
 own files, on ours, on directories and on hostile files; a producer and a reader
 in two Python processes."""
 
+import gc
 import json
 import os
 import shutil
@@ -155,6 +156,8 @@ def test_malformed_slots_are_skipped_and_counted(tmp_path, telemetry_reader):
     r = Ring(ring, peek=True)
     events = r.read()
     assert len(events) == 4 and r.malformed == 1
+    # The list was made for 5 events and cut to 4; it is a whole, tracked list.
+    assert gc.is_tracked(events) and all(isinstance(e, Event) for e in events)
     out = subprocess.run([telemetry_reader, "--once", "--peek", "--json", str(ring)],
                          capture_output=True, text=True)
     assert [e.as_dict() for e in events] == [json.loads(x) for x in out.stdout.splitlines()]
@@ -197,6 +200,39 @@ def test_event_values():
     none = Event(None, None, "n", 2)
     assert none.timestamp_us is None and none.category is None and none.category_name is None
     assert none.as_dict()["timestamp_us"] is None and "None" in repr(none)
+
+
+def test_event_type_contract():
+    """Event is a small immutable, unhashable, final type: keyword arguments,
+    clear errors, equality with agent, nothing leaked."""
+    e = Event(timestamp_us=5, category=1, name="x", value=2**64 - 1, agent="ag")
+    assert (e.timestamp_us, e.category, e.name, e.value, e.agent) == (5, Category(1), "x",
+                                                                    2**64 - 1, "ag")
+    assert e == Event(5, 1, "x", 2**64 - 1, "ag") and e != Event(5, 1, "x", 2**64 - 1)
+    assert e != (5, 1, "x", 2**64 - 1) and not (e == "x")
+    assert repr(e).endswith("agent='ag')") and e.as_dict()["agent"] == "ag"
+    assert Event(1, 99, "n", 0).category == 99 and "UNKNOWN_CATEGORY_99" in repr(Event(1, 99, "n", 0))
+    for call, error, needle in [
+        (lambda: Event(1, 2, "n"), TypeError, "value"),
+        (lambda: Event(1, 2, "n", 3, None, 6), TypeError, "at most 5"),
+        (lambda: Event(1, 2, "n", 3, bogus=1), TypeError, "bogus"),
+        (lambda: Event(1, 2, "n", 3, name="m"), TypeError, "multiple values"),
+        (lambda: Event(1, 2, 3, 4), TypeError, "str"),
+        (lambda: Event(1, 2, "n", -1), OverflowError, "negative"),
+        (lambda: hash(e), TypeError, "unhashable"),
+        (lambda: type("Sub", (Event,), {}), TypeError, "base type"),
+        (lambda: setattr(e, "value", 1), AttributeError, "value"),
+        (lambda: e < e, TypeError, "<"),
+    ]:
+        with pytest.raises(error, match=needle):
+            call()
+    name = "".join(["shared_", "name"])
+    before = sys.getrefcount(name)
+    made = [Event(i, 1, name, i, agent=name if i % 2 else None) for i in range(1000)]
+    assert sys.getrefcount(name) > before
+    assert all(m.name is name for m in made)
+    del made
+    assert sys.getrefcount(name) == before
 
 
 def test_producer_and_reader_in_two_processes(tmp_path):

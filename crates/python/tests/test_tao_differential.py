@@ -195,6 +195,37 @@ def test_processor_matches_the_reference(steps, start):
         assert ours == ref, record
 
 
+@given(
+    st.lists(st.tuples(records(), st.integers(min_value=0, max_value=26 * 86400 * 10**6),
+                       st.booleans()),
+             min_size=1, max_size=12),
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2090, 1, 1)),
+)
+def test_process_many_batches_match_the_reference(steps, start):
+    """The batch path (nixl_telemetry.MetricProcessor.process_many, which keeps
+    its map between batches of one dict) against the reference's process loop:
+    the records are cut into batches where the third member of a step says, and
+    the dicts compared after every batch. Records ours rejects are left out
+    (test_processor_matches_the_reference checks them)."""
+    from nixl_telemetry import MetricProcessor
+
+    ours, ref = {}, {}
+    ours_processor = MetricProcessor()
+    reference = ref_processor.MetricProcessor()
+    now = start
+    batch = []
+    for index, (record, step_us, cut) in enumerate(steps):
+        now = now + timedelta(microseconds=step_us)
+        assume(comparable(record) and fits_types(record))
+        record = ties_first(record)
+        batch.append((record, now))
+        reference.process(ref, without_none(record), {"now": now})
+        if cut or index == len(steps) - 1:
+            ours_processor.process_many(ours, batch)
+            batch = []
+            assert ours == ref, record
+
+
 @given(records())
 def test_extract_telemetry_data_matches_the_reference(record):
     if not fits_types(record):

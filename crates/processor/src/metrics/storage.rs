@@ -158,6 +158,24 @@ impl Metrics {
             .map(|(k, &id)| (k.as_ref(), self.values[id as usize]))
     }
 
+    /// The values by dense slot number: slot `i` holds the `i`-th key first written.
+    /// A caller that mirrors the map elsewhere (the Python binding) compares this with
+    /// an earlier copy to find what changed, without hashing any key. Numbers stay
+    /// valid while the map only grows: a failed record's roll-back may remove the
+    /// keys it created, and a clone numbers nothing alike.
+    pub fn values_by_slot(&self) -> &[i64] {
+        &self.values
+    }
+
+    /// The keys of slots `first` and above, with their slot numbers, in no particular
+    /// order (a scan of the whole index: meant for the few keys a batch created).
+    pub fn keys_from_slot(&self, first: usize) -> impl Iterator<Item = (usize, &str)> {
+        self.index
+            .iter()
+            .filter(move |(_, &id)| id as usize >= first)
+            .map(|(k, &id)| (id as usize, k.as_ref()))
+    }
+
     /// The metrics sorted by key (code-point order).
     #[must_use]
     pub fn sorted(&self) -> Vec<(&str, i64)> {
@@ -440,6 +458,20 @@ mod tests {
         assert_eq!(m, before);
         assert_ne!(m.generation, generation, "removed keys invalidate slots");
         assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn slots_number_keys_in_first_write_order() {
+        let mut m = Metrics::new();
+        m.insert("b", 2).unwrap();
+        m.insert("a", 1).unwrap();
+        m.insert("b", 5).unwrap();
+        m.insert("c", -1).unwrap();
+        assert_eq!(m.values_by_slot(), &[5, 1, -1]);
+        let mut tail: Vec<(usize, &str)> = m.keys_from_slot(1).collect();
+        tail.sort_unstable();
+        assert_eq!(tail, vec![(1, "a"), (2, "c")]);
+        assert_eq!(m.keys_from_slot(3).count(), 0);
     }
 
     #[test]

@@ -511,10 +511,15 @@ impl RingReader {
         self.peek_slots(max, |bytes, count| {
             out.reserve(count);
             if ring_layout == &layout::V1 {
-                // The common case, with the slot's fixed offsets.
-                out.extend(bytes.chunks_exact(Event::SIZE).map(|chunk| {
-                    RingRecord::from_v1_slot(chunk.try_into().expect("56-byte chunk"))
-                }));
+                // The common case, with the slot's fixed offsets, each record
+                // filled in place (built by value and moved, a record went
+                // through a stack copy whose reload stalled on every event).
+                let start = out.len();
+                out.resize(start + count, RingRecord::EMPTY);
+                for (record, chunk) in out[start..].iter_mut().zip(bytes.chunks_exact(Event::SIZE))
+                {
+                    record.fill_from_v1_slot(chunk.try_into().expect("56-byte chunk"));
+                }
             } else {
                 out.extend(
                     bytes

@@ -67,6 +67,34 @@ impl RingRecord {
         }
     }
 
+    /// A record with no fields set (for [`RingRecord::fill_from_v1_slot`]).
+    pub const EMPTY: RingRecord = RingRecord {
+        timestamp_us: None,
+        category: None,
+        event_type: None,
+        name: [0; EVENT_NAME_CAPACITY],
+        value: 0,
+    };
+
+    /// Sets `self` to the record of one version-1 slot, as
+    /// [`RingRecord::from_v1_slot`] returns it, writing each field in place.
+    #[inline]
+    pub fn fill_from_v1_slot(&mut self, slot: &[u8; Event::SIZE]) {
+        const TIMESTAMP: usize = offset_of!(Event, timestamp_us);
+        const CATEGORY: usize = offset_of!(Event, category);
+        const NAME: usize = offset_of!(Event, event_name);
+        const VALUE: usize = offset_of!(Event, value);
+        let u64_at = |at: usize| u64::from_le_bytes(slot[at..at + 8].try_into().expect("8 bytes"));
+        self.timestamp_us = Some(u64_at(TIMESTAMP));
+        self.category = Some(i32::from_le_bytes(
+            slot[CATEGORY..CATEGORY + 4].try_into().expect("4 bytes"),
+        ));
+        self.event_type = None;
+        self.name
+            .copy_from_slice(&slot[NAME..NAME + EVENT_NAME_CAPACITY]);
+        self.value = u64_at(VALUE);
+    }
+
     /// Decodes one slot of `layout` (`slot.len() == layout.slot.size`).
     pub fn decode(layout: &RingLayout, slot: &[u8]) -> RingRecord {
         let s = &layout.slot;
@@ -153,6 +181,20 @@ mod tests {
         let r = RingRecord::decode(&V1, &e.to_bytes());
         assert_eq!(r, RingRecord::from_event(&e));
         assert_eq!(r, RingRecord::from_v1_slot(&e.to_bytes()));
+        let mut filled = RingRecord::decode(&V4, &[0xFF; 16]);
+        filled.fill_from_v1_slot(&e.to_bytes());
+        assert_eq!(filled, r, "filled in place over another record");
+        let mut raw = [0u8; Event::SIZE];
+        for (i, b) in raw.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37).wrapping_add(11);
+        }
+        let mut filled = RingRecord::EMPTY;
+        filled.fill_from_v1_slot(&raw);
+        assert_eq!(
+            filled,
+            RingRecord::from_v1_slot(&raw),
+            "every byte where it belongs"
+        );
 
         let mut named = [0u8; 48];
         named[0..4].copy_from_slice(&3i32.to_le_bytes());
