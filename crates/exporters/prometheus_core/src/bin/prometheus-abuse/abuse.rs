@@ -87,7 +87,7 @@ impl Server {
         })
     }
 
-    /// The child's resident memory, KiB (`VmRSS` of /proc/<pid>/status).
+    /// The child's resident memory, KiB (`VmRSS` of `/proc/<pid>/status`).
     pub fn rss_kib(&self) -> u64 {
         let status =
             std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
@@ -98,7 +98,7 @@ impl Server {
             .unwrap_or(0)
     }
 
-    /// The child's open file descriptors (entries of /proc/<pid>/fd).
+    /// The child's open file descriptors (entries of `/proc/<pid>/fd`).
     pub fn fds(&self) -> usize {
         std::fs::read_dir(format!("/proc/{}/fd", self.pid))
             .map(|d| d.count())
