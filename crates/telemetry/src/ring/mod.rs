@@ -18,5 +18,5 @@ mod writer;
 pub use error::RingError;
 pub use nixl_telemetry_abi::ring as layout;
 pub use reader::{ReadMode, RingHeader, RingReader, TrailerInfo, TrailerProblem, STALE_WORDS};
-pub use record::RingRecord;
+pub use record::{event_type_name_field, RingRecord, SlotKey, SlotView};
 pub use writer::{PushOutcome, RingWriter, TrailerCounts};
