@@ -33,10 +33,10 @@ use crate::errors::RingError;
 use crate::event::{event_type, new_event, EventList, EventSource};
 use crate::key_cache::{KeyCache, NameStrings};
 
-/// Events taken from a ring file at a time: 2,048 keeps the slot bytes read
-/// (115 KB) and their records (147 KB) in the L2 cache and below the
-/// allocator's mmap threshold, where 8,192 fetched fresh pages on every call
-/// (a full ring: 3.06 ms against 3.70 ms with `Event`s, docs/PERFORMANCE.md).
+/// Slots taken from a ring file at a time: 2,048 keeps the bytes read (115 KB
+/// of version-1 slots) in the L2 cache, reused from batch to batch, where
+/// 8,192 fetched fresh pages on every call (a full ring: 3.06 ms against 3.70
+/// ms with `Event`s, docs/PERFORMANCE.md).
 const BATCH_EVENTS: usize = 2048;
 
 static CATEGORY_MEMBERS: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
