@@ -124,6 +124,7 @@ impl<'py> EventList<'py> {
 
     /// Stores `item` (an `Event`) in the next place, or appends it once the
     /// list is full.
+    #[inline]
     pub fn push(&mut self, item: Bound<'py, PyAny>) -> PyResult<()> {
         debug_assert!(EventFields::of(&item).is_some());
         if self.len == self.capacity {
@@ -228,6 +229,7 @@ impl FreeBlocks {
 }
 
 /// Makes an `Event`.
+#[inline]
 pub fn new_event<'py>(
     py: Python<'py>,
     kind: &Bound<'py, PyType>,
