@@ -192,7 +192,9 @@ impl TrailerInfo {
 ///
 /// Any ring version: [`RingReader::peek_records`] hands out [`RingRecord`]s
 /// (`None` for what the version lacks); [`RingReader::peek_batch`] hands out
-/// version-1 [`Event`]s and refuses other versions.
+/// version-1 [`Event`]s and refuses other versions;
+/// [`RingReader::peek_slot_bytes`] hands out the slots' bytes, for
+/// [`SlotView`](super::SlotView) to read in place.
 ///
 /// Only the 40-byte header is mapped (its positions are shared atomics); slots
 /// and trailer are read with `pread`, so a file truncated under the reader is
