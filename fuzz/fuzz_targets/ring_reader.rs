@@ -94,7 +94,11 @@ fuzz_target!(|data: &[u8]| {
                     break;
                 }
                 Ok(n) => {
-                    assert_eq!(slots.len(), n * layout.slot.size, "count and bytes disagree");
+                    assert_eq!(
+                        slots.len(),
+                        n * layout.slot.size,
+                        "count and bytes disagree"
+                    );
                     let viewed: Vec<RingRecord> =
                         SlotView::all(layout, &slots).map(|s| s.record()).collect();
                     if let Ok(m) = peeked {
