@@ -2,7 +2,8 @@
 //! input byte picks the read mode, the rest is the file. Properties: opening and
 //! reading never panic; a failure is a `RingError` with a message; a peeking
 //! reader never changes the file; no read returns more events than the ring
-//! holds, and reading ends (a bounded number of batches).
+//! holds, and reading ends (a bounded number of batches); slot bytes read in
+//! place ([`SlotView`]) give the records [`RingReader::peek_records`] gives.
 
 #![no_main]
 
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use nixl_telemetry::ring::{ReadMode, RingReader, RingRecord};
+use nixl_telemetry::ring::{ReadMode, RingReader, RingRecord, SlotView};
 use nixl_telemetry::Event;
 
 fn ring_path() -> &'static PathBuf {
@@ -67,6 +68,43 @@ fuzz_target!(|data: &[u8]| {
                 }
                 Ok(n) => {
                     assert_eq!(n, events.len(), "count and events disagree");
+                    read += n as u64;
+                }
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    break;
+                }
+            }
+            rounds += 1;
+            assert!(
+                rounds <= capacity + 2,
+                "reading does not end ({rounds} batches)"
+            );
+        }
+    } else if selector & 8 != 0 {
+        let layout = reader.layout();
+        let mut records: Vec<RingRecord> = Vec::new();
+        let mut slots: Vec<u8> = Vec::new();
+        loop {
+            records.clear();
+            let peeked = reader.peek_records(&mut records, batch);
+            match reader.read_slot_bytes(&mut slots, batch) {
+                Ok(0) => {
+                    clean_end = true;
+                    break;
+                }
+                Ok(n) => {
+                    assert_eq!(
+                        slots.len(),
+                        n * layout.slot.size,
+                        "count and bytes disagree"
+                    );
+                    let viewed: Vec<RingRecord> =
+                        SlotView::all(layout, &slots).map(|s| s.record()).collect();
+                    if let Ok(m) = peeked {
+                        assert_eq!(m, n, "peeked records and slot bytes disagree");
+                        assert_eq!(viewed, records, "slot views and records disagree");
+                    }
                     read += n as u64;
                 }
                 Err(e) => {

@@ -10,12 +10,19 @@
 //! subclassed, so every instance has exactly this layout. Making one is an
 //! allocation and five stores; freeing one, a decrement and a free.
 //!
+//! Freed objects' blocks are kept on a free list (as CPython keeps freed
+//! floats and tuples) and made into the next `Event`s: a read that follows
+//! another takes warm memory instead of fresh pages from the allocator, which
+//! hands a whole empty arena back to the kernel when the previous read's
+//! events are freed ([`FreeBlocks`]).
+//!
 //! All `unsafe` of the type is here, at the boundary: each slot function turns
 //! its raw pointers into PyO3 handles and runs safe code ([`EventFields`]).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError};
 use pyo3::ffi;
@@ -117,6 +124,7 @@ impl<'py> EventList<'py> {
 
     /// Stores `item` (an `Event`) in the next place, or appends it once the
     /// list is full.
+    #[inline]
     pub fn push(&mut self, item: Bound<'py, PyAny>) -> PyResult<()> {
         debug_assert!(EventFields::of(&item).is_some());
         if self.len == self.capacity {
@@ -152,7 +160,76 @@ impl<'py> EventList<'py> {
     }
 }
 
+/// Freed `Event` blocks kept for the next events, at most
+/// [`FreeBlocks::KEPT_MAX`] (3 MiB): a linked list through the blocks' first
+/// word. Only `new_event` and `dealloc` touch it, both with the GIL held,
+/// which orders every access; the atomics (relaxed loads and stores, never a
+/// read-modify-write) only give the statics interior mutability. On a
+/// free-threaded interpreter (no GIL) nothing is kept.
+struct FreeBlocks;
+
+/// A block on the free list.
+#[repr(C)]
+struct FreeBlock {
+    next: *mut FreeBlock,
+}
+
+static FREE_HEAD: AtomicPtr<FreeBlock> = AtomicPtr::new(ptr::null_mut());
+static FREE_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+impl FreeBlocks {
+    /// Blocks kept at most: a full 65,536-slot ring's events.
+    const KEPT_MAX: usize = if cfg!(Py_GIL_DISABLED) { 0 } else { 65_536 };
+
+    /// A block for an `Event`: a kept one, or a new one from Python's object
+    /// allocator (NULL with an exception set when that fails).
+    #[inline]
+    fn take(_py: Python<'_>) -> *mut RawEvent {
+        let head = FREE_HEAD.load(Ordering::Relaxed);
+        if head.is_null() {
+            // SAFETY: the GIL is held (`_py`); `PyObject_Malloc` returns NULL
+            // or a block of `size` bytes aligned for any object.
+            return unsafe { ffi::PyObject_Malloc(std::mem::size_of::<RawEvent>()) }.cast();
+        }
+        // SAFETY: `head` is a block `give_back` put on the list (a dead
+        // `Event`'s, from `PyObject_Malloc`), whose first word it set; the GIL
+        // (held) keeps any other thread off the list meanwhile.
+        let next = unsafe { (*head).next };
+        FREE_HEAD.store(next, Ordering::Relaxed);
+        FREE_COUNT.store(FREE_COUNT.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+        head.cast()
+    }
+
+    /// Keeps the block of a dead `Event`, or frees it when enough are kept.
+    ///
+    /// # Safety
+    ///
+    /// The GIL is held; `block` came from [`FreeBlocks::take`] and nothing
+    /// refers to it any more.
+    #[inline]
+    unsafe fn give_back(block: *mut ffi::PyObject) {
+        let count = FREE_COUNT.load(Ordering::Relaxed);
+        if count < Self::KEPT_MAX {
+            let block = block.cast::<FreeBlock>();
+            // SAFETY: the block is at least a `RawEvent` (aligned for any
+            // object) and unused (the caller's contract): its first word links it.
+            unsafe {
+                block.write(FreeBlock {
+                    next: FREE_HEAD.load(Ordering::Relaxed),
+                })
+            };
+            FREE_HEAD.store(block, Ordering::Relaxed);
+            FREE_COUNT.store(count + 1, Ordering::Relaxed);
+        } else {
+            // SAFETY: a block from `PyObject_Malloc` (the caller's contract)
+            // goes back to it, with the GIL held.
+            unsafe { ffi::PyObject_Free(block.cast()) };
+        }
+    }
+}
+
 /// Makes an `Event`.
+#[inline]
 pub fn new_event<'py>(
     py: Python<'py>,
     kind: &Bound<'py, PyType>,
@@ -162,17 +239,14 @@ pub fn new_event<'py>(
     value: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     debug_assert!(event_type(py).is_ok_and(|t| t.is(kind)));
-    let size = std::mem::size_of::<RawEvent>();
-    // SAFETY: the GIL is held (`py`); `PyObject_Malloc` returns NULL or a block
-    // of `size` bytes aligned for any object.
-    let block = unsafe { ffi::PyObject_Malloc(size) }.cast::<RawEvent>();
+    let block = FreeBlocks::take(py);
     if block.is_null() {
         return Err(PyErr::fetch(py));
     }
     let flags = u32::from(timestamp_us.is_some()) * HAS_TIMESTAMP
         + u32::from(category.is_some()) * HAS_CATEGORY;
     let source = source.0.clone_ref(py).into_ptr();
-    // SAFETY: `block` is a fresh block of a `RawEvent`'s size; the fields are
+    // SAFETY: `block` is an unused block of a `RawEvent`'s size; the fields are
     // written before `PyObject_Init` makes it an object of `kind` (whose
     // basic size is that size, `make_type`), which also takes a reference to
     // the (heap) type, released in `dealloc`. The object's one reference is
@@ -373,11 +447,12 @@ unsafe extern "C" fn dealloc(slf: *mut ffi::PyObject) {
     // SAFETY: the interpreter calls this once, when the last reference to an
     // `Event` (a `RawEvent` from `new_event`) goes; its `source` reference and
     // the reference to its heap type taken by `PyObject_Init` are released,
-    // and the block goes back to the allocator it came from.
+    // and the block is kept for another `Event` or freed (`FreeBlocks`); the
+    // GIL is held, as for every slot function.
     unsafe {
         let kind = ffi::Py_TYPE(slf);
         ffi::Py_DECREF((*slf.cast::<RawEvent>()).source);
-        ffi::PyObject_Free(slf.cast());
+        FreeBlocks::give_back(slf);
         ffi::Py_DECREF(kind.cast());
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! * [`recording`]: `Telemetry` and `EventHandle` over [`nixl_telemetry::Telemetry`];
 //! * [`event`]: `Event`, one event read from a ring (a type cheap to make);
+//! * [`key_cache`]: what a ring's events share (names, sources), by slot key;
 //! * [`reading`]: `read_ring`, `Ring`, `Trailer` over
 //!   [`nixl_telemetry::ring::RingReader`], with the results of `telemetry_reader --json`;
 //! * [`processing`]: `MetricProcessor` over [`nixl_telemetry_processor`], and the
@@ -18,6 +19,7 @@ pub mod errors;
 pub mod event;
 pub mod floor;
 pub mod fork;
+pub mod key_cache;
 pub mod processing;
 pub mod reading;
 pub mod recording;

@@ -1,7 +1,9 @@
 //! Reading rings from Python: `read_ring`, `Ring`, `Event`, `Trailer`.
 //!
-//! Every ring version (1–4) is read through the core reader's records
-//! ([`RingRecord`]): no slot is decoded here. The results are those of
+//! Every ring version (1–4) is read through the core reader: batches of slot
+//! bytes ([`RingReader::read_slot_bytes`]) whose fields [`SlotView`] reads in
+//! place, each event made straight from its slot (the name or event type
+//! looked up in a [`KeyCache`] per ring). The results are those of
 //! `telemetry_reader --once --json`: the same events in the same order (a
 //! directory's rings in the order Python sorts their names, each drained
 //! oldest first), `None` for a timestamp or category the version lacks, event
@@ -9,7 +11,6 @@
 //! malformed slots (a name without NUL) skipped and counted, invalid UTF-8 in
 //! names replaced by U+FFFD.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
@@ -18,22 +19,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use nixl_telemetry::ring::{
-    layout::RingLayout, ReadMode, RingError as RustRingError, RingReader, RingRecord, TrailerInfo,
+    layout::{self as ring_layout, RingLayout},
+    ReadMode, RingError as RustRingError, RingReader, SlotView, TrailerInfo,
 };
-use nixl_telemetry_abi::{Category, EVENT_NAME_CAPACITY};
+use nixl_telemetry_abi::Category;
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
 
 use crate::errors::RingError;
 use crate::event::{event_type, new_event, EventList, EventSource};
+use crate::key_cache::{KeyCache, NameStrings};
 
-/// Events taken from a ring file at a time: 2,048 keeps the slot bytes read
-/// (115 KB) and their records (147 KB) in the L2 cache and below the
-/// allocator's mmap threshold, where 8,192 fetched fresh pages on every call
-/// (a full ring: 3.06 ms against 3.70 ms with `Event`s, docs/PERFORMANCE.md).
+/// Slots taken from a ring file at a time: 2,048 keeps the bytes read (115 KB
+/// of version-1 slots) in the L2 cache, reused from batch to batch, where
+/// 8,192 fetched fresh pages on every call (a full ring: 3.06 ms against 3.70
+/// ms with `Event`s, docs/PERFORMANCE.md).
 const BATCH_EVENTS: usize = 2048;
 
 static CATEGORY_MEMBERS: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
@@ -160,89 +163,6 @@ fn is_writer_temp_file(name: &OsStr) -> bool {
     bytes.starts_with(b".") && bytes.ends_with(b".tmp")
 }
 
-/// Decoded names as Python strings: the last few looked at first (events of a
-/// ring cycle through a handful of names), then a map.
-#[derive(Default)]
-struct NameCache {
-    recent: Vec<([u8; EVENT_NAME_CAPACITY], Py<PyString>)>,
-    all: HashMap<[u8; EVENT_NAME_CAPACITY], Py<PyString>>,
-}
-
-impl NameCache {
-    const RECENT: usize = 16;
-
-    #[inline]
-    fn get(&mut self, py: Python<'_>, raw: &[u8; EVENT_NAME_CAPACITY]) -> Py<PyString> {
-        if let Some((_, name)) = self.recent.iter().find(|(k, _)| k == raw) {
-            return name.clone_ref(py);
-        }
-        let name = self
-            .all
-            .entry(*raw)
-            .or_insert_with(|| {
-                let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-                PyString::new(py, &String::from_utf8_lossy(&raw[..end])).unbind()
-            })
-            .clone_ref(py);
-        if self.recent.len() < Self::RECENT {
-            self.recent.push((*raw, name.clone_ref(py)));
-        }
-        name
-    }
-}
-
-/// The shared name (and agent) of events: the last few looked at first, then a
-/// map by ring and name.
-#[derive(Default)]
-struct SourceCache {
-    recent: Vec<(usize, [u8; EVENT_NAME_CAPACITY], EventSource)>,
-    all: HashMap<(usize, [u8; EVENT_NAME_CAPACITY]), EventSource>,
-    names: NameCache,
-}
-
-impl SourceCache {
-    const RECENT: usize = 16;
-
-    #[inline]
-    fn get(
-        &mut self,
-        py: Python<'_>,
-        raw: &[u8; EVENT_NAME_CAPACITY],
-        ring: usize,
-        agent: Option<&Bound<'_, PyString>>,
-    ) -> PyResult<&EventSource> {
-        if let Some(i) = self
-            .recent
-            .iter()
-            .position(|(r, k, _)| *r == ring && k == raw)
-        {
-            return Ok(&self.recent[i].2);
-        }
-        if self.recent.len() < Self::RECENT {
-            let name = self.names.get(py, raw);
-            let source = EventSource::new(py, name.bind(py), agent)?;
-            self.recent.push((ring, *raw, source));
-            return Ok(&self.recent[self.recent.len() - 1].2);
-        }
-        let entry = match self.all.entry((ring, *raw)) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                let name = self.names.get(py, raw);
-                e.insert(EventSource::new(py, name.bind(py), agent)?)
-            }
-        };
-        Ok(entry)
-    }
-}
-
-/// Whether a name field holds its NUL terminator (a malformed slot has none):
-/// a comparison the compiler does for all 32 bytes at once, where
-/// `<[u8]>::contains` calls `memchr`.
-#[inline]
-fn name_is_terminated(name: &[u8; EVENT_NAME_CAPACITY]) -> bool {
-    name.iter().fold(false, |found, &b| found | (b == 0))
-}
-
 /// One open ring file.
 struct OneRing {
     reader: Option<RingReader>,
@@ -301,23 +221,14 @@ impl OneRing {
         }
     }
 
-    /// Reads up to `want` slots into `batch` (cleared first), keeping the
-    /// well-formed records; returns the number of slots read.
-    fn read_batch(
-        &mut self,
-        batch: &mut Vec<RingRecord>,
-        want: usize,
-    ) -> Result<usize, RustRingError> {
-        batch.clear();
+    /// Reads up to `want` slots' bytes into `slots` (resized to them) and
+    /// advances past them; returns the number of slots read.
+    fn read_batch(&mut self, slots: &mut Vec<u8>, want: usize) -> Result<usize, RustRingError> {
         let Some(reader) = self.reader.as_mut() else {
+            slots.clear();
             return Ok(0);
         };
-        let n = reader.read_records(batch, want)?;
-        let read = batch.len();
-        batch.retain(|r| name_is_terminated(&r.name));
-        self.events_read += batch.len() as u64;
-        self.malformed += (read - batch.len()) as u64;
-        Ok(n)
+        reader.read_slot_bytes(slots, want)
     }
 }
 
@@ -472,47 +383,68 @@ impl Ring {
         })
     }
 
-    /// Reads the planned events, at most `max`, batch by batch: each batch is
-    /// read with the GIL released, then handed to `sink` with the index of its
-    /// ring in `plan`. The lock is never waited for while holding the GIL.
+    /// Reads the planned events, at most `max`, batch by batch: each batch of
+    /// slots is read with the GIL released, then handed to `sink` with its
+    /// ring's layout and the index of the ring in `plan`; `sink` returns how
+    /// many of the slots were malformed (skipped). The lock is never waited for
+    /// while holding the GIL. The rings' counts of events read and malformed
+    /// slots are updated at the end, also when a batch failed.
     fn read_planned(
         &self,
         py: Python<'_>,
         plan: &[Planned],
         max: usize,
-        mut sink: impl FnMut(&[RingRecord], usize) -> PyResult<()>,
+        mut sink: impl FnMut(&[u8], &'static RingLayout, usize) -> PyResult<u64>,
     ) -> PyResult<()> {
-        let mut batch = Vec::with_capacity(BATCH_EVENTS.min(max.max(1)));
-        let mut left = max;
-        for (index, planned) in plan.iter().enumerate() {
-            let mut remaining = planned.pending;
-            while remaining > 0 && left > 0 {
-                let want = remaining.min(BATCH_EVENTS as u64).min(left as u64) as usize;
-                let n = py.detach(|| {
-                    self.with_state(|state| {
-                        // Found by name: another thread may have rescanned meanwhile.
-                        match state.rings.iter_mut().find(|r| r.agent == planned.agent) {
-                            Some(ring) => ring
-                                .read_batch(&mut batch, want)
-                                .map_err(|e| ring_error(&e)),
-                            None => Ok(0),
-                        }
-                    })
-                })?;
-                if n == 0 {
-                    break;
+        let mut slots = Vec::new();
+        // (well-formed events, malformed slots) read from each planned ring.
+        let mut counts = vec![(0u64, 0u64); plan.len()];
+        let mut read_all = || -> PyResult<()> {
+            let mut left = max;
+            for (index, planned) in plan.iter().enumerate() {
+                let mut remaining = planned.pending;
+                while remaining > 0 && left > 0 {
+                    let want = remaining.min(BATCH_EVENTS as u64).min(left as u64) as usize;
+                    let n = py.detach(|| {
+                        self.with_state(|state| {
+                            // Found by name: another thread may have rescanned meanwhile.
+                            match state.rings.iter_mut().find(|r| r.agent == planned.agent) {
+                                Some(ring) => ring
+                                    .read_batch(&mut slots, want)
+                                    .map_err(|e| ring_error(&e)),
+                                None => Ok(0),
+                            }
+                        })
+                    })?;
+                    if n == 0 {
+                        break;
+                    }
+                    remaining -= n as u64;
+                    let malformed = sink(&slots, planned.layout, index)?;
+                    let kept = n as u64 - malformed;
+                    counts[index].0 += kept;
+                    counts[index].1 += malformed;
+                    left -= kept as usize;
                 }
-                remaining -= n as u64;
-                left -= batch.len();
-                sink(&batch, index)?;
             }
-        }
-        py.detach(|| {
+            Ok(())
+        };
+        let read = read_all();
+        let finished = py.detach(|| {
             self.with_state(|state| {
-                state.retire();
+                for (planned, (kept, malformed)) in plan.iter().zip(&counts) {
+                    if let Some(ring) = state.rings.iter_mut().find(|r| r.agent == planned.agent) {
+                        ring.events_read += kept;
+                        ring.malformed += malformed;
+                    }
+                }
+                if read.is_ok() {
+                    state.retire();
+                }
                 Ok(())
             })
-        })
+        });
+        read.and(finished)
     }
 
     /// Reads into Python events.
@@ -523,22 +455,25 @@ impl Ring {
             .map(|p| self.directory.then(|| PyString::new(py, &p.agent).unbind()))
             .collect();
         let kind = event_type(py)?;
-        let mut sources = SourceCache::default();
+        let mut names = NameStrings::default();
+        let mut sources: Vec<KeyCache<EventSource>> =
+            plan.iter().map(|_| KeyCache::default()).collect();
         let mut events = EventList::with_capacity(py, expected_events(&plan, max))?;
-        self.read_planned(py, &plan, max, |batch, ring| {
-            let agent = agents[ring].as_ref().map(|a| a.bind(py));
-            for record in batch {
-                let source = sources.get(py, &record.name, ring, agent)?;
-                events.push(new_event(
-                    py,
-                    kind,
-                    source,
-                    record.timestamp_us,
-                    record.category,
-                    record.value,
-                )?)?;
+        self.read_planned(py, &plan, max, |slots, layout, ring| {
+            let mut batch = EventBatch {
+                py,
+                kind,
+                events: &mut events,
+                sources: &mut sources[ring],
+                names: &mut names,
+                agent: agents[ring].as_ref().map(|a| a.bind(py)),
+            };
+            // Version 1 (the common case) with its offsets known to the compiler.
+            if std::ptr::eq(layout, &ring_layout::V1) {
+                batch.push(&ring_layout::V1, slots)
+            } else {
+                batch.push(layout, slots)
             }
-            Ok(())
         })?;
         events.finish()
     }
@@ -562,21 +497,30 @@ impl Ring {
             expected,
         );
         let mut values = Vec::with_capacity(expected * 8);
-        let mut names = NameCache::default();
+        let mut names = NameStrings::default();
+        let mut name_caches: Vec<KeyCache<Py<PyString>>> =
+            plan.iter().map(|_| KeyCache::default()).collect();
         let mut name_list = Vec::with_capacity(expected);
         let mut agent_list = Vec::new();
         let directory = self.directory;
-        self.read_planned(py, &plan, max, |batch, ring| {
-            for record in batch {
-                timestamps.push(record.timestamp_us);
-                categories.push(record.category);
-                values.extend_from_slice(&record.value.to_ne_bytes());
-                name_list.push(names.get(py, &record.name));
+        self.read_planned(py, &plan, max, |slots, layout, ring| {
+            let cache = &mut name_caches[ring];
+            let mut malformed = 0;
+            for slot in SlotView::all(layout, slots) {
+                let Some(name) = cache.get(layout, slot.key(), |field| Ok(names.get(py, field)))?
+                else {
+                    malformed += 1;
+                    continue;
+                };
+                name_list.push(name.clone_ref(py));
+                timestamps.push(slot.timestamp_us());
+                categories.push(slot.category());
+                values.extend_from_slice(&slot.value().to_ne_bytes());
                 if directory {
                     agent_list.push(agents[ring].clone_ref(py));
                 }
             }
-            Ok(())
+            Ok(malformed)
         })?;
         let array = py
             .import(intern!(py, "array"))?
@@ -595,6 +539,45 @@ impl Ring {
             d.set_item("agent", PyList::new(py, agent_list)?)?;
         }
         Ok(d)
+    }
+}
+
+/// Where one batch's events go, and what they share.
+struct EventBatch<'a, 'py> {
+    py: Python<'py>,
+    kind: &'a Bound<'py, PyType>,
+    events: &'a mut EventList<'py>,
+    sources: &'a mut KeyCache<EventSource>,
+    names: &'a mut NameStrings,
+    agent: Option<&'a Bound<'py, PyString>>,
+}
+
+impl EventBatch<'_, '_> {
+    /// Makes an `Event` of each well-formed slot of `slots` (of `layout`);
+    /// returns how many were malformed (skipped).
+    #[inline(always)]
+    fn push(&mut self, layout: &RingLayout, slots: &[u8]) -> PyResult<u64> {
+        let py = self.py;
+        let mut malformed = 0;
+        for slot in SlotView::all(layout, slots) {
+            let (names, agent) = (&mut *self.names, self.agent);
+            let Some(source) = self.sources.get(layout, slot.key(), |field| {
+                EventSource::new(py, names.get(py, field).bind(py), agent)
+            })?
+            else {
+                malformed += 1;
+                continue;
+            };
+            self.events.push(new_event(
+                py,
+                self.kind,
+                source,
+                slot.timestamp_us(),
+                slot.category(),
+                slot.value(),
+            )?)?;
+        }
+        Ok(malformed)
     }
 }
 

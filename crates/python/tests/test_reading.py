@@ -235,6 +235,43 @@ def test_event_type_contract():
     assert sys.getrefcount(name) == before
 
 
+def test_events_made_from_freed_events_blocks_are_whole(tmp_path):
+    """Freed events' blocks are kept and made into the next events (a free list
+    of at most 65,536): events read after others were freed, while some of
+    those are still alive, carry their own fields; the names' references add up."""
+    names = ["agent_xfer_time", "agent_tx_bytes", "ucx_rdma_writes"]
+    with nt.Telemetry("many", dir=tmp_path, buffer_size=4096, run_interval_ms=100000) as t:
+        handles = [t.handle(Category.TRANSFER, n) for n in names]
+        for i in range(4095):
+            handles[i % 3].record(i)
+    ring = tmp_path / "many"
+    first = read_ring(ring, peek=True)
+    kept = first[::2]
+    del first
+    gc.collect()
+    for round in range(3):
+        again = read_ring(ring, peek=True)
+        assert [(e.name, e.value, e.category) for e in again] == [
+            (names[i % 3], i, Category.TRANSFER) for i in range(4095)], round
+        assert [e.value for e in kept] == list(range(0, 4095, 2))
+        assert all(e.agent is None and e.timestamp_us > 0 for e in again)
+        del again
+    # More events alive at once than the list keeps: freed beyond it.
+    many = [read_ring(ring, peek=True) for _ in range(20)]
+    assert all(m[-1].value == 4094 for m in many) and [e.value for e in kept][-1] == 4094
+    del many
+    # Every event refers to its (one) name string; the references come back.
+    again = read_ring(ring, peek=True)
+    name = again[0].name
+    assert sys.getrefcount(name) == 2 + 1365  # `name`, the argument, 1,365 events
+    del again
+    assert sys.getrefcount(name) == 2
+    kept_events = Event(1, 2, "x", 3), Event(None, None, "y", 4, agent="a")
+    assert kept_events[1].as_dict() == {"timestamp_us": None, "category": None,
+                                        "category_id": None, "name": "y", "value": 4,
+                                        "agent": "a"}
+
+
 def test_producer_and_reader_in_two_processes(tmp_path):
     """A producer process records 20 000 events through a 1024-slot ring; this
     process consumes it meanwhile and gets every one, in order."""

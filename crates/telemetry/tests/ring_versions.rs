@@ -9,7 +9,7 @@ use std::path::Path;
 
 use nixl_telemetry::config::ExporterChoice;
 use nixl_telemetry::ring::layout::{RingLayout, LAYOUTS, V1, V2_NAMED, V2_TYPED, V3, V4};
-use nixl_telemetry::ring::{ReadMode, RingError, RingReader, RingRecord, RingWriter};
+use nixl_telemetry::ring::{ReadMode, RingError, RingReader, RingRecord, RingWriter, SlotView};
 use nixl_telemetry::{Category, Event, Telemetry, TelemetryConfig};
 
 fn u32le(b: &[u8], at: usize) -> u32 {
@@ -280,6 +280,47 @@ fn typed_rings_fill_wrap_and_keep_their_order() {
         assert_eq!(values, [1, 2, 3, 5, 6], "{}", layout.name);
         assert!(out.iter().all(|e| e.event_type == Some(0)));
         assert_eq!((w.dropped_ring_full(), w.dropped_format()), (2, 1));
+    }
+}
+
+#[test]
+fn slot_bytes_hold_the_records_of_every_layout_across_the_wrap() {
+    let dir = tempfile::tempdir().unwrap();
+    for layout in LAYOUTS {
+        let agent = layout.name;
+        let path = dir.path().join(agent);
+        let mut w = RingWriter::create_with_layout(dir.path(), agent, 8, layout).unwrap();
+        let mut consumer = RingReader::open(&path, ReadMode::Consume).unwrap();
+        let ev = |v: u64| Event::new(v, Category::TRANSFER, "agent_tx_bytes", v * 3);
+        let mut slots = vec![0xAA; 3];
+        assert_eq!(consumer.read_slot_bytes(&mut slots, 16).unwrap(), 0);
+        assert!(slots.is_empty(), "{agent}: an empty ring leaves no bytes");
+        assert_eq!(w.push(&(1..=6).map(ev).collect::<Vec<_>>()).written, 6);
+        assert_eq!(consumer.read_slot_bytes(&mut slots, 4).unwrap(), 4);
+        assert_eq!(slots.len(), 4 * layout.slot.size, "{agent}");
+        // Wrap: slots 6 and 7, then 0 to 2.
+        assert_eq!(w.push(&(7..=11).map(ev).collect::<Vec<_>>()).written, 5);
+        let mut peeker = RingReader::open(&path, ReadMode::Peek).unwrap();
+        for (r, mode) in [(&mut peeker, "peek"), (&mut consumer, "consume")] {
+            let mut records = Vec::new();
+            assert_eq!(r.peek_records(&mut records, usize::MAX).unwrap(), 7);
+            // Peeked again, as bytes: the same slots, the same fields.
+            assert_eq!(r.peek_slot_bytes(&mut slots, usize::MAX).unwrap(), 7);
+            assert_eq!(slots.len(), 7 * layout.slot.size, "{agent} {mode}");
+            let viewed: Vec<RingRecord> =
+                SlotView::all(layout, &slots).map(|s| s.record()).collect();
+            assert_eq!(viewed, records, "{agent} {mode}");
+            let values: Vec<u64> = SlotView::all(layout, &slots).map(|s| s.value()).collect();
+            assert_eq!(values, [15, 18, 21, 24, 27, 30, 33], "{agent} {mode}");
+            assert_eq!(r.read_slot_bytes(&mut slots, 2).unwrap(), 2);
+            assert_eq!(r.pending().unwrap(), 5, "{agent} {mode}");
+            assert_eq!(r.read_slot_bytes(&mut slots, 16).unwrap(), 5);
+            assert_eq!(
+                SlotView::new(layout, &slots[..layout.slot.size]).value(),
+                21
+            );
+            assert_eq!(r.pending().unwrap(), 0, "{agent} {mode}");
+        }
     }
 }
 

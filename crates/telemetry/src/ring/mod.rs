@@ -1,7 +1,8 @@
 //! The shared-memory ring file, every version NIXL shipped (1–4):
 //! [`RingWriter`] (the producer side of the built-in `buffer` exporter) and
 //! [`RingReader`] (consuming or peeking readers, handing out version-1
-//! [`Event`](crate::Event)s or version-aware [`RingRecord`]s).
+//! [`Event`](crate::Event)s, version-aware [`RingRecord`]s, or slot bytes whose
+//! fields [`SlotView`] reads in place).
 //!
 //! The layouts are defined once in [`nixl_telemetry_abi::ring`] (re-exported
 //! as [`layout`]); see `docs/ring-format.md`. All `unsafe` of the ring lives
@@ -18,5 +19,5 @@ mod writer;
 pub use error::RingError;
 pub use nixl_telemetry_abi::ring as layout;
 pub use reader::{ReadMode, RingHeader, RingReader, TrailerInfo, TrailerProblem, STALE_WORDS};
-pub use record::RingRecord;
+pub use record::{event_type_name_field, RingRecord, SlotKey, SlotView};
 pub use writer::{PushOutcome, RingWriter, TrailerCounts};

@@ -192,7 +192,9 @@ impl TrailerInfo {
 ///
 /// Any ring version: [`RingReader::peek_records`] hands out [`RingRecord`]s
 /// (`None` for what the version lacks); [`RingReader::peek_batch`] hands out
-/// version-1 [`Event`]s and refuses other versions.
+/// version-1 [`Event`]s and refuses other versions;
+/// [`RingReader::peek_slot_bytes`] hands out the slots' bytes, for
+/// [`SlotView`](super::SlotView) to read in place.
 ///
 /// Only the 40-byte header is mapped (its positions are shared atomics); slots
 /// and trailer are read with `pread`, so a file truncated under the reader is
@@ -542,31 +544,58 @@ impl RingReader {
         Ok(n)
     }
 
-    /// Reads up to `max` waiting slots and hands their bytes to `decode` (in
-    /// at most two runs: before and after the wrap).
-    fn peek_slots(
-        &mut self,
-        max: usize,
-        mut decode: impl FnMut(&[u8], usize),
-    ) -> Result<usize, RingError> {
+    /// Reads the bytes of up to `max` waiting slots into `slots`, oldest first
+    /// (the runs before and after the wrap one after the other), without
+    /// advancing the read position ([`RingReader::commit`] advances it), and
+    /// returns how many. `slots` is resized to exactly their bytes, `count ×
+    /// layout().slot.size` (a buffer reused at one size is not written twice);
+    /// [`SlotView`](super::SlotView) reads their fields in place. Checks the
+    /// file size and both positions first, as [`RingReader::peek_records`].
+    pub fn peek_slot_bytes(&mut self, slots: &mut Vec<u8>, max: usize) -> Result<usize, RingError> {
         self.uncommitted = 0;
         self.check_size()?;
         let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
         let read = self.read_position(write)?;
         let n = ((write.wrapping_sub(read) & self.mask) as usize).min(max);
+        let size = self.layout.slot.size;
+        slots.resize(n * size, 0);
         if n == 0 {
             return Ok(0);
         }
         let first = n.min((self.capacity - read) as usize);
-        for (from, count) in [(read, first), (0, n - first)] {
-            if count > 0 {
-                self.read_slots(from, count)?;
-                decode(&self.scratch, count);
-            }
+        let (before, after) = slots.split_at_mut(first * size);
+        self.read_slots(read, before)?;
+        if !after.is_empty() {
+            self.read_slots(0, after)?;
         }
         self.uncommitted = n as u64;
         self.uncommitted_from = read;
         Ok(n)
+    }
+
+    /// Reads the bytes of up to `max` waiting slots into `slots` and advances
+    /// past them: [`RingReader::peek_slot_bytes`] then [`RingReader::commit`].
+    /// Returns how many.
+    pub fn read_slot_bytes(&mut self, slots: &mut Vec<u8>, max: usize) -> Result<usize, RingError> {
+        let n = self.peek_slot_bytes(slots, max)?;
+        self.commit(n)?;
+        Ok(n)
+    }
+
+    /// Reads up to `max` waiting slots and hands their bytes to `decode` (the
+    /// runs before and after the wrap one after the other).
+    fn peek_slots(
+        &mut self,
+        max: usize,
+        mut decode: impl FnMut(&[u8], usize),
+    ) -> Result<usize, RingError> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = self.peek_slot_bytes(&mut scratch, max);
+        if let Ok(n @ 1..) = result {
+            decode(&scratch, n);
+        }
+        self.scratch = scratch;
+        result
     }
 
     /// Advances the read position past the first `n` events of the last
@@ -603,18 +632,16 @@ impl RingReader {
         Ok(n)
     }
 
-    /// Reads `count` slots from `first_slot` on into `scratch`.
-    fn read_slots(&mut self, first_slot: u64, count: usize) -> Result<(), RingError> {
-        let bytes = count * self.layout.slot.size;
-        self.scratch.resize(bytes, 0);
+    /// Reads the slots from `first_slot` on into `into` (whole slots).
+    fn read_slots(&self, first_slot: u64, into: &mut [u8]) -> Result<(), RingError> {
         let offset = self.layout.slot_offset(first_slot);
         self.file
-            .read_exact_at(&mut self.scratch, offset)
+            .read_exact_at(into, offset)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => RingError::Truncated {
                     path: self.path.clone(),
                     size: self.file.metadata().map(|m| m.len()).unwrap_or(0),
-                    needed: offset + bytes as u64,
+                    needed: offset + into.len() as u64,
                 },
                 _ => RingError::io(&self.path, "read slots", e),
             })?;

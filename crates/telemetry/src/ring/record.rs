@@ -108,7 +108,7 @@ impl RingRecord {
             }
             EventKey::Type(at) => {
                 let t = u32_at(at);
-                (type_name(layout, t), Some(t))
+                (event_type_name_field(layout, t), Some(t))
             }
         };
         RingRecord {
@@ -141,8 +141,95 @@ impl RingRecord {
     }
 }
 
-/// The NUL-terminated name of event type `t` in `layout`.
-fn type_name(layout: &RingLayout, t: u32) -> [u8; EVENT_NAME_CAPACITY] {
+/// What identifies a slot's event, as stored: its name field (versions 1 and
+/// 2-named) or its event type (2-typed, 3, 4).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SlotKey<'a> {
+    /// The stored name field (a malformed slot may lack the NUL).
+    Name(&'a [u8; EVENT_NAME_CAPACITY]),
+    /// The stored event type number.
+    Type(u32),
+}
+
+/// One slot's fields read in place, from slot bytes as
+/// [`RingReader::peek_slot_bytes`](super::RingReader::peek_slot_bytes) gives
+/// them: the fields of [`RingRecord::decode`] without copying the slot.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotView<'a> {
+    layout: &'a RingLayout,
+    slot: &'a [u8],
+}
+
+impl<'a> SlotView<'a> {
+    /// The view of one slot of `layout`. Panics unless `slot` is one slot
+    /// (`layout.slot.size` bytes).
+    #[inline]
+    pub fn new(layout: &'a RingLayout, slot: &'a [u8]) -> SlotView<'a> {
+        assert_eq!(slot.len(), layout.slot.size, "one slot of {}", layout.name);
+        SlotView { layout, slot }
+    }
+
+    /// The views of the whole slots of `bytes`, in order.
+    #[inline]
+    pub fn all(
+        layout: &'a RingLayout,
+        bytes: &'a [u8],
+    ) -> impl ExactSizeIterator<Item = SlotView<'a>> + 'a {
+        bytes
+            .chunks_exact(layout.slot.size)
+            .map(move |slot| SlotView { layout, slot })
+    }
+
+    #[inline]
+    fn u64_at(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.slot[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    #[inline]
+    fn u32_at(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.slot[at..at + 4].try_into().expect("4 bytes"))
+    }
+
+    /// Microseconds since the Unix epoch, in versions that carry it (1).
+    #[inline]
+    pub fn timestamp_us(&self) -> Option<u64> {
+        self.layout.slot.timestamp.map(|at| self.u64_at(at))
+    }
+
+    /// The category number, in versions that carry it (1, 2).
+    #[inline]
+    pub fn category(&self) -> Option<i32> {
+        self.layout.slot.category.map(|at| self.u32_at(at) as i32)
+    }
+
+    /// The stored name field or event type.
+    #[inline]
+    pub fn key(&self) -> SlotKey<'a> {
+        match self.layout.slot.key {
+            EventKey::Name(at) => SlotKey::Name(
+                self.slot[at..at + EVENT_NAME_CAPACITY]
+                    .try_into()
+                    .expect("32 bytes"),
+            ),
+            EventKey::Type(at) => SlotKey::Type(self.u32_at(at)),
+        }
+    }
+
+    /// The per-operation reading.
+    #[inline]
+    pub fn value(&self) -> u64 {
+        self.u64_at(self.layout.slot.value)
+    }
+
+    /// The slot as a record ([`RingRecord::decode`]).
+    pub fn record(&self) -> RingRecord {
+        RingRecord::decode(self.layout, self.slot)
+    }
+}
+
+/// The name field [`RingRecord`] gives event type `t` of `layout`: the
+/// table's name, or `unknown_event_<t>`, NUL-terminated.
+pub fn event_type_name_field(layout: &RingLayout, t: u32) -> [u8; EVENT_NAME_CAPACITY] {
     let mut out = [0u8; EVENT_NAME_CAPACITY];
     match layout.event_type_name(t) {
         Some(name) => out[..name.len()].copy_from_slice(name.as_bytes()),
@@ -232,5 +319,57 @@ mod tests {
         );
         v4[0..4].copy_from_slice(&0u32.to_le_bytes());
         assert_eq!(RingRecord::decode(&V3, &v4).name(), "agent_tx_bytes");
+    }
+
+    /// A slot of `layout` whose every byte differs.
+    fn patterned_slot(layout: &RingLayout, seed: u8) -> Vec<u8> {
+        (0..layout.slot.size)
+            .map(|i| (i as u8).wrapping_mul(37).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn slot_views_read_what_records_decode() {
+        for layout in nixl_telemetry_abi::ring::LAYOUTS {
+            let mut bytes = Vec::new();
+            for seed in 0..4u8 {
+                bytes.extend(patterned_slot(layout, seed));
+            }
+            // A type-keyed slot naming a known type too.
+            if let EventKey::Type(at) = layout.slot.key {
+                bytes[at..at + 4].copy_from_slice(&1u32.to_le_bytes());
+            }
+            let views: Vec<SlotView<'_>> = SlotView::all(layout, &bytes).collect();
+            assert_eq!(views.len(), 4, "{}", layout.name);
+            for (view, slot) in views.iter().zip(bytes.chunks_exact(layout.slot.size)) {
+                let record = RingRecord::decode(layout, slot);
+                assert_eq!(view.record(), record, "{}", layout.name);
+                assert_eq!(view.timestamp_us(), record.timestamp_us, "{}", layout.name);
+                assert_eq!(view.category(), record.category, "{}", layout.name);
+                assert_eq!(view.value(), record.value, "{}", layout.name);
+                match view.key() {
+                    SlotKey::Name(name) => {
+                        assert_eq!(*name, record.name, "{}", layout.name);
+                        assert_eq!(record.event_type, None);
+                    }
+                    SlotKey::Type(t) => {
+                        assert_eq!(Some(t), record.event_type, "{}", layout.name);
+                        assert_eq!(
+                            event_type_name_field(layout, t),
+                            record.name,
+                            "{}",
+                            layout.name
+                        );
+                    }
+                }
+                assert_eq!(SlotView::new(layout, slot).record(), record);
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "one slot of v1")]
+    fn a_slot_view_of_the_wrong_size_is_refused() {
+        SlotView::new(&V1, &[0; 16]);
     }
 }
