@@ -22,6 +22,9 @@
 //! The records borrow the objects' text for as long as the list is not
 //! changed and no Python code runs: the caller ([`read_batch`]'s contract)
 //! runs only Rust over them and drops them before calling back into Python.
+//! No other thread can run Python code meanwhile either: the GIL is held
+//! throughout (the abi3 wheel loads only on interpreters with a GIL), and none
+//! of the C functions called here releases it.
 
 use std::borrow::Cow;
 
