@@ -42,6 +42,56 @@ pub(crate) struct GiveUp;
 
 type Read<T> = Result<T, GiveUp>;
 
+type Fields<'a> = Vec<(Cow<'a, str>, JsonValue<'a>)>;
+
+/// Empty vectors kept from batch to batch, their allocations reused: a batch
+/// otherwise allocates and frees a member vector per record and an element
+/// vector per list value (hundreds of blocks of one size, more than the
+/// allocator's per-thread cache holds).
+#[derive(Default)]
+pub(crate) struct Spare {
+    batch: Vec<(Record<'static>, Context)>,
+    fields: Vec<Fields<'static>>,
+    arrays: Vec<Vec<JsonValue<'static>>>,
+}
+
+impl Spare {
+    /// Vectors kept at most, of each kind.
+    const MAX_KEPT: usize = 4096;
+
+    /// Takes the batch's vectors back, emptied.
+    pub(crate) fn recycle(&mut self, mut batch: Vec<(Record<'_>, Context)>) {
+        for (record, _) in batch.drain(..) {
+            let mut fields = record.into_fields();
+            for (_, value) in fields.drain(..) {
+                if let JsonValue::Array(items) = value {
+                    if self.arrays.len() < Self::MAX_KEPT {
+                        self.arrays.push(emptied(items));
+                    }
+                }
+            }
+            if self.fields.len() < Self::MAX_KEPT {
+                self.fields.push(emptied(fields));
+            }
+        }
+        self.batch = emptied(batch);
+    }
+}
+
+/// An empty vector of another lifetime, keeping the allocation (an in-place
+/// collect: same layout).
+fn emptied<T, U>(mut items: Vec<T>) -> Vec<U> {
+    items.clear();
+    items.into_iter().map(|_| unreachable!("empty")).collect()
+}
+
+/// A spare vector (or a new one) with room for `len` items.
+fn take<T, U>(spare: &mut Vec<Vec<T>>, len: usize) -> Vec<U> {
+    let mut items: Vec<U> = spare.pop().map(emptied).unwrap_or_default();
+    items.reserve(len);
+    items
+}
+
 /// Reads every item of `records` as `(record, context)`, items that are a bare
 /// record taking `shared`.
 ///
@@ -56,6 +106,7 @@ pub(crate) unsafe fn read_batch<'a>(
     records: &'a Bound<'_, PyList>,
     shared: Context,
     datetime_type: &Bound<'_, PyType>,
+    spare: &mut Spare,
 ) -> Read<Vec<(Record<'a>, Context)>> {
     let py = records.py();
     // Confirming the datetime layout (once per process) runs Python code: now,
@@ -64,7 +115,8 @@ pub(crate) unsafe fn read_batch<'a>(
     let list = records.as_ptr();
     // SAFETY: `list` is a live list (the GIL is held through `records`).
     let len = unsafe { ffi::PyList_Size(list) };
-    let mut batch = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    let mut batch: Vec<(Record<'a>, Context)> = emptied(std::mem::take(&mut spare.batch));
+    batch.reserve(usize::try_from(len).unwrap_or(0));
     for index in 0..len {
         // SAFETY: `index` is in range of the live list; the item is a borrowed
         // reference the list holds while it is not changed (the caller's
@@ -76,7 +128,7 @@ pub(crate) unsafe fn read_batch<'a>(
         // SAFETY: `item` is live (held by the list), the GIL is held.
         let entry = unsafe {
             if ffi::PyDict_CheckExact(item) != 0 {
-                (read_record(py, item)?, shared)
+                (read_record(py, item, spare)?, shared)
             } else if ffi::PyTuple_CheckExact(item) != 0 && ffi::PyTuple_Size(item) == 2 {
                 let record = ffi::PyTuple_GetItem(item, 0);
                 let context = ffi::PyTuple_GetItem(item, 1);
@@ -84,7 +136,7 @@ pub(crate) unsafe fn read_batch<'a>(
                     return Err(GiveUp);
                 }
                 (
-                    read_record(py, record)?,
+                    read_record(py, record, spare)?,
                     read_context(py, context, datetime_type)?,
                 )
             } else {
@@ -128,10 +180,14 @@ unsafe fn read_context(
 ///
 /// `dict` is a live exact dict, the GIL is held, and the caller keeps the
 /// contract of [`read_batch`] for the lifetime `'a`.
-unsafe fn read_record<'a>(py: Python<'_>, dict: *mut ffi::PyObject) -> Read<Record<'a>> {
+unsafe fn read_record<'a>(
+    py: Python<'_>,
+    dict: *mut ffi::PyObject,
+    spare: &mut Spare,
+) -> Read<Record<'a>> {
     // SAFETY: `dict` is a live dict.
     let len = unsafe { ffi::PyDict_Size(dict) };
-    let mut fields = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    let mut fields: Fields<'a> = take(&mut spare.fields, usize::try_from(len).unwrap_or(0));
     let mut position: ffi::Py_ssize_t = 0;
     let mut key: *mut ffi::PyObject = std::ptr::null_mut();
     let mut value: *mut ffi::PyObject = std::ptr::null_mut();
@@ -153,7 +209,7 @@ unsafe fn read_record<'a>(py: Python<'_>, dict: *mut ffi::PyObject) -> Read<Reco
             text(py, key)?
         };
         // SAFETY: `value` is a live object held by the dict.
-        let value = unsafe { read_value(py, value)? };
+        let value = unsafe { read_value(py, value, spare)? };
         fields.push((key, value));
     }
     Ok(Record::from_fields(fields))
@@ -194,11 +250,15 @@ unsafe fn text<'a>(py: Python<'_>, text: *mut ffi::PyObject) -> Read<Cow<'a, str
 /// `value` is a live object, the GIL is held, and the caller keeps the
 /// contract of [`read_batch`] for the lifetime `'a`.
 #[inline(always)]
-unsafe fn read_value<'a>(py: Python<'_>, value: *mut ffi::PyObject) -> Read<JsonValue<'a>> {
+unsafe fn read_value<'a>(
+    py: Python<'_>,
+    value: *mut ffi::PyObject,
+    spare: &mut Spare,
+) -> Read<JsonValue<'a>> {
     // SAFETY: `value` is a live object (the caller's contract).
     unsafe {
         if ffi::PyList_CheckExact(value) != 0 {
-            return read_list(py, value);
+            return read_list(py, value, spare);
         }
         read_scalar(py, value)
     }
@@ -210,12 +270,17 @@ unsafe fn read_value<'a>(py: Python<'_>, value: *mut ffi::PyObject) -> Read<Json
 ///
 /// As [`read_value`], `list` an exact `list`.
 #[inline(never)]
-unsafe fn read_list<'a>(py: Python<'_>, list: *mut ffi::PyObject) -> Read<JsonValue<'a>> {
+unsafe fn read_list<'a>(
+    py: Python<'_>,
+    list: *mut ffi::PyObject,
+    spare: &mut Spare,
+) -> Read<JsonValue<'a>> {
     // SAFETY: `list` is a live list (the caller's contract); its items are
     // borrowed references it holds while it is not changed.
     unsafe {
         let len = ffi::PyList_Size(list);
-        let mut items = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        let mut items: Vec<JsonValue<'a>> =
+            take(&mut spare.arrays, usize::try_from(len).unwrap_or(0));
         for index in 0..len {
             let item = ffi::PyList_GetItem(list, index);
             if item.is_null() {

@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
-use crate::borrowed_batch::{read_batch, GiveUp};
+use crate::borrowed_batch::{read_batch, GiveUp, Spare};
 use crate::datetime_state::naive_state;
 use crate::dict_entries::same_entries;
 use crate::errors::ProcessingError;
@@ -505,6 +505,8 @@ struct MapCache {
 struct ThreadState {
     inner: RustProcessor,
     cache: Option<MapCache>,
+    /// Vectors a batch read with borrowed references reuses.
+    spare: Spare,
 }
 
 thread_local! {
@@ -560,6 +562,7 @@ impl MetricProcessor {
             None => ThreadState {
                 inner: self.recipe.build()?,
                 cache: None,
+                spare: Spare::default(),
             },
         };
         let result = f(&mut state);
@@ -742,7 +745,7 @@ impl ThreadState {
         // SAFETY: from here until `batch` is dropped only Rust code runs: the
         // processor over the batch, no call into Python (errors are kept as
         // text), and nothing that releases the GIL.
-        let batch = match unsafe { read_batch(records, shared, datetime) } {
+        let batch = match unsafe { read_batch(records, shared, datetime, &mut self.spare) } {
             Ok(batch) => batch,
             Err(GiveUp) => {
                 if let Some((dict, snapshot)) = kept {
@@ -758,7 +761,7 @@ impl ThreadState {
         };
         let before = loaded.metrics.values_by_slot().to_vec();
         let processed = self.process_all(&mut loaded.metrics, &batch);
-        drop(batch);
+        self.spare.recycle(batch);
         // From here Python code may run again (writing back; the old copy freed
         // last, with `kept`).
         processed.map_err(processing_error)?;
@@ -794,9 +797,14 @@ impl MetricProcessor {
             builder_names,
         };
         STATES.with(|states| {
-            states
-                .borrow_mut()
-                .insert(processor.id, ThreadState { inner, cache: None })
+            states.borrow_mut().insert(
+                processor.id,
+                ThreadState {
+                    inner,
+                    cache: None,
+                    spare: Spare::default(),
+                },
+            )
         });
         Ok(processor)
     }

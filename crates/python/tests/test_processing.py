@@ -323,6 +323,10 @@ def test_process_many_reads_lists_and_other_inputs_alike():
         ({"action": "train"}, datetime(2025, 4, 2, 11, tzinfo=timezone.utc)),
         {"action": "shared context"},
     ]
+    # One processor and one dict through every batch below too: the vectors a
+    # listed batch reuses from batch to batch hold records of every shape.
+    service, service_m = MetricProcessor(), {}
+    service_ref, service_ref_m = MetricProcessor(), {}
     for odd in odd_items:
         # A `None` context means "now" (the clock): never last, where it would
         # give `last_updated`.
@@ -333,6 +337,11 @@ def test_process_many_reads_lists_and_other_inputs_alike():
             listed = MetricProcessor().process_many({}, items, shared)
             iterated = MetricProcessor().process_many({}, iter(items), shared)
             assert listed == iterated, odd
+            if positions[-1] == 40:
+                for batch in (items[:position], items[position:], plain[::-1]):
+                    service.process_many(service_m, batch, shared)
+                    service_ref.process_many(service_ref_m, iter(batch), shared)
+                    assert service_m == service_ref_m, odd
             # One processor, one dict, batch after batch: as in a service.
             p, m, reference = MetricProcessor(), {}, {}
             for _ in range(2):
