@@ -742,9 +742,10 @@ impl ThreadState {
                 Err(_) => return Ok(false),
             },
         };
-        // SAFETY: from here until `batch` is dropped only Rust code runs: the
-        // processor over the batch, no call into Python (errors are kept as
-        // text), and nothing that releases the GIL.
+        // SAFETY: from here until `batch` is given back to `spare` (which
+        // empties it) only Rust code runs: the processor over the batch, no
+        // call into Python (errors are kept as text), and nothing that
+        // releases the GIL.
         let batch = match unsafe { read_batch(records, shared, datetime, &mut self.spare) } {
             Ok(batch) => batch,
             Err(GiveUp) => {
