@@ -58,6 +58,11 @@ pub(crate) struct Spare {
 impl Spare {
     /// Vectors kept at most, of each kind.
     const MAX_KEPT: usize = 4096;
+    /// Members or list elements a kept vector has room for at most (a batch with
+    /// a huge record leaves no huge allocation behind).
+    const MAX_ROOM: usize = 256;
+    /// Items the kept batch vector has room for at most.
+    const MAX_BATCH_ROOM: usize = 1 << 16;
 
     /// Takes the batch's vectors back, emptied.
     pub(crate) fn recycle(&mut self, mut batch: Vec<(Record<'_>, Context)>) {
@@ -65,16 +70,18 @@ impl Spare {
             let mut fields = record.into_fields();
             for (_, value) in fields.drain(..) {
                 if let JsonValue::Array(items) = value {
-                    if self.arrays.len() < Self::MAX_KEPT {
+                    if self.arrays.len() < Self::MAX_KEPT && items.capacity() <= Self::MAX_ROOM {
                         self.arrays.push(emptied(items));
                     }
                 }
             }
-            if self.fields.len() < Self::MAX_KEPT {
+            if self.fields.len() < Self::MAX_KEPT && fields.capacity() <= Self::MAX_ROOM {
                 self.fields.push(emptied(fields));
             }
         }
-        self.batch = emptied(batch);
+        if batch.capacity() <= Self::MAX_BATCH_ROOM {
+            self.batch = emptied(batch);
+        }
     }
 }
 
