@@ -163,7 +163,22 @@ pub(crate) fn write_float(f: f64, out: &mut String) {
         return;
     }
     // `{:e}` gives the shortest round-trip digits as `d[.ddd]e<exp>`.
-    let sci = format!("{:e}", f);
+    let mut sci = format!("{:e}", f);
+    // When two strings of those digits are equally near the double (its exact value
+    // ends in 5 just past them), `{:e}` takes the upper one, while `repr` takes the
+    // one the exact value rounds to (ties to even): 562949953421312.25 is
+    // `562949953421312.2` there, not `.3`. The correctly rounded string of as many
+    // digits, when it also reads back to the double, is that one.
+    let digit_count = sci
+        .split('e')
+        .next()
+        .map_or(0, |m| m.bytes().filter(u8::is_ascii_digit).count());
+    if digit_count > 0 {
+        let rounded = format!("{:.*e}", digit_count - 1, f);
+        if rounded != sci && rounded.parse::<f64>() == Ok(f) {
+            sci = rounded;
+        }
+    }
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let (negative, mantissa) = match mantissa.strip_prefix('-') {
@@ -312,6 +327,11 @@ mod tests {
             (1.0, "1.0"),
             (12.5, "12.5"),
             (1.7976931348623157e308, "1.7976931348623157e+308"),
+            // Two shortest strings equally near: the one the exact value rounds to
+            // (…312.25 → …312.2, ties to even), as `repr` prints.
+            (2f64.powi(49) + 0.25, "562949953421312.2"),
+            (2f64.powi(49) + 0.75, "562949953421312.8"),
+            (-(2f64.powi(49) + 0.25), "-562949953421312.2"),
         ];
         for (f, want) in cases {
             assert_eq!(float(f), want, "{f:e}");

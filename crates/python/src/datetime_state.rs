@@ -23,6 +23,15 @@ const DATA_LEN: usize = 10;
 
 static LAYOUT_CHECKED: PyOnceLock<bool> = PyOnceLock::new();
 
+/// Whether the layout was confirmed (checking it now, once per process, if it
+/// was not yet: the check makes datetimes and calls `__reduce__`, so a caller
+/// that must run no Python code meanwhile calls this first).
+pub fn layout_confirmed(datetime_type: &Bound<'_, PyType>) -> bool {
+    *LAYOUT_CHECKED.get_or_init(datetime_type.py(), || {
+        layout_matches(datetime_type).unwrap_or(false)
+    })
+}
+
 /// The ten state bytes of `value` if it is a naive `datetime.datetime` of
 /// exactly that type (`datetime_type`) and the layout was confirmed; `None`
 /// otherwise (read it another way).
@@ -33,10 +42,7 @@ pub fn naive_state(
     if !value.get_type().is(datetime_type) {
         return None;
     }
-    let confirmed = *LAYOUT_CHECKED.get_or_init(value.py(), || {
-        layout_matches(datetime_type).unwrap_or(false)
-    });
-    if !confirmed {
+    if !layout_confirmed(datetime_type) {
         return None;
     }
     let (aware, state) = raw_fields(value);

@@ -7,6 +7,10 @@
 //!   [`nixl_telemetry::ring::RingReader`], with the results of `telemetry_reader --json`;
 //! * [`processing`]: `MetricProcessor` over [`nixl_telemetry_processor`], and the
 //!   reference's helper functions for `nixl_telemetry.tao`;
+//! * `borrowed_batch`: a `process_many` batch read without taking references, for
+//!   input that runs no Python code while it is read;
+//! * `dict_entries`: whether two dicts hold identical entries (the quick check of
+//!   `process_many`'s kept copy);
 //! * [`datetime_state`]: a plain naive `datetime` read in place (layout checked once);
 //! * [`floor`]: `_visit_records`, the benchmark's floor for `process_many`;
 //! * [`fork`]: a forked child's inherited telemetry records nothing.
@@ -14,7 +18,9 @@
 //! The Python side (`python/nixl_telemetry/`) adds `Category`, the `tao` drop-in and
 //! the type stubs; `docs/python.md` describes the package.
 
+mod borrowed_batch;
 pub mod datetime_state;
+mod dict_entries;
 pub mod errors;
 pub mod event;
 pub mod floor;

@@ -19,7 +19,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
+use crate::borrowed_batch::{read_batch, GiveUp, Spare};
 use crate::datetime_state::naive_state;
+use crate::dict_entries::same_entries;
 use crate::errors::ProcessingError;
 use crate::text::TextArena;
 
@@ -212,17 +214,24 @@ fn convert_json(value: JsonValue<'_>) -> serde_json::Value {
 
 static DATETIME_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
+/// The type `datetime.datetime`.
+fn datetime_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    DATETIME_TYPE
+        .get_or_try_init(py, || {
+            py.import("datetime")?
+                .getattr("datetime")?
+                .cast_into::<PyType>()
+                .map(Bound::unbind)
+                .map_err(PyErr::from)
+        })
+        .map(|t| t.bind(py))
+}
+
 /// A `datetime.datetime` as a processor timestamp (through its `isoformat()`).
 fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
     let py = value.py();
-    let datetime = DATETIME_TYPE.get_or_try_init(py, || {
-        py.import("datetime")?
-            .getattr("datetime")?
-            .cast_into::<PyType>()
-            .map(Bound::unbind)
-            .map_err(PyErr::from)
-    })?;
-    if !value.is_instance(datetime.bind(py))? {
+    let datetime = datetime_type(py)?;
+    if !value.is_instance(datetime)? {
         return Err(processing_error(format!(
             "{what} must be a datetime.datetime, found {}",
             type_name(value)
@@ -230,7 +239,7 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
     }
     // A naive `datetime` itself (the usual case): its fields read in place,
     // without a call (see `datetime_state`).
-    if let Some(t) = naive_state(value, datetime.bind(py)).and_then(timestamp_from_state) {
+    if let Some(t) = naive_state(value, datetime).and_then(timestamp_from_state) {
         return Ok(t);
     }
     // A naive datetime: its fields, without formatting and parsing.
@@ -260,7 +269,7 @@ fn timestamp_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Timestamp> {
 /// A naive timestamp from a datetime's ten state bytes (year high and low,
 /// month, day, hour, minute, second, microsecond in three); `None` if they
 /// name no valid date and time.
-fn timestamp_from_state(state: [u8; 10]) -> Option<Timestamp> {
+pub(crate) fn timestamp_from_state(state: [u8; 10]) -> Option<Timestamp> {
     let [y_hi, y_lo, month, day, hour, minute, second, u0, u1, u2] = state;
     let date = chrono::NaiveDate::from_ymd_opt(
         i32::from(y_hi) * 256 + i32::from(y_lo),
@@ -496,6 +505,8 @@ struct MapCache {
 struct ThreadState {
     inner: RustProcessor,
     cache: Option<MapCache>,
+    /// Vectors a batch read with borrowed references reuses.
+    spare: Spare,
 }
 
 thread_local! {
@@ -551,6 +562,7 @@ impl MetricProcessor {
             None => ThreadState {
                 inner: self.recipe.build()?,
                 cache: None,
+                spare: Spare::default(),
             },
         };
         let result = f(&mut state);
@@ -570,13 +582,26 @@ impl Drop for MetricProcessor {
     }
 }
 
+impl MapCache {
+    /// Whether `dict` is the dict last written and unchanged since: the same
+    /// object, holding the same entries as the copy (identical ones, checked
+    /// without hashing; else compared with `==`).
+    fn matches(&self, dict: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let py = dict.py();
+        if !self.dict.bind(py).is(dict) {
+            return Ok(false);
+        }
+        let snapshot = self.snapshot.bind(py);
+        Ok(same_entries(dict, snapshot) || dict.as_any().eq(snapshot)?)
+    }
+}
+
 impl ThreadState {
     /// The dict as the processor's map: the cached one when the dict is the one
     /// last written and unchanged since, else read anew.
     fn take_map(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<Loaded> {
         if let Some(cache) = self.cache.take() {
-            let py = dict.py();
-            if cache.dict.bind(py).is(dict) && dict.as_any().eq(cache.snapshot.bind(py))? {
+            if cache.matches(dict)? {
                 return Ok(cache.loaded);
             }
         }
@@ -658,6 +683,20 @@ impl ThreadState {
         store_metrics(dict, &before, &map, &foreign, stamp)
     }
 
+    /// Applies records to the map in order; the error names the record.
+    fn process_all(
+        &mut self,
+        metrics: &mut Metrics,
+        batch: &[(Record<'_>, Context)],
+    ) -> Result<(), String> {
+        for (index, (record, context)) in batch.iter().enumerate() {
+            self.inner
+                .process(metrics, record, context)
+                .map_err(|e| format!("record #{index}: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// Applies records to the dict, all or none.
     fn apply_batch(
         &mut self,
@@ -666,15 +705,71 @@ impl ThreadState {
     ) -> PyResult<()> {
         let mut loaded = self.take_map(metrics)?;
         let before = loaded.metrics.values_by_slot().to_vec();
-        for (index, (record, context)) in batch.iter().enumerate() {
-            if let Err(e) = self.inner.process(&mut loaded.metrics, record, context) {
-                // The map is dropped: the next call reads the dict anew.
-                return Err(processing_error(format!("record #{index}: {e}")));
-            }
-        }
+        // On an error the map is dropped: the next call reads the dict anew.
+        self.process_all(&mut loaded.metrics, batch)
+            .map_err(processing_error)?;
         // On an error here too the map is dropped, and the dict is unchanged.
         store_batch(metrics, &before, &mut loaded)?;
         self.keep_map(metrics, loaded)
+    }
+
+    /// [`ThreadState::apply_batch`] over a list read with borrowed references
+    /// (`borrowed_batch`): the same result, without a reference taken per
+    /// object read. `Ok(false)` when that reader does not take this input (or
+    /// the dict cannot be read as a map): nothing was done, and the caller
+    /// applies the batch the general way.
+    fn apply_borrowed(
+        &mut self,
+        metrics: &Bound<'_, PyDict>,
+        records: &Bound<'_, PyList>,
+        shared: Context,
+    ) -> PyResult<bool> {
+        let datetime = datetime_type(metrics.py())?;
+        // What may run Python code comes first, before anything is borrowed:
+        // the map (comparing the dict with the kept copy may call a foreign
+        // value's `__eq__`).
+        let (mut loaded, kept) = match self.cache.take() {
+            Some(cache) => match cache.matches(metrics) {
+                Ok(true) => (cache.loaded, Some((cache.dict, cache.snapshot))),
+                // An error is raised by the general way, in its order.
+                Ok(false) | Err(_) => match load_metrics(metrics) {
+                    Ok(loaded) => (loaded, None),
+                    Err(_) => return Ok(false),
+                },
+            },
+            None => match load_metrics(metrics) {
+                Ok(loaded) => (loaded, None),
+                Err(_) => return Ok(false),
+            },
+        };
+        // SAFETY: from here until `batch` is given back to `spare` (which
+        // empties it) only Rust code runs: the processor over the batch, no
+        // call into Python (errors are kept as text), and nothing that
+        // releases the GIL.
+        let batch = match unsafe { read_batch(records, shared, datetime, &mut self.spare) } {
+            Ok(batch) => batch,
+            Err(GiveUp) => {
+                if let Some((dict, snapshot)) = kept {
+                    // No Python code ran: the dict still matches the copy.
+                    self.cache = Some(MapCache {
+                        dict,
+                        snapshot,
+                        loaded,
+                    });
+                }
+                return Ok(false);
+            }
+        };
+        let before = loaded.metrics.values_by_slot().to_vec();
+        let processed = self.process_all(&mut loaded.metrics, &batch);
+        self.spare.recycle(batch);
+        // From here Python code may run again (writing back; the old copy freed
+        // last, with `kept`).
+        processed.map_err(processing_error)?;
+        store_batch(metrics, &before, &mut loaded)?;
+        self.keep_map(metrics, loaded)?;
+        drop(kept);
+        Ok(true)
     }
 }
 
@@ -703,9 +798,14 @@ impl MetricProcessor {
             builder_names,
         };
         STATES.with(|states| {
-            states
-                .borrow_mut()
-                .insert(processor.id, ThreadState { inner, cache: None })
+            states.borrow_mut().insert(
+                processor.id,
+                ThreadState {
+                    inner,
+                    cache: None,
+                    spare: Spare::default(),
+                },
+            )
         });
         Ok(processor)
     }
@@ -742,6 +842,11 @@ impl MetricProcessor {
         context: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let shared = context_of(context)?;
+        if let Ok(list) = records.cast_exact::<PyList>() {
+            if self.with_state(|state| state.apply_borrowed(&metrics, list, shared))? {
+                return Ok(metrics);
+            }
+        }
         let arena = TextArena::new();
         let mut batch = Vec::new();
         for (index, item) in records.try_iter()?.enumerate() {

@@ -289,3 +289,107 @@ def test_the_benchmarks_floor_reads_every_field():
     assert _native._visit_records(records) == 1 + 1 + 1 + 3 + 1 + 1 + 1 + 1 + 3
     assert _native._visit_records([]) == 0
     assert _native._visit_records(iter([{"k": 1 << 80}])) == 2
+
+
+def test_process_many_reads_lists_and_other_inputs_alike():
+    """An exact list of plain records is read with borrowed references, anything
+    else (an iterator, subclasses, values of other types, dict contexts) the
+    general way, also when such an item comes after plain ones: the same
+    metrics, the same errors, the dict left unchanged on an error."""
+    class Tagged(str):
+        pass
+
+    class Count(int):
+        pass
+
+    class Stamped(datetime):
+        pass
+
+    now = datetime(2025, 4, 2, 9, 30)
+    plain = corpus()[:40]
+    odd_items = [
+        ({"action": "train", "time_lapsed": Count(7)}, now),
+        ({Tagged("action"): "train"}, now),
+        ({"action": "train", 5: "not a key"}, now),
+        ({"action": "train", "gpu": ("A100", "A100")}, now),
+        ({"action": "train", "success": 1.5, "user_error": -3}, now),
+        ({"action": "train", "version": 2 ** 63 + 5, "network": -(2 ** 63)}, now),
+        ({"action": "train", "version": 2 ** 70, "network": 1e300}, now),
+        ({"action": "train", "version": None, "success": "yes"}, now),
+        ({"action": "train", "gpu": ["A100", "H100"]}, None),
+        ({"action": "train", "extra": {"nested": [1, {"x": 2}]}}, now),
+        ({"action": "train"}, {"now": now}),
+        ({"action": "train"}, Stamped(2025, 4, 2, 10)),
+        ({"action": "train"}, datetime(2025, 4, 2, 11, tzinfo=timezone.utc)),
+        {"action": "shared context"},
+    ]
+    # One processor and one dict through every batch below too: the vectors a
+    # listed batch reuses from batch to batch hold records of every shape.
+    service, service_m = MetricProcessor(), {}
+    service_ref, service_ref_m = MetricProcessor(), {}
+    for odd in odd_items:
+        # A `None` context means "now" (the clock): never last, where it would
+        # give `last_updated`.
+        positions = (0, 20) if isinstance(odd, tuple) and odd[1] is None else (0, 20, 40)
+        for position in positions:
+            items = plain[:position] + [odd] + plain[position:]
+            shared = {"now": now}
+            listed = MetricProcessor().process_many({}, items, shared)
+            iterated = MetricProcessor().process_many({}, iter(items), shared)
+            assert listed == iterated, odd
+            if positions[-1] == 40:
+                for batch in (items[:position], items[position:], plain[::-1]):
+                    service.process_many(service_m, batch, shared)
+                    service_ref.process_many(service_ref_m, iter(batch), shared)
+                    assert service_m == service_ref_m, odd
+            # One processor, one dict, batch after batch: as in a service.
+            p, m, reference = MetricProcessor(), {}, {}
+            for _ in range(2):
+                p.process_many(m, items, shared)
+                MetricProcessor().process_many(reference, iter(items), shared)
+                assert m == reference, odd
+
+    bad_items = [
+        ({"time_lapsed": "x"}, now),
+        ({"action": float("nan")}, now),
+        ({"action": object()}, now),
+        ({"gpu": ["A100", ["nested"]]}, now),
+        ({"gpu": ["A100", None]}, now),
+        ({"gpu": "A100"}, now),
+        ({"action": "\udc80"}, now),
+        ({"action": "train"}, "2025-01-01"),
+        ({"action": "train"},),
+        [("action", "train")],
+    ]
+    for bad in bad_items:
+        for position in (0, 20, 40):
+            items = plain[:position] + [bad] + plain[position:]
+            p, m = MetricProcessor(), {}
+            p.process_many(m, plain)
+            before = dict(m)
+            with pytest.raises(ProcessingError) as listed:
+                p.process_many(m, items)
+            assert m == before and list(m) == list(before), bad
+            with pytest.raises(ProcessingError) as iterated:
+                MetricProcessor().process_many(dict(before), iter(items))
+            assert str(listed.value) == str(iterated.value), bad
+            # The processor goes on from the unchanged dict.
+            p.process_many(m, plain)
+            reference = MetricProcessor().process_many(dict(before), iter(plain))
+            assert m == reference, bad
+
+
+def test_process_many_takes_equal_values_as_unchanged():
+    """Between batches the dict is compared with the kept copy: identical
+    entries at once, else with `==`: a value replaced by an equal one (even a
+    float) counts as unchanged, and a batch writes the int back."""
+    items = corpus()
+    p, m = MetricProcessor(), {}
+    p.process_many(m, items[:150])
+    key = "total_action_train_pass"
+    assert key in m
+    reference = dict(m)
+    m[key] = float(m[key])
+    p.process_many(m, items[150:])
+    MetricProcessor().process_many(reference, items[150:])
+    assert m == reference and type(m[key]) is int
