@@ -37,13 +37,59 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "object".to_owned())
 }
 
+/// How deeply lists and dicts may nest in a record value (as deep as the
+/// processor's JSON-lines input allows): deeper values, a list or dict that
+/// contains itself among them, are refused instead of exhausting the stack.
+pub const MAX_NESTING: usize = 128;
+
 /// Converts a Python value into a JSON value the processor reads: None, bool,
-/// int, float, str, list/tuple and dict (str keys) are accepted. Strings are
-/// borrowed through `arena` (no copy on Python 3.10+).
+/// int, float, str, list/tuple and dict (str keys) are accepted, nested at most
+/// [`MAX_NESTING`] levels. Strings are borrowed through `arena` (no copy on
+/// Python 3.10+).
 pub fn to_json<'a, 'py>(
     value: Bound<'py, PyAny>,
     key: &str,
     arena: &'a TextArena<'py>,
+) -> PyResult<JsonValue<'a>> {
+    to_json_within(
+        value,
+        key,
+        arena,
+        Nesting {
+            levels: MAX_NESTING,
+            outer_key: key,
+        },
+    )
+}
+
+/// How many more levels of lists and dicts a value may open, and the record
+/// key it is under (for the error).
+#[derive(Clone, Copy)]
+struct Nesting<'k> {
+    levels: usize,
+    outer_key: &'k str,
+}
+
+impl Nesting<'_> {
+    /// The nesting inside one more list or dict, or the error when no level is left.
+    fn one_level_in(self) -> PyResult<Self> {
+        match self.levels.checked_sub(1) {
+            Some(levels) => Ok(Nesting { levels, ..self }),
+            None => Err(processing_error(format!(
+                "key `{}`: lists and dicts nested more than {MAX_NESTING} levels deep \
+                 (a list or dict that contains itself?); accepted: at most {MAX_NESTING} levels",
+                self.outer_key
+            ))),
+        }
+    }
+}
+
+/// [`to_json`] within `nesting`.
+fn to_json_within<'a, 'py>(
+    value: Bound<'py, PyAny>,
+    key: &str,
+    arena: &'a TextArena<'py>,
+    nesting: Nesting<'_>,
 ) -> PyResult<JsonValue<'a>> {
     // The exact types of JSON-like data first: a pointer comparison each.
     if value.is_none() {
@@ -57,7 +103,7 @@ pub fn to_json<'a, 'py>(
         return Ok(JsonValue::Bool(b.is_true()));
     }
     if let Ok(list) = value.cast_exact::<PyList>() {
-        return json_array(list.iter(), list.len(), key, arena);
+        return json_array(list.iter(), list.len(), key, arena, nesting);
     }
     if value.is_instance_of::<PyInt>() {
         if let Ok(u) = value.extract::<u64>() {
@@ -83,12 +129,13 @@ pub fn to_json<'a, 'py>(
         return Ok(JsonValue::String(arena.text(text)?));
     }
     if let Ok(list) = value.cast::<PyList>() {
-        return json_array(list.iter(), list.len(), key, arena);
+        return json_array(list.iter(), list.len(), key, arena, nesting);
     }
     if let Ok(tuple) = value.cast::<PyTuple>() {
-        return json_array(tuple.iter(), tuple.len(), key, arena);
+        return json_array(tuple.iter(), tuple.len(), key, arena, nesting);
     }
     if let Ok(dict) = value.cast::<PyDict>() {
+        let nesting = nesting.one_level_in()?;
         let mut fields = Vec::with_capacity(dict.len());
         for (k, v) in dict.iter() {
             let Ok(k) = k.cast::<PyString>() else {
@@ -98,7 +145,7 @@ pub fn to_json<'a, 'py>(
                 )));
             };
             let k = arena.text(k)?;
-            let v = to_json(v, &k, arena)?;
+            let v = to_json_within(v, &k, arena, nesting)?;
             fields.push((k, v));
         }
         return Ok(JsonValue::Object(fields));
@@ -115,10 +162,12 @@ fn json_array<'a, 'py>(
     len: usize,
     key: &str,
     arena: &'a TextArena<'py>,
+    nesting: Nesting<'_>,
 ) -> PyResult<JsonValue<'a>> {
+    let nesting = nesting.one_level_in()?;
     let mut out = Vec::with_capacity(len);
     for item in items {
-        out.push(to_json(item, key, arena)?);
+        out.push(to_json_within(item, key, arena, nesting)?);
     }
     Ok(JsonValue::Array(out))
 }

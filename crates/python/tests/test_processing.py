@@ -107,6 +107,50 @@ def test_errors_name_the_key_and_leave_the_dict_unchanged(record, needles):
     assert isinstance(info.value, ValueError)
 
 
+def _self_containing_list():
+    value = ["a"]
+    value.append(value)
+    return value
+
+
+def _self_containing_dict():
+    value = {"a": 1}
+    value["me"] = value
+    return value
+
+
+def _nested(levels):
+    value = "leaf"
+    for i in range(levels):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "make",
+    [_self_containing_list, _self_containing_dict, lambda: _nested(200)],
+    ids=["list-in-itself", "dict-in-itself", "200-levels"],
+)
+def test_values_nested_past_the_limit_are_refused_not_a_crash(make):
+    m = {"x": 1}
+    record = {"time_lapsed": 10, "payload": make()}
+    for run in (
+        lambda: MetricProcessor().process(m, record, {"now": datetime(2025, 1, 1)}),
+        lambda: MetricProcessor().process_many(m, [{}, record]),
+    ):
+        with pytest.raises(ProcessingError, match="nested more than 128 levels") as info:
+            run()
+        assert "key `payload`" in str(info.value)
+        assert m == {"x": 1}
+
+
+def test_values_nested_up_to_the_limit_are_read():
+    m = {}
+    MetricProcessor().process(m, {"time_lapsed": 10, "payload": _nested(127)},
+                              {"now": datetime(2025, 1, 1)})
+    assert m
+
+
 def test_a_bad_record_in_a_batch_applies_none():
     m = {"x": 1}
     with pytest.raises(ProcessingError, match="record #2"):
