@@ -14,7 +14,7 @@
 //! floats and tuples) and made into the next `Event`s: a read that follows
 //! another takes warm memory instead of fresh pages from the allocator, which
 //! hands a whole empty arena back to the kernel when the previous read's
-//! events are freed ([`FreeBlocks`]).
+//! events are freed (`FreeBlocks`).
 //!
 //! All `unsafe` of the type is here, at the boundary: each slot function turns
 //! its raw pointers into PyO3 handles and runs safe code ([`EventFields`]).
