@@ -29,7 +29,7 @@ const BOUNDS: [(&str, f64, &str); 5] = [
     (
         "record_2t_vs_1t",
         2.5,
-        "two recording threads must not slow each other much (target 1.3)",
+        "two recording threads must not slow each other much (target 1.3; here divided by the floor's own 2t/1t, what the machine allows two threads at that moment)",
     ),
     (
         "record_vs_metrics_histogram_1t",
@@ -95,6 +95,18 @@ fn broken(report: &Value) -> Vec<String> {
             median(report, "disabled_record_1t")
                 .zip(median(report, "record_1t"))
                 .map(|(a, b)| a / b)
+        } else if name == "record_2t_vs_1t" {
+            // On a shared 2-vCPU guest one vCPU can be taken away for tens of
+            // seconds (a CI run saw 11x for three runs in a row with a load
+            // average of 0.5): then no two threads run side by side, the floor's
+            // included. What telemetry itself adds is the ratio over the floor's.
+            let floor_2t_vs_1t = median(report, "floor_2t")
+                .zip(median(report, "floor_1t"))
+                .map(|(a, b)| a / b);
+            ratios[name]
+                .as_f64()
+                .zip(floor_2t_vs_1t)
+                .map(|(r, f)| r / f.max(1.0))
         } else {
             ratios[name].as_f64()
         };
