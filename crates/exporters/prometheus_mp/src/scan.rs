@@ -136,7 +136,22 @@ fn format_error(why: impl Into<String>) -> Skip {
 pub fn read_store(file: &File) -> Result<StoreReading, Skip> {
     let io = |e: io::Error| Skip::Io(e.to_string());
     let mut head = vec![0u8; off::SERIES];
+    let read_seq = || -> Result<u64, Skip> {
+        let mut seq = [0u8; 8];
+        file.read_exact_at(&mut seq, off::SEQ as u64).map_err(io)?;
+        Ok(u64::from_ne_bytes(seq))
+    };
     for _ in 0..READ_ATTEMPTS {
+        // The sequence number is read on its own, before the rest: within one
+        // copy (one `pread`) the kernel may load the bytes in any order (x86's
+        // fast string moves do), so a sequence number copied together with the
+        // values could be newer than some of them.
+        let seq = read_seq()?;
+        if seq & 1 == 1 {
+            std::thread::yield_now();
+            continue;
+        }
+        fence(Ordering::Acquire);
         file.read_exact_at(&mut head, 0).map_err(io)?;
         if head[off::MAGIC..off::MAGIC + 8] != layout::MAGIC {
             return Err(format_error("wrong magic"));
@@ -153,11 +168,6 @@ pub fn read_store(file: &File) -> Result<StoreReading, Skip> {
         {
             return Err(format_error("wrong header length or file size field"));
         }
-        let seq = read_u64(&head, off::SEQ).unwrap_or(1);
-        if seq & 1 == 1 {
-            std::thread::yield_now();
-            continue;
-        }
         let count = read_u32(&head, off::SERIES_COUNT).unwrap_or(u32::MAX) as usize;
         if count > MAX_SERIES {
             return Err(format_error(format!(
@@ -168,10 +178,7 @@ pub fn read_store(file: &File) -> Result<StoreReading, Skip> {
         file.read_exact_at(&mut entries, off::SERIES as u64)
             .map_err(io)?;
         fence(Ordering::Acquire);
-        let mut again = [0u8; 8];
-        file.read_exact_at(&mut again, off::SEQ as u64)
-            .map_err(io)?;
-        if u64::from_ne_bytes(again) != seq {
+        if read_seq()? != seq {
             std::thread::yield_now();
             continue;
         }
