@@ -71,10 +71,7 @@ fn expected_quantile(q: f64, values: &[u64]) -> f64 {
 fn a_real_prometheus_scrapes_what_the_events_imply() {
     tool("prometheus");
     tool("promtool");
-    let plugin = build_plugin(
-        "nixl-telemetry-exporter-prometheus",
-        "libtelemetry_exporter_prometheus.so",
-    );
+    let plugin = build_plugin("nixl-telemetry-exporter-prometheus");
     let tmp = tempfile::tempdir().unwrap();
     let plugin_dir = tmp.path().join("plugins");
     std::fs::create_dir(&plugin_dir).unwrap();

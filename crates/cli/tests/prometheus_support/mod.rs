@@ -63,51 +63,18 @@ impl Drop for Reaped {
     }
 }
 
-/// The workspace's root directory.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/cli is two levels below the root")
-        .to_owned()
-}
+#[allow(unused_imports)]
+pub use nixl_telemetry_testsupport::workspace_root;
 
-/// Builds the plug-in crate `package` in a target directory of its own (the
-/// outer build holds the lock of the main one) and returns its `file`.
-pub fn build_plugin(package: &str, file: &str) -> PathBuf {
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-builds");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let out = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args(["build", "--quiet", "--message-format=json", "-p", package])
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building {package} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|m| m["reason"] == "compiler-artifact")
-        .flat_map(|m| {
-            m["filenames"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|f| f.as_str().map(PathBuf::from))
-        })
-        .find(|f| f.ends_with(file))
-        .unwrap_or_else(|| panic!("cargo reported no {file}"))
+/// Builds the plug-in crate `package` (in a target directory of its own, once
+/// per test process) and returns its library.
+pub fn build_plugin(package: &str) -> PathBuf {
+    nixl_telemetry_testsupport::build_rust_plugin(package)
 }
 
 /// A directory under `tmp` holding only the plug-in `file` of crate `package`.
 pub fn plugin_dir(tmp: &Path, package: &str, file: &str) -> PathBuf {
-    let so = build_plugin(package, file);
+    let so = build_plugin(package);
     let dir = tmp.join("plugins");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&so, dir.join(file)).unwrap();
