@@ -103,7 +103,10 @@ thread_local! {
 struct FloorPool(Vec<Box<[UnsafeCell<Event>]>>);
 
 // SAFETY: each buffer is written only by the one thread it is handed to
-// (thread index t gets buffer t), and the pool outlives those threads.
+// (thread index t gets buffer t) and read only by `FloorPool::consume`, which
+// the harness runs between repeats while every writer waits at its barrier
+// (the barrier orders the writes before the reads and the reads before the
+// next writes); the pool outlives those threads.
 unsafe impl Sync for FloorPool {}
 
 impl FloorPool {
@@ -122,6 +125,23 @@ impl FloorPool {
     /// Points the calling thread's buffer at buffer `t` (once per repeat, untimed).
     fn attach(&self, t: usize) {
         FLOOR.with(|f| f.slots.set(self.0[t].as_ptr() as *mut Event));
+    }
+
+    /// Reads every event of every buffer, as the staging's consumer reads the
+    /// queues it drains: afterwards the lines sit in the reading core's cache,
+    /// and a writer on another core must take them back before it writes.
+    /// Call only between repeats (see the `Sync` impl).
+    fn consume(&self) {
+        let mut sum = 0u64;
+        for buffer in &self.0 {
+            for cell in buffer.iter() {
+                // SAFETY: no writer runs while the harness calls `between`
+                // (every other thread waits at the barrier), so nothing
+                // writes the event during this read.
+                sum = sum.wrapping_add(unsafe { (*cell.get()).value });
+            }
+        }
+        black_box(sum);
     }
 }
 
@@ -236,6 +256,30 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
             }
         },
         nothing,
+    );
+
+    // The same, with the buffers read between repeats by thread 0 as our
+    // staging's consumer reads its queues: with two threads, thread 1's writes
+    // then take back lines another core holds, which costs anything from
+    // nothing (both vCPUs on one physical core) to a cross-socket miss per line,
+    // depending on where the host runs the vCPUs. `record_2t` pays the same.
+    m.op(
+        "floor_consumed",
+        "floor: cheap clock + write into a buffer another thread reads",
+        "read by thread 0 between repeats, as a drain reads the staging",
+        |t, ops| {
+            pool.attach(t);
+            let name = black_box(&name);
+            for i in 0..ops {
+                floor_write(Event::with_encoded_name(
+                    cheapest_stamp(),
+                    Category::PERFORMANCE,
+                    *name,
+                    black_box(i),
+                ));
+            }
+        },
+        || pool.consume(),
     );
 
     let lines: Vec<Line<AtomicU64>> = (0..threads).map(|_| Line(AtomicU64::new(0))).collect();

@@ -148,7 +148,7 @@ impl Report {
 
     /// The ratios of medians, by name. The first five are the ones issue 7 names.
     pub fn ratios(&self) -> BTreeMap<&'static str, f64> {
-        let pairs: [(&'static str, &str, &str); 13] = [
+        let pairs: [(&'static str, &str, &str); 15] = [
             ("record_vs_floor_1t", "record_1t", "floor_1t"),
             (
                 "record_vs_mutex_staging_2t",
@@ -167,6 +167,16 @@ impl Report {
             ),
             ("record_2t_vs_1t", "record_2t", "record_1t"),
             ("record_vs_floor_2t", "record_2t", "floor_2t"),
+            (
+                "record_vs_floor_consumed_2t",
+                "record_2t",
+                "floor_consumed_2t",
+            ),
+            (
+                "floor_consumed_2t_vs_1t",
+                "floor_consumed_2t",
+                "floor_consumed_1t",
+            ),
             (
                 "record_vs_mutex_staging_1t",
                 "record_1t",

@@ -29,7 +29,7 @@ const BOUNDS: [(&str, f64, &str); 5] = [
     (
         "record_2t_vs_1t",
         2.5,
-        "two recording threads must not slow each other much (target 1.3; here divided by the floor's own 2t/1t, what the machine allows two threads at that moment)",
+        "two recording threads must not slow each other much (target 1.3; here divided by the larger 2t/1t of the two floors, what the machine allows two threads at that moment)",
     ),
     (
         "record_vs_metrics_histogram_1t",
@@ -86,6 +86,25 @@ fn median(report: &Value, key: &str) -> Option<f64> {
         .as_f64()
 }
 
+/// The rows that tell why a two-thread bound broke: each floor and record row
+/// on 1 and 2 threads, the contention probe, with median, minimum and repeats.
+fn two_thread_rows(report: &Value) -> String {
+    let mut out = String::from("row: median / min ns (repeats kept of measured)\n");
+    for row in report["results"].as_array().into_iter().flatten() {
+        let key = row["key"].as_str().unwrap_or("?");
+        if key.starts_with("floor") || key.starts_with("record") || key.starts_with("shared") {
+            out.push_str(&format!(
+                "  {key}: {:.2} / {:.2} ({} of {})\n",
+                row["median"].as_f64().unwrap_or(f64::NAN),
+                row["best"].as_f64().unwrap_or(f64::NAN),
+                row["repeats"],
+                row["repeats_measured"],
+            ));
+        }
+    }
+    out
+}
+
 /// The bounds this run breaks, as messages.
 fn broken(report: &Value) -> Vec<String> {
     let ratios = &report["ratios"];
@@ -96,17 +115,22 @@ fn broken(report: &Value) -> Vec<String> {
                 .zip(median(report, "record_1t"))
                 .map(|(a, b)| a / b)
         } else if name == "record_2t_vs_1t" {
-            // On a shared 2-vCPU guest one vCPU can be taken away for tens of
-            // seconds (a CI run saw 11x for three runs in a row with a load
-            // average of 0.5): then no two threads run side by side, the floor's
-            // included. What telemetry itself adds is the ratio over the floor's.
-            let floor_2t_vs_1t = median(report, "floor_2t")
-                .zip(median(report, "floor_1t"))
-                .map(|(a, b)| a / b);
-            ratios[name]
-                .as_f64()
-                .zip(floor_2t_vs_1t)
-                .map(|(r, f)| r / f.max(1.0))
+            // What telemetry itself adds is the ratio over what the machine
+            // allows two threads at that moment, which on a shared 2-vCPU guest
+            // swings widely: one vCPU can be taken away for tens of seconds
+            // (the plain floor's 2t/1t then rises), and a line a drain read on
+            // one core costs the writer on the other anything from nothing to a
+            // cross-socket miss, depending on where the host runs the vCPUs
+            // (the consumed floor's 2t/1t shows it; record_2t pays it too).
+            let allowed = ["floor", "floor_consumed"]
+                .iter()
+                .filter_map(|floor| {
+                    median(report, &format!("{floor}_2t"))
+                        .zip(median(report, &format!("{floor}_1t")))
+                        .map(|(a, b)| a / b)
+                })
+                .fold(1.0, f64::max);
+            ratios[name].as_f64().map(|r| r / allowed)
         } else {
             ratios[name].as_f64()
         };
@@ -137,7 +161,10 @@ fn quick_benchmark_shows_no_gross_regression() {
         if broken.is_empty() {
             return;
         }
-        eprintln!("run {run} broke: {broken:#?} (noise? running again)");
+        eprintln!(
+            "run {run} broke: {broken:#?} (noise? running again)\n{}",
+            two_thread_rows(&report)
+        );
         failures.push(broken);
     }
     // Fail only on a bound every run broke.
