@@ -48,6 +48,33 @@ fn a_file_held_by_a_live_producer_is_refused() {
 }
 
 #[test]
+fn a_lock_held_for_a_moment_after_its_producer_left_is_waited_for() {
+    // A child forked by another thread shares the producer's open file, and
+    // with it the lock, until it execs: a ring whose producer has just gone
+    // stays locked for that moment. Here a second open file holds the lock
+    // for 5 ms after the producer is dropped.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent");
+    let mut first = RingWriter::create(dir.path(), "agent", 8).unwrap();
+    first.push_batch(&[Event::new(1, Category::CUSTOM, "kept", 7)]);
+    drop(first);
+    let holder = std::fs::File::open(&path).unwrap();
+    holder.try_lock().unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        drop(holder);
+    });
+    let second = RingWriter::create(dir.path(), "agent", 8);
+    release.join().unwrap();
+    second.expect("the lock was released within the wait");
+    // Adopted, not replaced: the first producer's unread event is still there.
+    let mut r = RingReader::open(&path, ReadMode::Peek).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(r.read_batch(&mut out, 10).unwrap(), 1);
+    assert_eq!(out[0].value, 7);
+}
+
+#[test]
 fn a_directory_in_the_way_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("agent")).unwrap();

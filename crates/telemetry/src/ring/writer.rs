@@ -90,6 +90,27 @@ fn try_lock(file: &File, path: &Path) -> Result<bool, RingError> {
     }
 }
 
+/// Waits between attempts of [`lock_existing`]: 31 ms in all, far longer than
+/// a spawned child takes to reach `exec`, even on a loaded machine.
+const LOCK_RETRY_WAITS_MS: [u64; 5] = [1, 2, 4, 8, 16];
+
+/// [`try_lock`] on a ring file another producer may hold, tried again for a
+/// short while before it counts as busy. The lock belongs to the open file
+/// description, which a child forked by any thread of the process that last
+/// held it shares until the child execs or exits. A producer that has just
+/// shut down can therefore look alive for a moment, while another thread is
+/// spawning a process. A second live producer is still reported; it just
+/// takes the waits longer.
+fn lock_existing(file: &File, path: &Path) -> Result<bool, RingError> {
+    for wait in LOCK_RETRY_WAITS_MS {
+        if try_lock(file, path)? {
+            return Ok(true);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(wait));
+    }
+    try_lock(file, path)
+}
+
 /// Whether `path` still names the file `file` is open on (same device and inode).
 fn still_named(file: &File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -307,7 +328,7 @@ impl RingWriter {
                 Ok(_) => {
                     let old = nofollow_open(&path, false)
                         .map_err(|e| RingError::io(&path, "open the existing ring file", e))?;
-                    if !try_lock(&old, &path)? {
+                    if !lock_existing(&old, &path)? {
                         return Err(RingError::InUse {
                             pid: trailer_pid(&old),
                             path,
