@@ -239,22 +239,25 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         nothing,
     );
 
+    // A record's work with nothing of ours: the cheapest stamp and one event
+    // written into the thread's buffer.
+    let clock_and_write = |t: usize, ops: u64| {
+        pool.attach(t);
+        let name = black_box(&name);
+        for i in 0..ops {
+            floor_write(Event::with_encoded_name(
+                cheapest_stamp(),
+                Category::PERFORMANCE,
+                *name,
+                black_box(i),
+            ));
+        }
+    };
     m.op(
         "floor",
         "floor: cheap clock + thread-local write",
         "the floor of record_vs_floor",
-        |t, ops| {
-            pool.attach(t);
-            let name = black_box(&name);
-            for i in 0..ops {
-                floor_write(Event::with_encoded_name(
-                    cheapest_stamp(),
-                    Category::PERFORMANCE,
-                    *name,
-                    black_box(i),
-                ));
-            }
-        },
+        clock_and_write,
         nothing,
     );
 
@@ -267,18 +270,7 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         "floor_consumed",
         "floor: cheap clock + write into a buffer another thread reads",
         "read by thread 0 between repeats, as a drain reads the staging",
-        |t, ops| {
-            pool.attach(t);
-            let name = black_box(&name);
-            for i in 0..ops {
-                floor_write(Event::with_encoded_name(
-                    cheapest_stamp(),
-                    Category::PERFORMANCE,
-                    *name,
-                    black_box(i),
-                ));
-            }
-        },
+        clock_and_write,
         || pool.consume(),
     );
 
