@@ -10,4 +10,7 @@ pub mod emit;
 pub mod lines;
 pub mod process;
 pub mod read;
+pub mod report;
+pub mod ring_files;
 pub mod signal;
+pub mod units;

@@ -1,0 +1,328 @@
+//! The report's input: the events of a ring file, of a directory of rings
+//! (read to their end, consuming unless asked to peek), or of a JSON-lines
+//! capture made with `telemetry_reader --json`, each agent's in read order.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{bail, Context as _};
+use nixl_telemetry::ring::{ReadMode, RingReader, RingRecord};
+use serde::Deserialize;
+
+use super::kind::{Classifier, Kind};
+use crate::lines::{open_input, BoundedLines, Line};
+use crate::read::describe_ring_error;
+use crate::ring_files::{agent_name, RingSources};
+
+/// Events taken from a ring at a time.
+const BATCH: usize = 8192;
+/// The longest capture line accepted (a reader's line is under 200 bytes).
+const MAX_LINE: usize = 64 * 1024;
+/// Bad capture lines warned about one by one; later ones are only counted.
+const MAX_LINE_WARNINGS: u64 = 10;
+
+/// One event, as much of it as the report uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// µs since the epoch, where the ring version carries it.
+    pub timestamp_us: Option<u64>,
+    /// What the event means.
+    pub kind: Kind,
+    /// Its value.
+    pub value: u64,
+}
+
+/// One agent's events in read order.
+#[derive(Debug, Clone)]
+pub struct AgentInput {
+    /// The agent.
+    pub agent: String,
+    /// The ring's version, when read from a ring.
+    pub ring_version: Option<i32>,
+    /// The events.
+    pub samples: Vec<Sample>,
+    /// Events the producer lost, from the ring's trailer (this project's
+    /// rings have one).
+    pub lost_by_producer: Option<u128>,
+}
+
+/// What was read.
+#[derive(Debug)]
+pub struct Input {
+    /// Every agent's events, agents in name order.
+    pub agents: Vec<AgentInput>,
+    /// Error statuses, by the ids in [`Kind::Error`].
+    pub statuses: Vec<String>,
+    /// Whether the events came from a capture (not from rings).
+    pub from_capture: bool,
+    /// Problems that did not stop the read (skipped files and lines).
+    pub warnings: Vec<String>,
+}
+
+/// One line of `telemetry_reader --json` (other keys are ignored).
+#[derive(Debug, Deserialize)]
+struct CaptureLine {
+    timestamp_us: Option<u64>,
+    category_id: Option<i32>,
+    name: String,
+    value: u64,
+    agent: Option<String>,
+}
+
+/// What a capture line must look like, for messages.
+const CAPTURE_FORM: &str = "one JSON object per line as `telemetry_reader --json` writes it, \
+     e.g. {\"timestamp_us\":1749737007118204,\"category\":\"TRANSFER\",\"category_id\":1,\
+     \"name\":\"agent_tx_bytes\",\"value\":4096}";
+
+impl Input {
+    /// Reads `path`: a directory of rings, a ring file, a capture file, or
+    /// `-` for a capture on standard input. Rings are read to their end,
+    /// consumed when `mode` says so.
+    pub fn read(path: &Path, mode: ReadMode) -> anyhow::Result<Input> {
+        if path.as_os_str() == "-" {
+            return Input::read_capture(std::io::stdin().lock(), "capture");
+        }
+        let meta = std::fs::metadata(path).with_context(|| {
+            format!(
+                "--input {}: cannot read it; accepted: a ring file, a directory of ring files, \
+                 a capture made with `telemetry_reader --json`, or - for standard input",
+                path.display()
+            )
+        })?;
+        if meta.is_dir() {
+            return Input::read_directory(path, mode);
+        }
+        if looks_like_capture(path)? {
+            let agent = capture_agent(path);
+            let file = open_input(path, "--input")?;
+            return Input::read_capture(file, &agent);
+        }
+        let agent = agent_name(path.file_name().unwrap_or(path.as_os_str()));
+        let mut classifier = Classifier::default();
+        let ring = read_ring(path, agent, mode, &mut classifier).map_err(|e| {
+            anyhow::anyhow!("{e}; a capture (`telemetry_reader --json` output) is accepted too")
+        })?;
+        Ok(Input {
+            agents: vec![ring],
+            statuses: classifier.statuses().to_vec(),
+            from_capture: false,
+            warnings: Vec::new(),
+        })
+    }
+
+    fn read_directory(path: &Path, mode: ReadMode) -> anyhow::Result<Input> {
+        let mut sources = RingSources::new(&[path.to_owned()]).map_err(anyhow::Error::msg)?;
+        let files = sources.scan().map_err(anyhow::Error::msg)?;
+        let mut classifier = Classifier::default();
+        let mut agents = Vec::new();
+        let mut warnings = Vec::new();
+        for file in files {
+            match read_ring(&file.path, file.agent, mode, &mut classifier) {
+                Ok(ring) => agents.push(ring),
+                Err(reason) => warnings.push(format!("skipping {reason}")),
+            }
+        }
+        if agents.is_empty() {
+            bail!(
+                "--input {}: the directory holds no ring files ({} other files skipped); \
+                 accepted: a directory with at least one NIXL ring file",
+                path.display(),
+                warnings.len()
+            );
+        }
+        Ok(Input {
+            agents,
+            statuses: classifier.statuses().to_vec(),
+            from_capture: false,
+            warnings,
+        })
+    }
+
+    /// Reads a capture; lines without an `agent` key belong to `agent`.
+    fn read_capture(input: impl Read, agent: &str) -> anyhow::Result<Input> {
+        let mut lines = BoundedLines::new(input, MAX_LINE, 64 * 1024);
+        let mut classifier = Classifier::default();
+        let mut agents: Vec<AgentInput> = Vec::new();
+        let mut warnings = Vec::new();
+        let mut bad = 0u64;
+        let mut good = 0u64;
+        while let Some((number, line)) = lines.next_line().context("reading the capture")? {
+            let problem = match line {
+                Line::TooLong(len) => format!("{len} bytes long, over the {MAX_LINE}-byte limit"),
+                Line::Bytes(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
+                Line::Bytes(bytes) => match serde_json::from_slice::<CaptureLine>(bytes) {
+                    Ok(line) => {
+                        good += 1;
+                        let owner = line.agent.as_deref().unwrap_or(agent);
+                        let at = match agents.iter().position(|a| a.agent == owner) {
+                            Some(at) => at,
+                            None => {
+                                agents.push(AgentInput {
+                                    agent: owner.to_owned(),
+                                    ring_version: None,
+                                    samples: Vec::new(),
+                                    lost_by_producer: None,
+                                });
+                                agents.len() - 1
+                            }
+                        };
+                        agents[at].samples.push(Sample {
+                            timestamp_us: line.timestamp_us,
+                            kind: classifier.classify(line.category_id, &line.name),
+                            value: line.value,
+                        });
+                        continue;
+                    }
+                    Err(e) => e.to_string(),
+                },
+            };
+            bad += 1;
+            if bad <= MAX_LINE_WARNINGS {
+                warnings.push(format!(
+                    "capture line {number} skipped: {problem}; accepted: {CAPTURE_FORM}"
+                ));
+            }
+        }
+        if bad > MAX_LINE_WARNINGS {
+            warnings.push(format!(
+                "{} more capture lines skipped",
+                bad - MAX_LINE_WARNINGS
+            ));
+        }
+        if good == 0 && bad > 0 {
+            bail!(
+                "the capture holds no valid line ({bad} skipped; the first: {})",
+                warnings[0]
+            );
+        }
+        agents.sort_by(|a, b| a.agent.cmp(&b.agent));
+        Ok(Input {
+            agents,
+            statuses: classifier.statuses().to_vec(),
+            from_capture: true,
+            warnings,
+        })
+    }
+}
+
+/// Whether the file starts (after white space) with `{`, as a capture does
+/// and no ring file can (its header starts with `write_pos`, a slot index
+/// below the capacity: its first byte is `{` only in a ring of more than 123
+/// slots whose `write_pos` ends in that byte, and then the header's
+/// following bytes are not white space or JSON).
+fn looks_like_capture(path: &Path) -> anyhow::Result<bool> {
+    let mut head = [0u8; 64];
+    let n = {
+        let mut file = std::fs::File::open(path)
+            .with_context(|| format!("--input {}: cannot open it", path.display()))?;
+        let mut n = 0;
+        while n < head.len() {
+            match file.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("--input {}", path.display()));
+                }
+            }
+        }
+        n
+    };
+    let text = head[..n].trim_ascii_start();
+    Ok(text.first() == Some(&b'{')
+        && text
+            .get(1)
+            .is_some_and(|&b| b == b'"' || b.is_ascii_whitespace()))
+}
+
+/// The agent of a capture's lines without an `agent` key (a single ring's
+/// capture): the file's name without a `.jsonl` or `.json` extension.
+fn capture_agent(path: &Path) -> String {
+    let name = agent_name(path.file_name().unwrap_or(path.as_os_str()));
+    for ext in [".jsonl", ".json"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            if !stem.is_empty() {
+                return stem.to_owned();
+            }
+        }
+    }
+    name
+}
+
+/// Reads a ring to its end.
+fn read_ring(
+    path: &Path,
+    agent: String,
+    mode: ReadMode,
+    classifier: &mut Classifier,
+) -> Result<AgentInput, String> {
+    let mut reader = RingReader::open(path, mode).map_err(|e| describe_ring_error(&e, mode))?;
+    let mut batch: Vec<RingRecord> = Vec::with_capacity(BATCH);
+    let mut samples = Vec::new();
+    loop {
+        batch.clear();
+        let n = reader
+            .read_records(&mut batch, BATCH)
+            .map_err(|e| describe_ring_error(&e, mode))?;
+        if n == 0 {
+            break;
+        }
+        // A slot whose name has no terminator is malformed: skipped, as the
+        // readers skip it.
+        samples.extend(
+            batch
+                .iter()
+                .filter(|r| r.name_is_terminated())
+                .map(|r| Sample {
+                    timestamp_us: r.timestamp_us,
+                    kind: classifier.classify(r.category, &r.name()),
+                    value: r.value,
+                }),
+        );
+    }
+    Ok(AgentInput {
+        agent,
+        ring_version: Some(reader.layout().version),
+        samples,
+        lost_by_producer: reader.trailer().map(|t| t.events_lost()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capture_is_read_per_agent_with_bad_lines_skipped() {
+        let text = br#"{"timestamp_us":1,"category":"TRANSFER","category_id":1,"name":"agent_tx_bytes","value":4096,"agent":"b"}
+{"timestamp_us":null,"category":null,"category_id":null,"name":"agent_err_not_found","value":1,"agent":"a"}
+
+not json
+{"timestamp_us":2,"category":"ERROR","category_id":4,"name":"NIXL_ERR_BACKEND","value":1}
+"#;
+        let input = Input::read_capture(&text[..], "solo").unwrap();
+        let names: Vec<&str> = input.agents.iter().map(|a| a.agent.as_str()).collect();
+        assert_eq!(names, ["a", "b", "solo"]);
+        assert_eq!(input.agents[1].samples[0].kind, Kind::TxBytes);
+        assert_eq!(input.agents[0].samples[0].timestamp_us, None);
+        assert_eq!(input.statuses, ["not_found", "backend"]);
+        assert_eq!(input.warnings.len(), 1);
+        assert!(input.warnings[0].contains("line 4"), "{:?}", input.warnings);
+    }
+
+    #[test]
+    fn a_capture_without_any_valid_line_is_refused() {
+        let err = Input::read_capture(&b"hello\nworld\n"[..], "x").unwrap_err();
+        assert!(err.to_string().contains("no valid line"), "{err}");
+    }
+
+    #[test]
+    fn capture_agent_names() {
+        assert_eq!(
+            capture_agent(Path::new("/tmp/initiator.jsonl")),
+            "initiator"
+        );
+        assert_eq!(capture_agent(Path::new("run.json")), "run");
+        assert_eq!(capture_agent(Path::new("plain")), "plain");
+    }
+}
