@@ -8,9 +8,11 @@
 
 pub mod emit;
 pub mod lines;
+pub mod lost;
 pub mod process;
 pub mod read;
 pub mod report;
 pub mod ring_files;
 pub mod signal;
+
 pub mod units;

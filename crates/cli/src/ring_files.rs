@@ -1,112 +1,64 @@
 //! Which ring files `top` and `report` read: the files named on the command
-//! line, and the ring files of the directories named there, found again at
-//! every scan (agents come and go).
-//!
-//! The directory rule lives behind [`RingDirectory`], so that the commands do
-//! not care how a directory is listed.
+//! line, and the rings of the directories named there, listed again at
+//! every scan (agents come and go) through the library's
+//! [`RingDirectory`].
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// One ring file found: the agent it belongs to and where it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RingFile {
-    /// The agent's name: the file name (invalid UTF-8 replaced).
-    pub agent: String,
-    /// The file.
-    pub path: PathBuf,
-    /// Device and inode: a file put in place of another under the same name
-    /// (a restarted producer's new ring) is another ring.
-    pub identity: (u64, u64),
-}
+use nixl_telemetry::ring::{
+    agent_name, FileIdentity, ReadMode, RingDirectory, RingError, RingFile, RingReader, ScanRules,
+};
 
-/// A directory of ring files, listed again on every scan.
-pub trait RingDirectory {
-    /// The directory.
-    fn path(&self) -> &Path;
-    /// The candidate ring files in it now, by file name. Whether each one is
-    /// a valid ring is for the reader that opens it to say.
-    fn scan(&mut self) -> std::io::Result<Vec<RingFile>>;
-}
-
-/// The candidates of a directory: its regular files, minus the files a ring
-/// writer is still making (`.<anything>.tmp`, renamed into place once
-/// initialised). Symbolic links are not followed (a ring directory is often
-/// world-writable shared memory: a link could point anywhere).
+/// A file that may be a ring, and where it was found.
 #[derive(Debug, Clone)]
-pub struct ListedDirectory {
-    path: PathBuf,
+pub struct Candidate {
+    /// The file.
+    pub file: RingFile,
+    /// The directory it was found in (an index into the directories), or
+    /// `None` for a file named on the command line.
+    dir: Option<usize>,
 }
 
-impl ListedDirectory {
-    /// The directory at `path`.
-    pub fn new(path: &Path) -> ListedDirectory {
-        ListedDirectory {
-            path: path.to_owned(),
-        }
+impl Candidate {
+    /// The agent the ring belongs to: its file name.
+    pub fn agent(&self) -> String {
+        self.file.agent()
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.file.path
     }
 }
 
-/// Whether a directory entry is a ring writer's file in the making.
-fn is_writer_temp_file(name: &OsStr) -> bool {
-    let bytes = name.as_bytes();
-    bytes.starts_with(b".") && bytes.ends_with(b".tmp")
-}
-
-impl RingDirectory for ListedDirectory {
-    fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn scan(&mut self) -> std::io::Result<Vec<RingFile>> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(&self.path)? {
-            let Ok(entry) = entry else { continue };
-            let name = entry.file_name();
-            if is_writer_temp_file(&name) {
-                continue;
-            }
-            let path = entry.path();
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            if !meta.file_type().is_file() {
-                continue;
-            }
-            found.push(RingFile {
-                agent: agent_name(&name),
-                path,
-                identity: (meta.dev(), meta.ino()),
-            });
-        }
-        found.sort_by(|a, b| a.path.file_name().cmp(&b.path.file_name()));
-        Ok(found)
-    }
-}
-
-/// An agent's name from its ring's file name.
-pub fn agent_name(file_name: &OsStr) -> String {
-    String::from_utf8_lossy(file_name.as_bytes()).into_owned()
+/// What one [`RingSources::scan`] found.
+#[derive(Debug, Default)]
+pub struct SourcesScan {
+    /// The files that may be rings: the files named, then each directory's
+    /// in the readers' order.
+    pub files: Vec<Candidate>,
+    /// Entries of the directories that are refused, with the message naming
+    /// the file and the reason.
+    pub refused: Vec<(PathBuf, String)>,
 }
 
 /// What the command line named: ring files and directories of them.
 pub struct RingSources {
     files: Vec<PathBuf>,
-    dirs: Vec<Box<dyn RingDirectory>>,
+    dirs: Vec<RingDirectory>,
 }
 
 impl RingSources {
-    /// Sorts `paths` into directories and files. A path that does not exist
-    /// is an error naming it; whether a file is a ring is checked when it is
-    /// opened.
-    pub fn new(paths: &[PathBuf]) -> Result<RingSources, String> {
+    /// Sorts `paths` into directories (scanned under `rules`) and files. A
+    /// path that does not exist is an error naming it; whether a file is a
+    /// ring is for [`RingSources::open`] to say.
+    pub fn new(paths: &[PathBuf], rules: ScanRules) -> Result<RingSources, String> {
         let mut files = Vec::new();
-        let mut dirs: Vec<Box<dyn RingDirectory>> = Vec::new();
+        let mut dirs = Vec::new();
         for path in paths {
             match std::fs::metadata(path) {
-                Ok(meta) if meta.is_dir() => dirs.push(Box::new(ListedDirectory::new(path))),
+                Ok(meta) if meta.is_dir() => dirs.push(RingDirectory::new(path, rules)),
                 Ok(_) => files.push(path.clone()),
                 Err(e) => {
                     return Err(format!(
@@ -119,31 +71,59 @@ impl RingSources {
         Ok(RingSources { files, dirs })
     }
 
-    /// Every candidate ring file now: the files named, then each directory's.
-    /// A file named on the command line that has gone is left out (its agent
-    /// vanished); a directory that cannot be listed is an error.
-    pub fn scan(&mut self) -> Result<Vec<RingFile>, String> {
-        let mut out = Vec::new();
+    /// Every file that may be a ring now. A file named on the command line
+    /// that has gone is left out (its agent vanished); a directory that
+    /// cannot be listed is an error.
+    pub fn scan(&mut self) -> Result<SourcesScan, String> {
+        let mut out = SourcesScan::default();
         for path in &self.files {
             if let Ok(meta) = std::fs::metadata(path) {
-                out.push(RingFile {
-                    agent: agent_name(path.file_name().unwrap_or(path.as_os_str())),
-                    path: path.clone(),
-                    identity: (meta.dev(), meta.ino()),
+                let name = path.file_name().unwrap_or(path.as_os_str()).to_owned();
+                out.files.push(Candidate {
+                    file: RingFile {
+                        name,
+                        path: path.clone(),
+                        identity: FileIdentity {
+                            device: meta.dev(),
+                            inode: meta.ino(),
+                        },
+                        via_link: false,
+                    },
+                    dir: None,
                 });
             }
         }
-        for dir in &mut self.dirs {
-            let found = dir.scan().map_err(|e| {
-                format!(
-                    "{}: cannot list the directory ({e}); expected a readable directory of ring files",
-                    dir.path().display()
-                )
-            })?;
-            out.extend(found);
+        for (at, dir) in self.dirs.iter_mut().enumerate() {
+            let scan = dir
+                .scan()
+                .map_err(|e| format!("{e}; expected a readable directory of ring files"))?;
+            out.files
+                .extend(scan.files.into_iter().map(|file| Candidate {
+                    file,
+                    dir: Some(at),
+                }));
+            out.refused.extend(
+                scan.refused
+                    .into_iter()
+                    .map(|r| (dir.path().join(&r.name), r.message)),
+            );
         }
         Ok(out)
     }
+
+    /// Opens a file of the last scan as a ring (a directory's through the
+    /// directory, under its rules).
+    pub fn open(&self, candidate: &Candidate, mode: ReadMode) -> Result<RingReader, RingError> {
+        match candidate.dir {
+            Some(at) => self.dirs[at].open_reader(&candidate.file, mode),
+            None => RingReader::open(&candidate.file.path, mode),
+        }
+    }
+}
+
+/// An agent's name from a path's file name.
+pub fn agent_of(path: &Path) -> String {
+    agent_name(path.file_name().unwrap_or(path.as_os_str()))
 }
 
 #[cfg(test)]
@@ -151,21 +131,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_directory_lists_regular_files_only() {
+    fn named_files_and_directories() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("b"), b"x").unwrap();
         std::fs::write(dir.path().join("a"), b"x").unwrap();
         std::fs::write(dir.path().join(".nixl-ring.1.2.0.tmp"), b"x").unwrap();
-        std::fs::create_dir(dir.path().join("sub")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link")).unwrap();
-        let found = ListedDirectory::new(dir.path()).scan().unwrap();
-        let agents: Vec<&str> = found.iter().map(|f| f.agent.as_str()).collect();
-        assert_eq!(agents, ["a", "b"]);
+        let lone = tempfile::NamedTempFile::new().unwrap();
+        let mut sources = RingSources::new(
+            &[lone.path().to_owned(), dir.path().to_owned()],
+            ScanRules::Confined,
+        )
+        .unwrap();
+        let scan = sources.scan().unwrap();
+        let agents: Vec<String> = scan.files.iter().map(Candidate::agent).collect();
+        assert_eq!(agents, [agent_of(lone.path()), "a".into(), "b".into()]);
+        assert_eq!(scan.refused.len(), 1, "{:?}", scan.refused);
+        assert!(
+            scan.refused[0].1.contains("leading out of the directory"),
+            "{:?}",
+            scan.refused
+        );
     }
 
     #[test]
-    fn sources_name_a_missing_path() {
-        let err = RingSources::new(&[PathBuf::from("/nonexistent/ring")])
+    fn a_missing_path_is_named() {
+        let err = RingSources::new(&[PathBuf::from("/nonexistent/ring")], ScanRules::Readers)
             .err()
             .unwrap();
         assert!(err.contains("/nonexistent/ring"), "{err}");

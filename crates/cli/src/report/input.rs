@@ -6,13 +6,14 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
-use nixl_telemetry::ring::{ReadMode, RingReader, RingRecord};
+use nixl_telemetry::ring::{ReadMode, RingError, RingReader, RingRecord};
 use serde::Deserialize;
 
 use super::kind::{Classifier, Kind};
 use crate::lines::{open_input, BoundedLines, Line};
 use crate::read::describe_ring_error;
-use crate::ring_files::{agent_name, RingSources};
+use crate::ring_files::{agent_of, RingSources};
+use nixl_telemetry::ring::ScanRules;
 
 /// Events taken from a ring at a time.
 const BATCH: usize = 8192;
@@ -97,11 +98,15 @@ impl Input {
             let file = open_input(path, "--input")?;
             return Input::read_capture(file, &agent);
         }
-        let agent = agent_name(path.file_name().unwrap_or(path.as_os_str()));
         let mut classifier = Classifier::default();
-        let ring = read_ring(path, agent, mode, &mut classifier).map_err(|e| {
-            anyhow::anyhow!("{e}; a capture (`telemetry_reader --json` output) is accepted too")
+        let reader = RingReader::open(path, mode).map_err(|e| {
+            anyhow::anyhow!(
+                "{}; a capture (`telemetry_reader --json` output) is accepted too",
+                describe_ring_error(&e, mode)
+            )
         })?;
+        let ring = read_ring(reader, agent_of(path), &mut classifier)
+            .map_err(|e| anyhow::anyhow!("{}", describe_ring_error(&e, mode)))?;
         Ok(Input {
             agents: vec![ring],
             statuses: classifier.statuses().to_vec(),
@@ -111,15 +116,24 @@ impl Input {
     }
 
     fn read_directory(path: &Path, mode: ReadMode) -> anyhow::Result<Input> {
-        let mut sources = RingSources::new(&[path.to_owned()]).map_err(anyhow::Error::msg)?;
-        let files = sources.scan().map_err(anyhow::Error::msg)?;
+        // The readers' rules: the user named the directory.
+        let mut sources =
+            RingSources::new(&[path.to_owned()], ScanRules::Readers).map_err(anyhow::Error::msg)?;
+        let scan = sources.scan().map_err(anyhow::Error::msg)?;
         let mut classifier = Classifier::default();
         let mut agents = Vec::new();
-        let mut warnings = Vec::new();
-        for file in files {
-            match read_ring(&file.path, file.agent, mode, &mut classifier) {
+        let mut warnings: Vec<String> = scan
+            .refused
+            .iter()
+            .map(|(_, m)| format!("skipping {m}"))
+            .collect();
+        for candidate in &scan.files {
+            let ring = sources
+                .open(candidate, mode)
+                .and_then(|reader| read_ring(reader, candidate.agent(), &mut classifier));
+            match ring {
                 Ok(ring) => agents.push(ring),
-                Err(reason) => warnings.push(format!("skipping {reason}")),
+                Err(e) => warnings.push(format!("skipping {}", describe_ring_error(&e, mode))),
             }
         }
         if agents.is_empty() {
@@ -238,7 +252,7 @@ fn looks_like_capture(path: &Path) -> anyhow::Result<bool> {
 /// The agent of a capture's lines without an `agent` key (a single ring's
 /// capture): the file's name without a `.jsonl` or `.json` extension.
 fn capture_agent(path: &Path) -> String {
-    let name = agent_name(path.file_name().unwrap_or(path.as_os_str()));
+    let name = agent_of(path);
     for ext in [".jsonl", ".json"] {
         if let Some(stem) = name.strip_suffix(ext) {
             if !stem.is_empty() {
@@ -251,19 +265,15 @@ fn capture_agent(path: &Path) -> String {
 
 /// Reads a ring to its end.
 fn read_ring(
-    path: &Path,
+    mut reader: RingReader,
     agent: String,
-    mode: ReadMode,
     classifier: &mut Classifier,
-) -> Result<AgentInput, String> {
-    let mut reader = RingReader::open(path, mode).map_err(|e| describe_ring_error(&e, mode))?;
+) -> Result<AgentInput, RingError> {
     let mut batch: Vec<RingRecord> = Vec::with_capacity(BATCH);
     let mut samples = Vec::new();
     loop {
         batch.clear();
-        let n = reader
-            .read_records(&mut batch, BATCH)
-            .map_err(|e| describe_ring_error(&e, mode))?;
+        let n = reader.read_records(&mut batch, BATCH)?;
         if n == 0 {
             break;
         }

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::input::{AgentInput, Input};
 use super::kind::Kind;
+use crate::lost::events_lost;
 use crate::read::escape_control;
 
 /// Bins the charts' x axis is cut into, about.
@@ -350,14 +351,7 @@ fn summarize(agent: &AgentInput, statuses: &[String]) -> (AgentSummary, Vec<u64>
         .span_us
         .filter(|&span| span > 0)
         .map(|span| (s.tx_bytes + s.rx_bytes) as f64 / (span as f64 / 1e6));
-    // A trailer counts every loss (our producers also report them as
-    // events); a NIXL ring of version 4 reports them only as events; older
-    // NIXL rings cannot tell.
-    s.events_lost = match (agent.lost_by_producer, agent.ring_version) {
-        (Some(trailer), _) => Some(trailer.max(reported_lost)),
-        (None, Some(version)) if version < 4 && reported_lost == 0 => None,
-        _ => Some(reported_lost),
-    };
+    s.events_lost = events_lost(agent.lost_by_producer, reported_lost, agent.ring_version);
     s.errors_by_status = status_counts(statuses, &by_status);
     s.xfer_time_us = Percentiles::of(&mut times);
     (s, times, by_status)
