@@ -308,7 +308,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
          The live reader consumed all but the newest events; {left} are still in the rings. Look at them with:\n  \
          {reader} --once {dir_text}\n  \
          python3 {python} --once --telemetry_path {dir_text}\n  \
-         {cli} read --once --peek --summary {dir_text}\n",
+         {cli} read --once --peek --summary {dir_text}\nWatch the agents live: {cli} top {dir_text} (while a demo runs with --dir {dir_text}); chart a run: {cli} report --input {dir_text} --output report.html\n",
         read.join(", "),
         names
             .iter()

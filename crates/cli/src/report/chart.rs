@@ -133,6 +133,22 @@ fn register_font() {
     });
 }
 
+/// A time in µs as people read it: `250 µs`, `2.5 ms`, `1 s`.
+fn micros(us: f64) -> String {
+    let (value, unit) = if us >= 1e6 {
+        (us / 1e6, "s")
+    } else if us >= 1e3 {
+        (us / 1e3, "ms")
+    } else {
+        (us, "µs")
+    };
+    let text = format!("{value:.2}");
+    format!(
+        "{} {unit}",
+        text.trim_end_matches('0').trim_end_matches('.')
+    )
+}
+
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// A chart of lines over the report's x axis.
@@ -236,12 +252,12 @@ fn draw_distribution<DB: DrawingBackend>(
         .build_cartesian_2d((x_start..x_end).log_scale(), 0f64..y_end)?;
     chart
         .configure_mesh()
-        .x_desc("transfer time, µs (logarithmic)")
+        .x_desc("transfer time (logarithmic)")
         .y_desc("transfers")
         .axis_desc_style((FONT, 14))
         .label_style((FONT, 12))
         .y_label_formatter(&|v| si(*v, ""))
-        .x_label_formatter(&|v| si(*v, ""))
+        .x_label_formatter(&|v| micros(*v))
         .light_line_style(RGBColor(244, 244, 244))
         .max_light_lines(2)
         .draw()?;
@@ -286,4 +302,18 @@ fn draw_distribution<DB: DrawingBackend>(
         )))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_people_write_them() {
+        assert_eq!(micros(250.0), "250 µs");
+        assert_eq!(micros(2500.0), "2.5 ms");
+        assert_eq!(micros(10_000.0), "10 ms");
+        assert_eq!(micros(1_000_000.0), "1 s");
+        assert_eq!(micros(0.5), "0.5 µs");
+    }
 }

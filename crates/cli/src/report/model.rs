@@ -466,10 +466,6 @@ impl ReportModel {
                 }
             }
             if summary.tx_bytes + summary.rx_bytes > 0 {
-                let per = match axis {
-                    Axis::Time { bin_us, .. } => 1e6 / bin_us as f64,
-                    Axis::ReadOrder { .. } => 1.0,
-                };
                 // Read order: an agent's line ends with its events.
                 let own_bins = match axis {
                     Axis::Time { .. } => bin_count,
@@ -477,9 +473,33 @@ impl ReportModel {
                         (agent.samples.len() as u64).div_ceil(bin_events) as usize
                     }
                 };
+                // Bytes per second (per bin of events): the last bin, cut
+                // short by the end of the run, counts for the part it covers
+                // (at least a quarter of a bin, so a lone event does not
+                // make a spike).
+                let scale = |i: usize| match axis {
+                    Axis::Time {
+                        bin_us, span_us, ..
+                    } => {
+                        let covered = if i + 1 == bin_count {
+                            (span_us - (bin_count as u64 - 1) * bin_us).max(bin_us / 4)
+                        } else {
+                            bin_us
+                        };
+                        1e6 / covered.max(1) as f64
+                    }
+                    Axis::ReadOrder { bin_events, .. } => {
+                        let events = (agent.samples.len() as u64 - i as u64 * bin_events)
+                            .min(bin_events)
+                            .max(bin_events.div_ceil(4));
+                        bin_events as f64 / events as f64
+                    }
+                };
                 throughput.push(Series {
                     label: summary.agent.clone(),
-                    points: (0..own_bins).map(|i| (middle(i), bytes[i] * per)).collect(),
+                    points: (0..own_bins)
+                        .map(|i| (middle(i), bytes[i] * scale(i)))
+                        .collect(),
                 });
             }
             add_into(&mut total, &summary);
