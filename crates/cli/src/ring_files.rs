@@ -41,6 +41,9 @@ pub struct SourcesScan {
     /// Entries of the directories that are refused, with the message naming
     /// the file and the reason.
     pub refused: Vec<(PathBuf, String)>,
+    /// Directories that could not be listed (removed, no permission), with
+    /// the message; their rings are left out of `files`.
+    pub unlisted: Vec<(PathBuf, String)>,
 }
 
 /// What the command line named: ring files and directories of them.
@@ -72,9 +75,9 @@ impl RingSources {
     }
 
     /// Every file that may be a ring now. A file named on the command line
-    /// that has gone is left out (its agent vanished); a directory that
-    /// cannot be listed is an error.
-    pub fn scan(&mut self) -> Result<SourcesScan, String> {
+    /// that has gone is left out (its agent vanished), and so are the rings
+    /// of a directory that cannot be listed ([`SourcesScan::unlisted`]).
+    pub fn scan(&mut self) -> SourcesScan {
         let mut out = SourcesScan::default();
         for path in &self.files {
             if let Ok(meta) = std::fs::metadata(path) {
@@ -94,9 +97,16 @@ impl RingSources {
             }
         }
         for (at, dir) in self.dirs.iter_mut().enumerate() {
-            let scan = dir
-                .scan()
-                .map_err(|e| format!("{e}; expected a readable directory of ring files"))?;
+            let scan = match dir.scan() {
+                Ok(scan) => scan,
+                Err(e) => {
+                    out.unlisted.push((
+                        dir.path().to_owned(),
+                        format!("{e}; expected a readable directory of ring files"),
+                    ));
+                    continue;
+                }
+            };
             out.files
                 .extend(scan.files.into_iter().map(|file| Candidate {
                     file,
@@ -108,7 +118,7 @@ impl RingSources {
                     .map(|r| (dir.path().join(&r.name), r.message)),
             );
         }
-        Ok(out)
+        out
     }
 
     /// Opens a file of the last scan as a ring (a directory's through the
@@ -143,7 +153,7 @@ mod tests {
             ScanRules::Confined,
         )
         .unwrap();
-        let scan = sources.scan().unwrap();
+        let scan = sources.scan();
         let agents: Vec<String> = scan.files.iter().map(Candidate::agent).collect();
         assert_eq!(agents, [agent_of(lone.path()), "a".into(), "b".into()]);
         assert_eq!(scan.refused.len(), 1, "{:?}", scan.refused);

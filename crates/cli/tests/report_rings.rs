@@ -5,6 +5,8 @@
 mod read_support;
 mod view_support;
 
+use std::path::Path;
+
 use nixl_telemetry::ring::{layout, TrailerCounts};
 use nixl_telemetry::{Category, Event};
 use read_support::{cli, ok, positions, run, stderr};
@@ -40,17 +42,22 @@ fn rings() -> tempfile::TempDir {
     dir
 }
 
+/// `report --input input --output html`, successful; its stdout.
+fn report(input: &Path, html: &Path) -> String {
+    ok(&run(cli()
+        .arg("report")
+        .arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(html)))
+}
+
 #[test]
 fn a_directory_of_rings_is_consumed_and_charted() {
     let dir = rings();
     let out = tempfile::tempdir().unwrap();
     let html = out.path().join("r.html");
-    let stdout = ok(&run(cli()
-        .arg("report")
-        .arg("--input")
-        .arg(dir.path())
-        .arg("--output")
-        .arg(&html)));
+    let stdout = report(dir.path(), &html);
     assert!(
         stdout.contains("(2 agents, 44 events, consumed from the rings)"),
         "{stdout}"
@@ -89,12 +96,7 @@ fn a_directory_of_rings_is_consumed_and_charted() {
     assert_eq!(b["events_lost"], 2);
 
     // Consumed: a second report finds nothing left.
-    let again = ok(&run(cli()
-        .arg("report")
-        .arg("--input")
-        .arg(dir.path())
-        .arg("--output")
-        .arg(&html)));
+    let again = report(dir.path(), &html);
     assert!(
         again.contains("(2 agents, 0 events, consumed from the rings)"),
         "{again}"

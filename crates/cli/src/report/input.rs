@@ -119,7 +119,10 @@ impl Input {
         // The readers' rules: the user named the directory.
         let mut sources =
             RingSources::new(&[path.to_owned()], ScanRules::Readers).map_err(anyhow::Error::msg)?;
-        let scan = sources.scan().map_err(anyhow::Error::msg)?;
+        let scan = sources.scan();
+        if let Some((_, message)) = scan.unlisted.first() {
+            bail!("--input {message}");
+        }
         let mut classifier = Classifier::default();
         let mut agents = Vec::new();
         let mut warnings: Vec<String> = scan
