@@ -9,16 +9,16 @@ use super::model::{duration_words, AgentSummary, Axis, ReportModel};
 use crate::units::{binary_bytes, si};
 
 const STYLE: &str = "\
-body{font-family:'DejaVu Sans',Verdana,sans-serif;margin:24px auto;max-width:1060px;padding:0 12px;color:#222}\
+body{font-family:'DejaVu Sans',Verdana,sans-serif;margin:24px auto;max-width:1320px;padding:0 12px;color:#222}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.6em}\
 .meta{color:#555}code{background:#f3f3f3;padding:0 3px}\
 .notes{background:#fff8e1;border-left:4px solid #f0b400;padding:8px 8px 8px 28px}\
-table{border-collapse:collapse;font-size:.85em;width:100%}\
+table{border-collapse:collapse;font-size:.8em;width:100%}\
 th,td{padding:4px 6px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}\
 th{white-space:normal;vertical-align:bottom}.table{overflow-x:auto}\
 th:first-child,td:first-child{text-align:left}\
 th{background:#f3f3f3;cursor:pointer;user-select:none}tfoot td{font-weight:bold}\
-td.errors{white-space:normal;text-align:left;min-width:13em}\
+td.errors,th.errors{white-space:normal;text-align:left;min-width:13em}\
 figure{margin:0 0 8px 0}figure svg{max-width:100%;height:auto;display:block}";
 
 /// Sorts the summary table by the column clicked (again: the other way),
@@ -231,7 +231,12 @@ pub fn page(model: &ReportModel, generated: &str) -> Result<String, String> {
     }
     out.push_str("<h2>Summary</h2>\n<div class=\"table\"><table id=\"summary\">\n<thead><tr>");
     for c in COLUMNS {
-        let _ = write!(out, "<th>{}</th>", escape(c));
+        let class = if c == "errors" {
+            " class=\"errors\""
+        } else {
+            ""
+        };
+        let _ = write!(out, "<th{class}>{}</th>", escape(c));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for s in &model.agents {
