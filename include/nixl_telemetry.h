@@ -47,8 +47,10 @@
  *     library accepts a larger settings struct whose bytes past the fields it
  *     knows are zero, and a smaller one (an older header's) whose missing
  *     fields then take their defaults; it fills the stats fields both sides
- *     know and zeroes the rest. Smaller than version 1 (or over 4096 bytes)
- *     is NIXL_TELEMETRY_ERR_INVALID_ARGUMENT.
+ *     know and zeroes the rest. A struct_size that is no version's sizeof -
+ *     smaller than version 1, over 4096 bytes, or not a multiple of 8 (it
+ *     would end inside a field) - is NIXL_TELEMETRY_ERR_INVALID_ARGUMENT, and
+ *     nothing past struct_size bytes is ever read or written.
  *  8. Fork. In a child made by fork() without exec, every telemetry and
  *     handle inherited from the parent acts as disabled telemetry: each call
  *     returns at once and does nothing (records return NIXL_TELEMETRY_OK,

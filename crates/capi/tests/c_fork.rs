@@ -40,7 +40,12 @@ fn a_forked_child_leaves_inherited_telemetry_alone_and_records_its_own() {
         for (i, pair) in events.chunks(2).enumerate() {
             assert_eq!(
                 (pair[0].name(), pair[0].value, pair[1].name(), pair[1].value),
-                ("child_handle".into(), i as u64, "child_generic".into(), i as u64),
+                (
+                    "child_handle".into(),
+                    i as u64,
+                    "child_generic".into(),
+                    i as u64
+                ),
                 "child {child}"
             );
         }
@@ -48,7 +53,12 @@ fn a_forked_child_leaves_inherited_telemetry_alone_and_records_its_own() {
     // The parent's ring is intact and holds the recorders' events.
     let parent = read_ring(&rings.join("c-fork-parent"));
     assert!(!parent.is_empty());
-    assert!(parent
-        .iter()
-        .all(|e| matches!(&*e.name(), "fork_handle" | "fork_generic" | "agent_xfer_time" | "agent_tx_bytes" | "agent_tx_requests_num")));
+    assert!(parent.iter().all(|e| matches!(
+        &*e.name(),
+        "fork_handle"
+            | "fork_generic"
+            | "agent_xfer_time"
+            | "agent_tx_bytes"
+            | "agent_tx_requests_num"
+    )));
 }

@@ -8,8 +8,8 @@
 //! the system wall clock and refines the TSC frequency over an ever longer
 //! baseline. Elsewhere [`now_us`] falls back to the system clock.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::cell::RefCell;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
