@@ -1,7 +1,8 @@
 //! Posting encoded requests over HTTP (OTLP/HTTP, binary protobuf) and
 //! classifying the answer as the OTLP specification asks: 2xx delivered
 //! (maybe in part), 429/502/503/504 and network failures retried (honouring
-//! `Retry-After`), every other status given up.
+//! `Retry-After`), every other status given up. One call is one attempt: when
+//! to try again is the export thread's decision (`worker`).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -24,13 +25,18 @@ const MAX_RESPONSE_BYTES: u64 = 64 * 1024;
 pub(crate) enum Outcome {
     /// 2xx; the body, to be decoded for partial success.
     Delivered(Vec<u8>),
-    /// Worth another attempt; with the server's `Retry-After`, if any.
+    /// Worth another attempt after the backoff: the collector answered 429,
+    /// 502, 503 or 504, or no answer came within the timeout.
     Retry {
         /// Why the attempt failed.
         reason: String,
-        /// How long the server asked us to wait.
+        /// How long the server asked us to wait (a readable `Retry-After`).
         after: Option<Duration>,
     },
+    /// No answer at all: the connection was refused, reset or closed before
+    /// an answer (a kept-alive connection the collector closed after a
+    /// restart, say). Worth one more attempt at once, on a new connection.
+    NoAnswer(String),
     /// Given up for good.
     Fail(String),
 }
@@ -80,33 +86,8 @@ impl Transport {
         })
     }
 
-    /// Posts `body` (already compressed as `signal` asks) within `timeout`.
-    ///
-    /// A request that fails before any answer, other than by a timeout, is
-    /// sent once more at once: the usual cause is a kept-alive connection the
-    /// collector closed (after a restart, say), and the second try opens a
-    /// new one. (A collector that is down refuses both at once.)
+    /// Posts `body` (already compressed as `signal` asks) once, within `timeout`.
     pub(crate) fn post(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
-        let started = std::time::Instant::now();
-        match self.post_once(signal, body, timeout) {
-            Outcome::Retry {
-                after: None,
-                reason,
-            } if !reason.contains("timeout") && !reason.contains("timed out") => {
-                let left = timeout.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    return Outcome::Retry {
-                        after: None,
-                        reason,
-                    };
-                }
-                self.post_once(signal, body, left)
-            }
-            other => other,
-        }
-    }
-
-    fn post_once(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
         let mut request = self
             .agent
             .post(&signal.url)
@@ -120,16 +101,13 @@ impl Transport {
         let request = request.config().timeout_global(Some(timeout)).build();
         let mut response = match request.send(body) {
             Ok(r) => r,
-            Err(e) => {
-                let reason = match e {
-                    ureq::Error::Timeout(_) => format!("{}: timeout", signal.url),
-                    e => format!("cannot reach {}: {e}", signal.url),
-                };
+            Err(ureq::Error::Timeout(_)) => {
                 return Outcome::Retry {
-                    reason,
+                    reason: format!("{}: timeout", signal.url),
                     after: None,
-                };
+                }
             }
+            Err(e) => return Outcome::NoAnswer(format!("cannot reach {}: {e}", signal.url)),
         };
         let status = response.status().as_u16();
         let retry_after = response
