@@ -150,61 +150,18 @@ pub(crate) fn compress(compression: Compression, raw: &[u8], out: &mut Vec<u8>) 
     }
 }
 
-/// `Retry-After` as a delay: whole seconds, or an HTTP date (IMF-fixdate)
+/// `Retry-After` as a delay: whole seconds, or an HTTP date (IMF-fixdate, or
+/// the obsolete RFC 850 and asctime forms a recipient must also accept)
 /// counted from `now`; cut to [`MAX_RETRY_AFTER`]. `None` if unreadable.
 pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     let delay = if let Ok(secs) = value.parse::<u64>() {
         Duration::from_secs(secs)
     } else {
-        let at = parse_http_date(value)?;
+        let at = httpdate::parse_http_date(value).ok()?;
         at.duration_since(now).unwrap_or(Duration::ZERO)
     };
     Some(delay.min(MAX_RETRY_AFTER))
-}
-
-/// Parses `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn parse_http_date(value: &str) -> Option<SystemTime> {
-    let rest = value.split_once(", ")?.1;
-    let mut parts = rest.split(' ');
-    let day: u64 = parts.next()?.parse().ok()?;
-    let month = match parts.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':');
-    let h: u64 = hms.next()?.parse().ok()?;
-    let m: u64 = hms.next()?.parse().ok()?;
-    let s: u64 = hms.next()?.parse().ok()?;
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day as i64);
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + s;
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
-}
-
-/// Days from 1970-01-01 to the given proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
@@ -226,7 +183,25 @@ mod tests {
             Some(Duration::ZERO)
         );
         assert_eq!(parse_retry_after("99999", now), Some(MAX_RETRY_AFTER));
-        for bad in ["soon", "-1", "1.5", "Sun, 06 Foo 1994 08:49:37 GMT", ""] {
+        // The obsolete forms of the same moment.
+        assert_eq!(
+            parse_retry_after("Sunday, 06-Nov-94 08:49:47 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Sun Nov  6 08:49:47 1994", now),
+            Some(Duration::from_secs(10))
+        );
+        for bad in [
+            "soon",
+            "-1",
+            "1.5",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "",
+        ] {
             assert_eq!(parse_retry_after(bad, now), None, "{bad}");
         }
     }
