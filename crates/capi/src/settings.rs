@@ -99,7 +99,7 @@ pub fn check_struct_size(
     minimum: usize,
 ) -> Result<usize, CapiError> {
     let size = size as usize;
-    if (minimum..=MAX_STRUCT_SIZE).contains(&size) && size % STRUCT_ALIGN == 0 {
+    if (minimum..=MAX_STRUCT_SIZE).contains(&size) && size.is_multiple_of(STRUCT_ALIGN) {
         Ok(size)
     } else {
         Err(CapiError::InvalidArgument {

@@ -22,7 +22,7 @@ struct Memory([u8; 256]);
 /// The sizes `sizeof` of some version can have: the versions this library
 /// knows, and larger multiples of 8 (a newer header's).
 fn accepted(size: usize, versions: &[usize], known: usize) -> bool {
-    versions.contains(&size) || (size > known && size % 8 == 0)
+    versions.contains(&size) || (size > known && size.is_multiple_of(8))
 }
 
 fn create(memory: &Memory) -> (i32, String) {
