@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizers and models of the concurrency and the C API (docs/RELIABILITY.md,
+# Sanitizers and models of the concurrency and the C API (docs/testing.md,
 # "Sanitizers and models").
 #
 #   scripts/sanitizers.sh [loom] [tsan] [asan] [lsan]   (no argument: all four)
@@ -144,7 +144,7 @@ fn main() {
         || fail "TSan: the staging unit tests"
     # collector_accounting is not run: its state sits behind std's Mutex,
     # whose contended path is uninstrumented, so every guarded access is
-    # reported (docs/RELIABILITY.md has the report).
+    # reported (crates/bench/results/reliability.md has the report).
     env "${flags[@]}" cargo test -p nixl-telemetry --target "$host" \
         --test ring_concurrency || fail "TSan: ring_concurrency"
 }
