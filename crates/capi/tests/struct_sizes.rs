@@ -19,6 +19,22 @@ use nixl_telemetry_capi::{NixlTelemetry, NixlTelemetrySettings, NixlTelemetrySta
 #[repr(C, align(8))]
 struct Memory([u8; 256]);
 
+impl Memory {
+    /// `settings` followed by zeros.
+    fn holding(settings: NixlTelemetrySettings) -> Memory {
+        let mut memory = Memory([0; 256]);
+        // SAFETY: the struct fits in the 256 bytes, which are 8-aligned.
+        unsafe {
+            memory
+                .0
+                .as_mut_ptr()
+                .cast::<NixlTelemetrySettings>()
+                .write(settings)
+        };
+        memory
+    }
+}
+
 /// The sizes `sizeof` of some version can have: the versions this library
 /// knows, and larger multiples of 8 (a newer header's).
 fn accepted(size: usize, versions: &[usize], known: usize) -> bool {
@@ -64,15 +80,7 @@ fn settings_sizes_that_end_inside_a_field_are_refused() {
     };
     let versions = [SETTINGS_V1_SIZE, SETTINGS_V2_SIZE];
     for size in 0..=SETTINGS_KNOWN_SIZE + 8 {
-        let mut memory = Memory([0; 256]);
-        // SAFETY: the struct fits in the 256 bytes, which are 8-aligned.
-        unsafe {
-            memory
-                .0
-                .as_mut_ptr()
-                .cast::<NixlTelemetrySettings>()
-                .write(settings)
-        };
+        let mut memory = Memory::holding(settings);
         memory.0[..4].copy_from_slice(&(size as u32).to_ne_bytes());
         let (status, message) = create(&memory);
         if accepted(size, &versions, SETTINGS_KNOWN_SIZE) {
@@ -102,16 +110,7 @@ fn a_version_1_struct_never_reads_the_version_2_field() {
         ring_version: c"not a version".as_ptr(),
         ..NixlTelemetrySettings::UNSET
     };
-    let mut memory = Memory([0; 256]);
-    // SAFETY: the struct fits in the 256 bytes, which are 8-aligned.
-    unsafe {
-        memory
-            .0
-            .as_mut_ptr()
-            .cast::<NixlTelemetrySettings>()
-            .write(settings)
-    };
-    assert_eq!(create(&memory).0, OK);
+    assert_eq!(create(&Memory::holding(settings)).0, OK);
 }
 
 #[test]

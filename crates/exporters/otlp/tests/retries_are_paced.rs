@@ -39,6 +39,25 @@ fn transfer() -> Vec<Event> {
     ]
 }
 
+/// Settings sending to `base` every `interval_ms`, retrying after
+/// `initial_ms` doubling up to `max_ms` (each ±50%), 2 s per request.
+fn paced(base: &str, interval_ms: u64, initial_ms: u64, max_ms: u64) -> Settings {
+    let mut settings = Settings::new(base).unwrap();
+    settings.export_interval = Duration::from_millis(interval_ms);
+    settings.retry_initial = Duration::from_millis(initial_ms);
+    settings.retry_max = Duration::from_millis(max_ms);
+    settings.metrics.timeout = Duration::from_secs(2);
+    settings
+}
+
+/// An exporter for `agent` with one transfer recorded and published.
+fn exporting(agent: &str, settings: &Settings) -> OtlpExporter {
+    let mut e = OtlpExporter::with_settings(agent, settings).unwrap();
+    e.record(&transfer()).unwrap();
+    e.publish();
+    e
+}
+
 /// The delay before retry `k` (0-based) lies in [0.5, 1.5) × this base.
 fn backoff_base(settings: &Settings, k: u32) -> Duration {
     (settings.retry_initial * 2u32.pow(k)).min(settings.retry_max)
@@ -55,16 +74,10 @@ fn throttling_answers_without_a_readable_retry_after_wait_for_the_backoff() {
             "retry_after": [null, "soon", null, "Sun, 32 Foo 1994 08:49:37 GMT"],
             "times": 4, "path": "/v1/metrics"}"#,
     );
-    let mut settings = Settings::new(&receiver.base_url()).unwrap();
     // One metrics request, retried four times well within an interval (the
     // delays' bases are 100, 200, 400, 400 ms), so none is superseded.
-    settings.export_interval = Duration::from_secs(3);
-    settings.retry_initial = Duration::from_millis(100);
-    settings.retry_max = Duration::from_millis(400);
-    settings.metrics.timeout = Duration::from_secs(2);
-    let mut e = OtlpExporter::with_settings("throttled", &settings).unwrap();
-    e.record(&transfer()).unwrap();
-    e.publish();
+    let settings = paced(&receiver.base_url(), 3000, 100, 400);
+    let e = exporting("throttled", &settings);
 
     let reqs = receiver.wait_for(
         Duration::from_secs(20),
@@ -147,14 +160,13 @@ impl HangingUp {
 #[test]
 fn a_request_without_an_answer_is_resent_at_once_only_once_and_every_attempt_counts() {
     let collector = HangingUp::start();
-    let mut settings = Settings::new(&format!("http://127.0.0.1:{}", collector.port)).unwrap();
-    settings.export_interval = Duration::from_millis(200);
-    settings.retry_initial = Duration::from_millis(400);
-    settings.retry_max = Duration::from_millis(400);
-    settings.metrics.timeout = Duration::from_secs(2);
-    let mut e = OtlpExporter::with_settings("hung-up-on", &settings).unwrap();
-    e.record(&transfer()).unwrap();
-    e.publish();
+    let settings = paced(
+        &format!("http://127.0.0.1:{}", collector.port),
+        200,
+        400,
+        400,
+    );
+    let e = exporting("hung-up-on", &settings);
 
     // Six rounds, then a quiet moment (the backoff's least is 200 ms) to
     // compare the connections the collector saw with the attempts counted.
