@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::render::Format;
+use nixl_telemetry_metrics::Format;
 
 /// The path metrics are served on.
 pub const METRICS_PATH: &str = "/metrics";

@@ -1,10 +1,10 @@
-//! The `hostname` label.
+//! The `hostname` label every exporter gives its agents (NIXL's plug-in has it).
 
 use std::sync::OnceLock;
 
 /// This machine's host name (`gethostname`), read once; `unknown` if it cannot
 /// be read.
-pub(crate) fn hostname() -> &'static str {
+pub fn hostname() -> &'static str {
     static NAME: OnceLock<String> = OnceLock::new();
     NAME.get_or_init(|| read().unwrap_or_else(|| "unknown".to_owned()))
 }

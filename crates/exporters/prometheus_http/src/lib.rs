@@ -1,27 +1,25 @@
-//! The Prometheus exporters' metric model and server, without plug-in entry
-//! points: the single-process plug-in (`libtelemetry_exporter_prometheus.so`,
-//! crate `nixl-telemetry-exporter-prometheus`) is this crate plus its
-//! `export_plugin!` glue, the multi-process plug-in (`prometheus_mp`) serves
-//! its files with this crate's families, rendering and HTTP server, and the
-//! OTLP plug-in sends this crate's families under the same names. Being an
-//! `rlib` only, it can be linked into each of them without two definitions of
-//! `nixl_telemetry_plugin_init`.
+//! The Prometheus exporter without plug-in entry points: the single-process
+//! plug-in (`libtelemetry_exporter_prometheus.so`, crate
+//! `nixl-telemetry-exporter-prometheus`) is this crate plus its
+//! `export_plugin!` glue, and the multi-process plug-in (`prometheus_mp`)
+//! serves its files with this crate's HTTP server. Being an `rlib` only, it
+//! can be linked into each of them without two definitions of the plug-in
+//! entry points.
 //!
-//! Each exporter (one per agent) turns the events the host flushes into
-//! Prometheus series and serves them over HTTP at `GET /metrics`, in the text
-//! format 0.0.4 or, when the scraper asks for it, OpenMetrics 1.0. Agents of one
-//! process that export to one address share one endpoint and are told apart by
-//! their `agent_name` label. See `docs/prometheus.md` for the series and the
-//! configuration.
+//! Each exporter (one per agent) folds the events the host flushes into the
+//! metric model of `nixl-telemetry-metrics` and serves them over HTTP at
+//! `GET /metrics`, in the text format 0.0.4 or, when the scraper asks for it,
+//! OpenMetrics 1.0, rendered by that crate. Agents of one process that export
+//! to one address share one endpoint and are told apart by their `agent_name`
+//! label. See `docs/prometheus.md` for the series and the configuration.
 //!
 //! The parts: [`settings`] (environment; the histogram bounds are
-//! [`nixl_telemetry_abi::buckets`]), [`families`] (the fixed families and the
-//! names they reserve), [`names`] (event names to series names and labels),
-//! `agent` (per-agent storage: the
-//! flush thread's totals and the snapshots scrapes read), `render` (the two
-//! formats), `http` and `server` (the HTTP/1.1 endpoint), `exposer` (the
-//! server's own families), `gzip` (answers compressed around a cached part),
-//! `endpoint` (the process-wide registry of listeners).
+//! [`nixl_telemetry_abi::buckets`]), `agent` (how an agent's totals are
+//! published: atomics behind a sequence lock, read by scrapes), `http` and
+//! `server` (the HTTP/1.1 endpoint), `exposer` (the server's own families),
+//! `gzip` (answers compressed around a cached part), `endpoint` (the
+//! process-wide registry of listeners), [`external`] (the server for bodies
+//! rendered elsewhere).
 //!
 //! From Rust: [`PrometheusExporter::with_settings`], [`PrometheusExporter::record`] and
 //! [`PrometheusExporter::render`].
@@ -33,14 +31,9 @@ mod endpoint;
 mod error;
 mod exposer;
 pub mod external;
-pub mod families;
 mod gzip;
-mod hostname;
 mod http;
 mod listen_backlog;
-pub mod name_cache;
-pub mod names;
-mod render;
 mod server;
 pub mod settings;
 mod socket_send;
@@ -51,11 +44,9 @@ use std::sync::Arc;
 
 use nixl_telemetry_abi::Event;
 
-pub use agent::MAX_NAMES_PER_AGENT;
 pub use error::PrometheusError;
-pub use families::KNOWN_ERROR_STATUSES;
 pub use http::{METRICS_PATH, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
-pub use render::Format;
+pub use nixl_telemetry_metrics::Format;
 pub use settings::{Buckets, BucketsError, ServerLimits, Settings, SettingsError};
 
 /// The exporter of one agent.
@@ -80,8 +71,11 @@ impl PrometheusExporter {
         agent_name: &str,
         settings: &Settings,
     ) -> Result<PrometheusExporter, PrometheusError> {
-        let writer =
-            agent::AgentWriter::new(agent_name, hostname::hostname(), settings.buckets.clone());
+        let writer = agent::AgentWriter::new(
+            agent_name,
+            nixl_telemetry_metrics::hostname(),
+            settings.buckets.clone(),
+        );
         let endpoint = endpoint::attach(settings, writer.shared())?;
         Ok(PrometheusExporter { writer, endpoint })
     }
@@ -109,7 +103,7 @@ impl PrometheusExporter {
     /// (bytes sent, scrapes served, answer latencies), which only the server
     /// knows.
     pub fn render(&self, format: Format) -> Vec<u8> {
-        render::render(&self.endpoint.directory.current().agents, format)
+        agent::render(&self.endpoint.directory.current().agents, format)
     }
 }
 

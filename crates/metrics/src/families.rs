@@ -1,6 +1,6 @@
 //! The fixed metric families every agent has from its creation, and the names
-//! the exposition reserves for them: the one definition of the metric model
-//! that the Prometheus plug-ins expose and the OTLP plug-in sends.
+//! they take: the one definition of the families the Prometheus plug-ins
+//! expose and the OTLP plug-in sends.
 
 use nixl_telemetry_abi::Category;
 
@@ -204,9 +204,20 @@ pub const SCALARS: [Scalar; 17] = [
 /// How many of the last [`SCALARS`] are telemetry's own (written last).
 pub const SYSTEM_SCALARS: usize = 2;
 
-/// A latency histogram.
+/// Indices of an agent's latency histograms ([`HISTOGRAMS`],
+/// [`Totals::histogram`](crate::Totals::histogram)).
+pub mod histogram {
+    /// `agent_xfer_time_us`: transfer times (`agent_xfer_time` events), µs.
+    pub const XFER_TIME: usize = 0;
+    /// `agent_xfer_post_time_us`: post times (`agent_xfer_post_time` events), µs.
+    pub const POST_TIME: usize = 1;
+    /// How many histograms there are.
+    pub const COUNT: usize = 2;
+}
+
+/// A latency histogram family.
 #[derive(Debug)]
-pub struct Histogram {
+pub struct HistogramFamily {
     /// The family name; samples add `_bucket`, `_sum` and `_count`.
     pub family: &'static str,
     /// The `# HELP` text.
@@ -215,14 +226,14 @@ pub struct Histogram {
     pub sum_slot: usize,
 }
 
-/// The latency histograms, in exposition order.
-pub const HISTOGRAMS: [Histogram; 2] = [
-    Histogram {
+/// The latency histograms, in exposition order (indexed by [`histogram`]).
+pub const HISTOGRAMS: [HistogramFamily; histogram::COUNT] = [
+    HistogramFamily {
         family: "agent_xfer_time_us",
         help: "Distribution of transfer time from start to completion, in microseconds",
         sum_slot: slot::XFER_TIME,
     },
-    Histogram {
+    HistogramFamily {
         family: "agent_xfer_post_time_us",
         help: "Distribution of time from start to posting to the back-end, in microseconds",
         sum_slot: slot::POST_TIME,
@@ -283,13 +294,12 @@ pub fn is_agent_family_name(name: &str) -> bool {
         || ERRORS_SAMPLE.strip_suffix("_total") == Some(name)
 }
 
-/// Whether `name` is a name the fixed agent families use
-/// ([`is_agent_family_name`]) or starts with `exposer_` (the HTTP server's
-/// own families), so a per-name counter of a Prometheus exposition must not
-/// take it.
-pub fn is_reserved(name: &str) -> bool {
-    is_agent_family_name(name) || crate::exposer::is_exposer_name(name)
-}
+/// The prefix of the Prometheus HTTP endpoint's own families
+/// (`exposer_transferred_bytes_total`, `exposer_scrapes_total`,
+/// `exposer_request_latencies`, as NIXL's plug-in has them beside its
+/// agents'): a per-name counter of a Prometheus exposition never takes a
+/// name with it ([`SeriesNaming::Prometheus`](crate::SeriesNaming::Prometheus)).
+pub const EXPOSER_PREFIX: &str = "exposer_";
 
 #[cfg(test)]
 mod tests {
@@ -336,6 +346,7 @@ mod tests {
 
     #[test]
     fn reserved_names_cover_every_form() {
+        let is_reserved = |name: &str| crate::SeriesNaming::Prometheus.is_reserved(name);
         for name in [
             "agent_tx_bytes_total",
             "agent_tx_bytes",

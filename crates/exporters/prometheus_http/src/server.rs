@@ -17,15 +17,16 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use crate::agent::render;
 use crate::endpoint::Directory;
 use crate::exposer::ExposerStats;
 use crate::external::BodySource;
 use crate::gzip;
 use crate::http::{self, Method, Parsed, Status};
-use crate::render::{render, Format};
 use crate::settings::ServerLimits;
 use crate::socket_send;
 use crate::thread_priority;
+use nixl_telemetry_metrics::Format;
 
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);

@@ -12,7 +12,9 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::render::{counter_header, header, Format};
+use nixl_telemetry_metrics::{
+    write_counter_header as counter_header, write_header as header, Format,
+};
 
 /// How far back the latency quantiles look. NIXL's HTTP library keeps its
 /// quantiles over the last 60 s (in five rotating 12 s buckets).
@@ -31,11 +33,6 @@ const SCRAPES_SAMPLE: &str = "exposer_scrapes_total";
 const SCRAPES_HELP: &str = "Number of times metrics were scraped";
 const LATENCY_FAMILY: &str = "exposer_request_latencies";
 const LATENCY_HELP: &str = "Latencies of serving scrape requests, in microseconds";
-
-/// The exposer families' names, in either format: no event may take them.
-pub(crate) fn is_exposer_name(name: &str) -> bool {
-    name.starts_with("exposer_")
-}
 
 /// What one endpoint has served.
 #[derive(Debug, Default)]
@@ -133,6 +130,15 @@ fn line(out: &mut Vec<u8>, sample: &str, labels: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_event_can_take_an_exposer_name() {
+        // The model reserves the prefix for a Prometheus exposition.
+        for name in [BYTES_SAMPLE, SCRAPES_SAMPLE, LATENCY_FAMILY] {
+            assert!(name.starts_with(nixl_telemetry_metrics::families::EXPOSER_PREFIX));
+            assert!(nixl_telemetry_metrics::SeriesNaming::Prometheus.is_reserved(name));
+        }
+    }
 
     #[test]
     fn before_any_scrape_counts_are_zero_and_quantiles_nan() {
