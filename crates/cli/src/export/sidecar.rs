@@ -3,11 +3,14 @@
 //! the series of agents gone for longer than the grace time; at a stop,
 //! drain and flush.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use nixl_telemetry::clock;
-use nixl_telemetry::ring::{RefusalCause, RingDirectory, RingError, RingFile, ScanRules};
+use nixl_telemetry::ring::{
+    FileIdentity, FileStamp, RefusalCause, RingDirectory, RingError, RingFile, ScanRules,
+};
 use nixl_telemetry::{Event, Exporter};
 
 use super::agent::Agent;
@@ -76,6 +79,8 @@ pub struct Sidecar {
     last_own_report: Instant,
     directory_problem: Option<String>,
     last_watch_attempt: Option<Instant>,
+    /// Files refused, as they were then: not looked at again until they change.
+    refused_as: HashMap<OsString, (FileIdentity, FileStamp)>,
     totals: Totals,
 }
 
@@ -102,6 +107,7 @@ impl Sidecar {
             last_own_report: now,
             directory_problem: None,
             last_watch_attempt: None,
+            refused_as: HashMap::new(),
             totals: Totals::default(),
         })
     }
@@ -209,7 +215,12 @@ impl Sidecar {
                 }
             }
         }
+        self.refused_as
+            .retain(|name, _| scan.files.iter().any(|f| f.name == *name));
         for file in &scan.files {
+            if self.refused_as.get(&file.name) == Some(&(file.identity, file.stamp)) {
+                continue;
+            }
             self.follow(file);
         }
     }
@@ -277,10 +288,13 @@ impl Sidecar {
                 if self.directory.refuse(&file.name, cause, message.clone()) {
                     self.note_refusal(cause.as_str(), &message, cause);
                 }
+                self.refused_as
+                    .insert(file.name.clone(), (file.identity, file.stamp));
                 return;
             }
         };
         self.directory.accept(&file.name);
+        self.refused_as.remove(&file.name);
         if read_only {
             self.log.warn(format_args!(
                 "{}: the sidecar may read this ring but not write it: exported without consuming \
@@ -413,6 +427,11 @@ impl Sidecar {
                                 .add(&format!("{}{}", own_series::REFUSED_PREFIX, cause), 1);
                             self.log
                                 .warn(format_args!("stopped following a ring: {message}"));
+                        }
+                        // Not opened again until the file changes once more.
+                        if let Some(stamp) = FileStamp::of_path(&ring.file.path) {
+                            self.refused_as
+                                .insert(ring.file.name.clone(), (ring.file.identity, stamp));
                         }
                         true
                     }
