@@ -121,6 +121,11 @@ fn every_hostile_file_is_refused_once_and_the_good_agent_is_exported() {
         &tmp.path().join("export.log"),
     );
     sidecar.wait_for_log("Agent good: following", Duration::from_secs(20));
+    // Files that are no valid ring yet are given a moment (a producer may be
+    // creating one in place) before they are refused.
+    for (name, _) in hostile {
+        sidecar.wait_for_log(&format!("/{name}:"), Duration::from_secs(10));
+    }
     // The good agent goes on while the hostile files stay.
     for i in 2..=50 {
         good.push_batch(&[tx(i)]);

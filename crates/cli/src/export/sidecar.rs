@@ -79,6 +79,8 @@ pub struct Sidecar {
     last_own_report: Instant,
     directory_problem: Option<String>,
     last_watch_attempt: Option<Instant>,
+    /// A file being created was seen: list the directory again next interval.
+    settling: bool,
     /// Files refused, as they were then: not looked at again until they change.
     refused_as: HashMap<OsString, (FileIdentity, FileStamp)>,
     totals: Totals,
@@ -107,6 +109,7 @@ impl Sidecar {
             last_own_report: now,
             directory_problem: None,
             last_watch_attempt: None,
+            settling: false,
             refused_as: HashMap::new(),
             totals: Totals::default(),
         })
@@ -126,7 +129,7 @@ impl Sidecar {
             let since = self.last_scan.map(|last| now.duration_since(last));
             let due = since.is_none_or(|since| {
                 since
-                    >= if watch.is_watching() {
+                    >= if watch.is_watching() && !self.settling {
                         SAFETY_RESCAN
                     } else {
                         self.settings.interval
@@ -170,6 +173,7 @@ impl Sidecar {
     /// Lists the directory and follows what changed.
     pub fn scan(&mut self) {
         self.last_scan = Some(Instant::now());
+        self.settling = false;
         let scan = match self.directory.scan() {
             Ok(scan) => {
                 if self.directory_problem.take().is_some() {
@@ -279,6 +283,17 @@ impl Sidecar {
             Err(RingError::Changed { .. }) => return,
             Err(err) => {
                 let cause = RefusalCause::of(&err);
+                // NIXL creates its ring in place: for a moment the file is
+                // empty, or sized with a zero header. A young file is looked
+                // at again at the next interval before it is called broken.
+                let content = matches!(
+                    cause,
+                    RefusalCause::TooShort | RefusalCause::UnknownVersion | RefusalCause::BadHeader
+                );
+                if content && is_young(file) {
+                    self.settling = true;
+                    return;
+                }
                 let mode = if matches!(cause, RefusalCause::Permission) {
                     nixl_telemetry::ring::ReadMode::Peek
                 } else {
@@ -575,6 +590,16 @@ impl Sidecar {
     pub fn rings_followed(&self) -> usize {
         self.agents.values().map(|a| a.rings.len()).sum()
     }
+}
+
+/// How long a file that is not a valid ring yet is given to become one (a
+/// producer creating it in place) before it is refused.
+pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// Whether `file` was modified less than [`SETTLE`] ago.
+fn is_young(file: &RingFile) -> bool {
+    let now_ns = i128::from(clock::system_now_us()) * 1000;
+    now_ns - file.stamp.modified_ns < SETTLE.as_nanos() as i128
 }
 
 /// The agent of a ring moved aside: `<agent>.stale-<digits>` → `<agent>`.
