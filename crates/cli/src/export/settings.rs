@@ -23,7 +23,7 @@ pub struct ExportArgs {
     /// The ring directory to follow [default: NIXL_TELEMETRY_DIR].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// The exporter plug-in (libtelemetry_exporter_<NAME>.so), or `nop`
+    /// The exporter plug-in (libtelemetry_exporter_NAME.so), or `nop`
     /// [default: NIXL_TELEMETRY_EXPORTER].
     #[arg(long, value_name = "NAME")]
     pub exporter: Option<String>,
