@@ -87,17 +87,7 @@ fn every_layout_is_exported_consumed_and_drained_at_sigterm() {
     }
 
     let start_us = clock::system_now_us();
-    let csv = tmp.path().join("csv");
-    std::fs::create_dir(&csv).unwrap();
-    let mut sidecar = Sidecar::start(
-        export_command(&rings, "csv")
-            .arg("--plugin-dir")
-            .arg(&plugins)
-            .arg("--output-path")
-            .arg(csv.join("{agent}.csv"))
-            .args(["--interval", "20"]),
-        &tmp.path().join("export.log"),
-    );
+    let (mut sidecar, csv) = csv_sidecar(tmp.path(), &rings, &plugins, &[]);
     sidecar.wait_for_log("Agent ours-v4: following", Duration::from_secs(20));
     // More events while it runs, then SIGTERM at once: they are drained.
     let late = Event::new(99, Category::TRANSFER, "agent_rx_bytes", 777);

@@ -62,31 +62,15 @@ fn every_hostile_file_is_refused_once_and_the_good_agent_is_exported() {
         .collect();
     std::fs::write(rings.join("garbage"), garbage).unwrap();
     std::fs::write(rings.join("short"), b"0123456789").unwrap();
-    std::fs::write(
-        rings.join("version9"),
-        with_slots(header(0, 0, 9, 8, 7), 8 * 56),
-    )
-    .unwrap();
-    std::fs::write(
-        rings.join("capacity3"),
-        with_slots(header(0, 0, 1, 3, 2), 3 * 56),
-    )
-    .unwrap();
-    std::fs::write(
-        rings.join("beyond"),
-        with_slots(header(0, 0, 1, 1024, 1023), 56),
-    )
-    .unwrap();
-    std::fs::write(
-        rings.join("v2-odd"),
-        with_slots(header(0, 0, 2, 8, 7), 8 * 30),
-    )
-    .unwrap();
-    std::fs::write(
-        rings.join("position"),
-        with_slots(header(9, 0, 4, 8, 7), 8 * 16),
-    )
-    .unwrap();
+    for (name, file) in [
+        ("version9", with_slots(header(0, 0, 9, 8, 7), 8 * 56)),
+        ("capacity3", with_slots(header(0, 0, 1, 3, 2), 3 * 56)),
+        ("beyond", with_slots(header(0, 0, 1, 1024, 1023), 56)),
+        ("v2-odd", with_slots(header(0, 0, 2, 8, 7), 8 * 30)),
+        ("position", with_slots(header(9, 0, 4, 8, 7), 8 * 16)),
+    ] {
+        std::fs::write(rings.join(name), file).unwrap();
+    }
     mkfifo(&rings.join("fifo"));
     symlink(outside.join("secret"), rings.join("link-out")).unwrap();
     symlink("/dev/zero", rings.join("link-dev")).unwrap();
@@ -108,18 +92,8 @@ fn every_hostile_file_is_refused_once_and_the_good_agent_is_exported() {
         ("link-up", "symbolic link leading out of the directory"),
     ];
 
-    let csv = tmp.path().join("csv");
-    std::fs::create_dir(&csv).unwrap();
-    let mut sidecar = Sidecar::start(
-        export_command(&rings, "csv")
-            .arg("--plugin-dir")
-            .arg(&plugins)
-            .arg("--output-path")
-            .arg(csv.join("{agent}.csv"))
-            // Listed every 20 ms: dozens of scans see every file again.
-            .args(["--poll", "--interval", "20"]),
-        &tmp.path().join("export.log"),
-    );
+    // Listed every 20 ms: dozens of scans see every file again.
+    let (mut sidecar, csv) = csv_sidecar(tmp.path(), &rings, &plugins, &["--poll"]);
     sidecar.wait_for_log("Agent good: following", Duration::from_secs(20));
     // Files that are no valid ring yet are given a moment (a producer may be
     // creating one in place) before they are refused.
@@ -182,17 +156,7 @@ fn files_truncated_or_grown_while_read() {
     std::fs::copy(&nixl, rings.join("cut")).unwrap();
     std::fs::copy(&nixl, rings.join("grown")).unwrap();
     let mut good = ring(&rings, "good", &layout::V4, 64, &[tx(1)]);
-    let csv = tmp.path().join("csv");
-    std::fs::create_dir(&csv).unwrap();
-    let mut sidecar = Sidecar::start(
-        export_command(&rings, "csv")
-            .arg("--plugin-dir")
-            .arg(&plugins)
-            .arg("--output-path")
-            .arg(csv.join("{agent}.csv"))
-            .args(["--interval", "20"]),
-        &tmp.path().join("export.log"),
-    );
+    let (mut sidecar, csv) = csv_sidecar(tmp.path(), &rings, &plugins, &[]);
     sidecar.wait_for_log("Agent grown: following", Duration::from_secs(20));
     sidecar.wait_for_log("Agent cut: following", Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(200));

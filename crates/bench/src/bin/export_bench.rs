@@ -224,6 +224,26 @@ fn spawn_writer(
     })
 }
 
+/// `o.agents` writers of `rate` events/s each into `dir`.
+fn spawn_writers(
+    dir: &Path,
+    o: &Options,
+    rate: u64,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<Vec<Writer>> {
+    (0..o.agents)
+        .map(|i| {
+            spawn_writer(
+                dir,
+                &format!("agent-{i:03}"),
+                o.capacity,
+                rate,
+                stop.clone(),
+            )
+        })
+        .collect()
+}
+
 fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
     println!(
         "throughput: {} agents x {} events/s target into v4 rings of {} slots, {} s per exporter",
@@ -232,17 +252,7 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
     for exporter in ["prometheus", "nop"] {
         let tmp = tempfile::tempdir()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let writers: Vec<Writer> = (0..o.agents)
-            .map(|i| {
-                spawn_writer(
-                    tmp.path(),
-                    &format!("agent-{i:03}"),
-                    o.capacity,
-                    o.rate,
-                    stop.clone(),
-                )
-            })
-            .collect::<anyhow::Result<_>>()?;
+        let writers = spawn_writers(tmp.path(), o, o.rate, &stop)?;
         let sidecar = Sidecar::start(bin, tmp.path(), exporter, &[])?;
         // The rings filled before the sidecar started: measure from when it
         // has caught up.
@@ -299,17 +309,7 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
 fn idle(o: &Options, bin: &Path) -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<Writer> = (0..o.agents)
-        .map(|i| {
-            spawn_writer(
-                tmp.path(),
-                &format!("agent-{i:03}"),
-                o.capacity,
-                0,
-                stop.clone(),
-            )
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let writers = spawn_writers(tmp.path(), o, 0, &stop)?;
     let sidecar = Sidecar::start(bin, tmp.path(), "prometheus", &[])?;
     std::thread::sleep(Duration::from_secs(2));
     let cpu0 = sidecar.cpu_seconds();

@@ -137,6 +137,24 @@ fn python_reader() -> String {
     }
 }
 
+/// The ring files of `names` in `dir`, quoted for a shell.
+fn ring_paths(dir: &Path, names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| shell_quote(&dir.join(n).to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `agent n, agent n, ...`.
+fn per_agent(counts: &[(String, u64)]) -> String {
+    counts
+        .iter()
+        .map(|(agent, n)| format!("{agent} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn print(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
@@ -347,17 +365,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
              The sidecar served http://{addr}/metrics while the demo ran, and has stopped. Serve the rings of\n\
              any NIXL job the same way (docs/export.md):\n  \
              {cli} export --dir {dir_text} --exporter prometheus --plugin-dir {plugins} --output-path 127.0.0.1:9464\n",
-            exported
-                .iter()
-                .map(|(agent, n)| format!("{agent} {n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            per_agent(&exported),
             if all { " (every event written)" } else { "" },
-            names
-                .iter()
-                .map(|n| shell_quote(&dir.join(n).to_string_lossy()))
-                .collect::<Vec<_>>()
-                .join(" "),
+            ring_paths(&dir, &names),
             cli = command_for("nixl-telemetry"),
             dir_text = shell_quote(&dir.to_string_lossy()),
             plugins = shell_quote(&plugin_dir.to_string_lossy()),
@@ -370,11 +380,6 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let (rows, left) = rings.finish(run_time)?;
     print(&format!("{}\n", monitor::header(width)));
     print(&monitor::render("total", &rows));
-    let read: Vec<String> = rings
-        .totals()
-        .iter()
-        .map(|(agent, n)| format!("{agent} {n}"))
-        .collect();
     let dir_text = shell_quote(&dir.to_string_lossy());
     print(&format!(
         "\nEvents read back through the rings: {}.\n\
@@ -383,12 +388,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
          {reader} --once {dir_text}\n  \
          python3 {python} --once --telemetry_path {dir_text}\n  \
          {cli} read --once --peek --summary {dir_text}\n",
-        read.join(", "),
-        names
-            .iter()
-            .map(|n| shell_quote(&dir.join(n).to_string_lossy()))
-            .collect::<Vec<_>>()
-            .join(" "),
+        per_agent(&rings.totals()),
+        ring_paths(&dir, &names),
         reader = command_for("telemetry_reader"),
         python = python_reader(),
         cli = command_for("nixl-telemetry"),

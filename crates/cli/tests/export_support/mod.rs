@@ -208,6 +208,25 @@ pub fn csv_plugins(tmp: &Path) -> PathBuf {
     )
 }
 
+/// The sidecar with the CSV plug-in of `plugins` writing one file per agent
+/// into `<tmp>/csv`, reading the rings every 20 ms at most; `extra` options
+/// too. Returns it and the CSV directory.
+pub fn csv_sidecar(tmp: &Path, rings: &Path, plugins: &Path, extra: &[&str]) -> (Sidecar, PathBuf) {
+    let csv = tmp.join("csv");
+    std::fs::create_dir_all(&csv).unwrap();
+    let sidecar = Sidecar::start(
+        export_command(rings, "csv")
+            .arg("--plugin-dir")
+            .arg(plugins)
+            .arg("--output-path")
+            .arg(csv.join("{agent}.csv"))
+            .args(["--interval", "20"])
+            .args(extra),
+        &tmp.join("export.log"),
+    );
+    (sidecar, csv)
+}
+
 /// The Prometheus plug-in in a directory of its own under `tmp`.
 pub fn prometheus_plugins(tmp: &Path) -> PathBuf {
     plugin_dir(
