@@ -8,7 +8,8 @@
 //! ```
 //!
 //! * `throughput`: `--agents` writer threads, each pushing `--rate` events/s
-//!   (batches of 1/1000 s) into a version-4 ring of `--capacity` slots (NIXL
+//!   (batches of 1/1000 s; a writer delayed more than 10 ms drops its
+//!   schedule rather than burst) into a version-4 ring of `--capacity` slots (NIXL
 //!   1.5's layout and default size), with this project's writer, whose drop
 //!   counter says whether a ring was ever full; the sidecar (`--exporter
 //!   prometheus`, then `nop`: the cost of reading alone) follows the
@@ -129,6 +130,18 @@ impl Sidecar {
         cpu_seconds_of(&format!("/proc/{}/stat", self.child.id()))
     }
 
+    /// The reading thread's time waiting on a run queue (ns) and its number
+    /// of runs (`/proc/<pid>/schedstat`).
+    fn run_queue_wait(&self) -> (f64, f64) {
+        let text = std::fs::read_to_string(format!("/proc/{}/schedstat", self.child.id()))
+            .unwrap_or_default();
+        let f: Vec<f64> = text
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        (f.get(1).copied().unwrap_or(0.0), f.get(2).copied().unwrap_or(0.0))
+    }
+
     fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
@@ -211,8 +224,9 @@ fn spawn_writer(
                 let now = Instant::now();
                 if due > now {
                     std::thread::sleep(due - now);
-                } else if now - due > Duration::from_millis(50) {
-                    // Fell behind (an overloaded machine): do not burst to catch up.
+                } else if now - due > Duration::from_millis(10) {
+                    // Fell behind (the machine is overloaded): a steady
+                    // producer, not a burst of more than 10 ms of events.
                     tick = (now - start).as_millis() as u64;
                 }
             }
@@ -262,6 +276,7 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
             .map(|w| w.dropped.load(Ordering::Relaxed))
             .sum();
         let cpu0 = sidecar.cpu_seconds();
+        let wait0 = sidecar.run_queue_wait();
         let self0 = cpu_seconds_of("/proc/self/stat");
         let written0: u64 = writers
             .iter()
@@ -275,6 +290,9 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
             .map(|w| w.written.load(Ordering::Relaxed))
             .sum();
         let cpu = sidecar.cpu_seconds() - cpu0;
+        let wait1 = sidecar.run_queue_wait();
+        let runs = (wait1.1 - wait0.1).max(1.0);
+        let wait_ms = (wait1.0 - wait0.0) / runs / 1e6;
         let writers_cpu = cpu_seconds_of("/proc/self/stat") - self0;
         let dropped: u64 = writers
             .iter()
@@ -291,7 +309,8 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
         let rate = events / elapsed;
         println!(
             "  {exporter:<10} writers reached {:.0} events/s = {:.1} % of the {} target ({:.2} cores of writers); \
-             ring-full drops {dropped} ({:.4} %); sidecar {:.2} core-s over {:.1} s = {:.3} core-s per million events ({:.1} % of a core)",
+             ring-full drops {dropped} ({:.4} %); sidecar {:.2} core-s over {:.1} s = {:.3} core-s per million events ({:.1} % of a core); \
+             its reader waited {wait_ms:.2} ms on the run queue per run ({runs:.0} runs); load average {}",
             rate,
             100.0 * rate / (o.agents as f64 * o.rate as f64),
             o.agents as u64 * o.rate,
@@ -300,7 +319,12 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
             cpu,
             elapsed,
             cpu / (events / 1e6).max(1e-9),
-            100.0 * cpu / elapsed
+            100.0 * cpu / elapsed,
+            std::fs::read_to_string("/proc/loadavg")
+                .unwrap_or_default()
+                .split_whitespace()
+                .next()
+                .unwrap_or("?")
         );
     }
     Ok(())
