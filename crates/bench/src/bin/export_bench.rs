@@ -139,7 +139,10 @@ impl Sidecar {
             .split_whitespace()
             .filter_map(|v| v.parse().ok())
             .collect();
-        (f.get(1).copied().unwrap_or(0.0), f.get(2).copied().unwrap_or(0.0))
+        (
+            f.get(1).copied().unwrap_or(0.0),
+            f.get(2).copied().unwrap_or(0.0),
+        )
     }
 
     fn rss_kib(&self) -> u64 {
