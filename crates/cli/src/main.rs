@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use nixl_telemetry_cli::{emit, process, read, report, signal};
+use nixl_telemetry_cli::{emit, export, process, read, report, signal};
 
 mod demo;
 
@@ -30,6 +30,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Turn usage records (JSON lines) into metrics, as sorted JSON or Prometheus text.
     Process(process::ProcessArgs),
+    /// The sidecar: follow every ring of a directory and feed an exporter plug-in.
+    Export(export::ExportArgs),
     /// Charts of a run (rings or a `telemetry_reader --json` capture) as one HTML page, and PNGs.
     Report(report::ReportArgs),
 }
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
         Command::Demo(args) => demo::run(args),
         Command::Process(args) => process::run(args),
+        Command::Export(args) => export::run(args),
         Command::Report(args) => report::run(args),
     };
     match result {

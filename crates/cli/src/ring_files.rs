@@ -7,7 +7,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use nixl_telemetry::ring::{
-    agent_name, FileIdentity, ReadMode, RingDirectory, RingError, RingFile, RingReader, ScanRules,
+    agent_name, FileIdentity, FileStamp, ReadMode, RingDirectory, RingError, RingFile, RingReader,
+    ScanRules,
 };
 
 /// A file that may be a ring, and where it was found.
@@ -91,6 +92,11 @@ impl RingSources {
                             inode: meta.ino(),
                         },
                         via_link: false,
+                        stamp: FileStamp {
+                            size: meta.len(),
+                            modified_ns: i128::from(meta.mtime()) * 1_000_000_000
+                                + i128::from(meta.mtime_nsec()),
+                        },
                     },
                     dir: None,
                 });
