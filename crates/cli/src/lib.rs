@@ -16,5 +16,5 @@ pub mod read;
 pub mod report;
 pub mod ring_files;
 pub mod signal;
-
+pub mod top;
 pub mod units;

@@ -6,14 +6,17 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
-use nixl_telemetry::ring::{ReadMode, RingError, RingReader, RingRecord};
+use nixl_telemetry::ring::{ReadMode, RingError, RingReader};
 use serde::Deserialize;
 
 use super::kind::{Classifier, Kind};
+use crate::export::convert::{event_of_type, SlotConverter, UNKNOWN_TYPE_CATEGORY};
 use crate::lines::{open_input, BoundedLines, Line};
 use crate::read::describe_ring_error;
 use crate::ring_files::{agent_of, RingSources};
+use nixl_telemetry::ring::layout::EVENT_TYPES;
 use nixl_telemetry::ring::ScanRules;
+use nixl_telemetry::{Category, Event};
 
 /// Events taken from a ring at a time.
 const BATCH: usize = 8192;
@@ -183,9 +186,10 @@ impl Input {
                                 agents.len() - 1
                             }
                         };
+                        let event = event_of_line(line.category_id, &line.name, line.value);
                         agents[at].samples.push(Sample {
                             timestamp_us: line.timestamp_us,
-                            kind: classifier.classify(line.category_id, &line.name),
+                            kind: classifier.classify(&event),
                             value: line.value,
                         });
                         continue;
@@ -272,26 +276,25 @@ fn read_ring(
     agent: String,
     classifier: &mut Classifier,
 ) -> Result<AgentInput, RingError> {
-    let mut batch: Vec<RingRecord> = Vec::with_capacity(BATCH);
+    // The slots as events, as the export sidecar makes them; a slot whose
+    // name has no terminator is malformed and skipped, as the readers skip it.
+    let converter = SlotConverter::new(reader.layout());
+    let timed = reader.layout().slot.timestamp.is_some();
+    let mut slots = Vec::new();
+    let mut events = Vec::new();
     let mut samples = Vec::new();
     loop {
-        batch.clear();
-        let n = reader.read_records(&mut batch, BATCH)?;
+        let n = reader.read_slot_bytes(&mut slots, BATCH)?;
         if n == 0 {
             break;
         }
-        // A slot whose name has no terminator is malformed: skipped, as the
-        // readers skip it.
-        samples.extend(
-            batch
-                .iter()
-                .filter(|r| r.name_is_terminated())
-                .map(|r| Sample {
-                    timestamp_us: r.timestamp_us,
-                    kind: classifier.classify(r.category, &r.name()),
-                    value: r.value,
-                }),
-        );
+        events.clear();
+        converter.convert(&slots, 0, &mut events);
+        samples.extend(events.iter().map(|e| Sample {
+            timestamp_us: timed.then_some(e.timestamp_us),
+            kind: classifier.classify(e),
+            value: e.value,
+        }));
     }
     Ok(AgentInput {
         agent,
@@ -299,6 +302,24 @@ fn read_ring(
         samples,
         lost_by_producer: reader.trailer().map(|t| t.events_lost()),
     })
+}
+
+/// The event of a capture line, as the export sidecar would have made it
+/// from the slot the line was read from: a line without a category (ring
+/// versions 3, 4) gets the one of its event type (a typed error is its
+/// `NIXL_ERR_` status in ERROR), or none a series takes for a type the table
+/// lacks (`unknown_event_<n>`); a category the line has is kept.
+pub fn event_of_line(category: Option<i32>, name: &str, value: u64) -> Event {
+    let template = EVENT_TYPES
+        .iter()
+        .position(|&t| t == name)
+        .map(event_of_type)
+        .filter(|t| category.is_none_or(|c| c == t.category));
+    match (template, category) {
+        (Some(t), _) => Event { value, ..t },
+        (None, Some(c)) => Event::new(0, Category(c), name, value),
+        (None, None) => Event::new(0, UNKNOWN_TYPE_CATEGORY, name, value),
+    }
 }
 
 #[cfg(test)]
@@ -327,6 +348,39 @@ not json
     fn a_capture_without_any_valid_line_is_refused() {
         let err = Input::read_capture(&b"hello\nworld\n"[..], "x").unwrap_err();
         assert!(err.to_string().contains("no valid line"), "{err}");
+    }
+
+    #[test]
+    fn capture_lines_become_the_sidecar_s_events() {
+        let e = event_of_line(None, "agent_rx_bytes", 8192);
+        assert_eq!(
+            (e.category(), e.name_bytes(), e.value),
+            (Category::TRANSFER, &b"agent_rx_bytes"[..], 8192)
+        );
+        let e = event_of_line(None, "agent_err_not_found", 1);
+        assert_eq!(
+            (e.category(), e.name_bytes()),
+            (Category::ERROR, &b"NIXL_ERR_NOT_FOUND"[..])
+        );
+        let e = event_of_line(Some(4), "agent_err_backend", 1);
+        assert_eq!(e.name_bytes(), b"NIXL_ERR_BACKEND");
+        let e = event_of_line(None, "agent_telemetry_events_dropped", 3);
+        assert_eq!(e.category(), Category::SYSTEM);
+        assert_eq!(
+            event_of_line(None, "unknown_event_77", 1).category(),
+            UNKNOWN_TYPE_CATEGORY
+        );
+        // A category the line has is kept (version 1, 2-named).
+        let e = event_of_line(Some(7), "agent_tx_bytes", 1);
+        assert_eq!(
+            (e.category(), e.name_bytes()),
+            (Category::CUSTOM, &b"agent_tx_bytes"[..])
+        );
+        let e = event_of_line(Some(4), "NIXL_ERR_BACKEND", 1);
+        assert_eq!(
+            (e.category(), e.name_bytes()),
+            (Category::ERROR, &b"NIXL_ERR_BACKEND"[..])
+        );
     }
 
     #[test]

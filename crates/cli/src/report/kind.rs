@@ -1,7 +1,10 @@
 //! What an event means for the report: one of the built-in series, an error
-//! of some status, or anything else (counted, not charted).
+//! of some status, or anything else (counted, not charted) — as the metric
+//! model maps it for every exporter.
 
-use nixl_telemetry_abi::{names, Category};
+use nixl_telemetry::{Category, Event};
+use nixl_telemetry_metrics::naming::error_status;
+use nixl_telemetry_metrics::{mapping, slot, EventEffect};
 
 /// The meaning of one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,21 +31,6 @@ pub enum Kind {
     Other,
 }
 
-/// The status of an error event named `name`: without a leading `NIXL_ERR_`
-/// (how version-1 rings name errors) or `agent_err_` (the name of the event
-/// types of later versions), in lower case: `NIXL_ERR_NOT_FOUND` and
-/// `agent_err_not_found` are both `not_found`, as in the Prometheus label.
-pub fn error_status(name: &str) -> String {
-    let strip = |prefix: &str| {
-        (name.len() > prefix.len() && name[..prefix.len()].eq_ignore_ascii_case(prefix))
-            .then(|| &name[prefix.len()..])
-    };
-    strip("NIXL_ERR_")
-        .or_else(|| strip("agent_err_"))
-        .unwrap_or(name)
-        .to_lowercase()
-}
-
 /// Distinct error statuses kept; errors of further statuses count under
 /// [`OTHER_STATUSES`], so that a hostile input costs bounded memory.
 pub const MAX_STATUSES: usize = 64;
@@ -56,31 +44,27 @@ pub struct Classifier {
 }
 
 impl Classifier {
-    /// The meaning of an event of `category` (`None` where the ring version
-    /// has none) named `name`. A built-in name counts only in its own
-    /// category (a CUSTOM `agent_tx_bytes` is someone else's event), or in
-    /// any when the version has no categories.
-    pub fn classify(&mut self, category: Option<i32>, name: &str) -> Kind {
-        let is = |c: Category| category.is_none_or(|found| found == c.0);
-        let kind = match name {
-            names::TX_BYTES if is(Category::TRANSFER) => Kind::TxBytes,
-            names::RX_BYTES if is(Category::TRANSFER) => Kind::RxBytes,
-            names::TX_REQUESTS if is(Category::TRANSFER) => Kind::TxRequests,
-            names::RX_REQUESTS if is(Category::TRANSFER) => Kind::RxRequests,
-            names::MEMORY_REGISTERED if is(Category::MEMORY) => Kind::MemoryRegistered,
-            names::MEMORY_DEREGISTERED if is(Category::MEMORY) => Kind::MemoryDeregistered,
-            names::XFER_TIME if is(Category::PERFORMANCE) => Kind::XferTime,
-            names::EVENTS_DROPPED if is(Category::SYSTEM) => Kind::EventsDropped,
+    /// The meaning of `event`, by the metric model's mapping
+    /// ([`mapping::effect`]): what the exporters count it as.
+    pub fn classify(&mut self, event: &Event) -> Kind {
+        let name = event.name_bytes();
+        match mapping::effect(event.category(), name) {
+            EventEffect::Builtin { sum, .. } => match sum {
+                slot::TX_BYTES => Kind::TxBytes,
+                slot::RX_BYTES => Kind::RxBytes,
+                slot::TX_REQUESTS => Kind::TxRequests,
+                slot::RX_REQUESTS => Kind::RxRequests,
+                slot::MEM_REGISTERED => Kind::MemoryRegistered,
+                slot::MEM_DEREGISTERED => Kind::MemoryDeregistered,
+                slot::XFER_TIME => Kind::XferTime,
+                slot::DROPPED => Kind::EventsDropped,
+                _ => Kind::Other,
+            },
+            EventEffect::PerName if event.category() == Category::ERROR => {
+                Kind::Error(self.status_id(&error_status(name)))
+            }
             _ => Kind::Other,
-        };
-        if kind != Kind::Other {
-            return kind;
         }
-        let typed_error = category.is_none() && name.starts_with("agent_err_");
-        if category == Some(Category::ERROR.0) || typed_error {
-            return Kind::Error(self.status_id(&error_status(name)));
-        }
-        Kind::Other
     }
 
     fn status_id(&mut self, status: &str) -> u32 {
@@ -108,26 +92,27 @@ impl Classifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::input::event_of_line;
 
-    #[test]
-    fn statuses_of_every_ring_version() {
-        assert_eq!(error_status("NIXL_ERR_NOT_FOUND"), "not_found");
-        assert_eq!(error_status("agent_err_not_found"), "not_found");
-        assert_eq!(error_status("nixl_err_backend"), "backend");
-        assert_eq!(error_status("SOMETHING"), "something");
-        assert_eq!(error_status("NIXL_ERR_"), "nixl_err_");
+    fn kind(c: &mut Classifier, category: Option<i32>, name: &str) -> Kind {
+        c.classify(&event_of_line(category, name, 1))
     }
 
     #[test]
-    fn names_count_in_their_own_category_or_where_there_is_none() {
+    fn events_mean_what_the_exporters_count() {
         let mut c = Classifier::default();
-        assert_eq!(c.classify(Some(1), "agent_tx_bytes"), Kind::TxBytes);
-        assert_eq!(c.classify(None, "agent_tx_bytes"), Kind::TxBytes);
-        assert_eq!(c.classify(Some(7), "agent_tx_bytes"), Kind::Other);
-        assert_eq!(c.classify(Some(4), "NIXL_ERR_BACKEND"), Kind::Error(0));
-        assert_eq!(c.classify(None, "agent_err_not_found"), Kind::Error(1));
-        assert_eq!(c.classify(Some(4), "agent_err_not_found"), Kind::Error(1));
-        assert_eq!(c.classify(None, "unknown_event_99"), Kind::Other);
+        assert_eq!(kind(&mut c, Some(1), "agent_tx_bytes"), Kind::TxBytes);
+        assert_eq!(kind(&mut c, None, "agent_tx_bytes"), Kind::TxBytes);
+        assert_eq!(kind(&mut c, Some(7), "agent_tx_bytes"), Kind::Other);
+        assert_eq!(kind(&mut c, Some(5), "agent_xfer_time"), Kind::XferTime);
+        assert_eq!(
+            kind(&mut c, None, "agent_telemetry_events_dropped"),
+            Kind::EventsDropped
+        );
+        assert_eq!(kind(&mut c, Some(4), "NIXL_ERR_BACKEND"), Kind::Error(0));
+        assert_eq!(kind(&mut c, None, "agent_err_not_found"), Kind::Error(1));
+        assert_eq!(kind(&mut c, Some(4), "agent_err_not_found"), Kind::Error(1));
+        assert_eq!(kind(&mut c, None, "unknown_event_99"), Kind::Other);
         assert_eq!(c.statuses(), ["backend", "not_found"]);
     }
 
@@ -135,14 +120,14 @@ mod tests {
     fn statuses_are_bounded() {
         let mut c = Classifier::default();
         for i in 0..1000 {
-            c.classify(Some(4), &format!("NIXL_ERR_X{i}"));
+            kind(&mut c, Some(4), &format!("NIXL_ERR_X{i}"));
         }
         assert_eq!(c.statuses().len(), MAX_STATUSES + 1);
         assert_eq!(c.statuses()[MAX_STATUSES], OTHER_STATUSES);
         assert_eq!(
-            c.classify(Some(4), "NIXL_ERR_X999"),
+            kind(&mut c, Some(4), "NIXL_ERR_X999"),
             Kind::Error(MAX_STATUSES as u32)
         );
-        assert_eq!(c.classify(Some(4), "NIXL_ERR_X0"), Kind::Error(0));
+        assert_eq!(kind(&mut c, Some(4), "NIXL_ERR_X0"), Kind::Error(0));
     }
 }
