@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use nixl_telemetry::ring::{layout, ReadMode, RingReader, RingWriter, TrailerCounts};
 use nixl_telemetry::{Category, Event};
+use nixl_telemetry_testsupport::nixl_ring::hide_trailer;
 
 /// Event number `seq`: every field says `seq`, so a slot that mixes two
 /// events (torn) is seen.
@@ -67,16 +68,6 @@ fn write_unpublished(path: &Path, slot: u64, capacity: u64, seqs: &[u64]) {
         let at = layout::V1.slot_offset((slot + i as u64) % capacity);
         file.write_all_at(&event(seq).to_bytes(), at).unwrap();
     }
-}
-
-/// Makes a ring of this project's writer look like one of NIXL's: the
-/// trailer's magic zeroed, readers see none (the bytes after the slots are
-/// accepted, as NIXL's readers accept them). Pushing one event at a time,
-/// the writer then publishes as NIXL's writer does.
-fn hide_trailer(path: &Path, capacity: u64) {
-    let at = layout::trailer_offset(capacity).unwrap();
-    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-    file.write_all_at(&[0u8; 8], at).unwrap();
 }
 
 #[test]
@@ -166,7 +157,7 @@ fn on_nixls_rings_only_the_slot_at_write_pos_may_be_being_written() {
     let cap = 8u64;
     let mut w = RingWriter::create(dir.path(), "a", cap as usize).unwrap();
     let path = w.path().to_owned();
-    hide_trailer(&path, cap);
+    hide_trailer(&w);
     let mut peeker = follower(&path);
     for seq in 0..7 {
         w.push_batch(&[event(seq)]);
@@ -192,7 +183,7 @@ fn three_threads(cap: u64, per_push: u64, nixl: bool, run: Duration) {
     let mut w = RingWriter::create(dir.path(), "a", cap as usize).unwrap();
     let path = w.path().to_owned();
     if nixl {
-        hide_trailer(&path, cap);
+        hide_trailer(&w);
     }
     // Opened first: it starts at slot 0, with event 0.
     let mut peeker = follower(&path);

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nixl_telemetry::ring::{ReadMode, TrailerInfo};
 use nixl_telemetry::Event;
@@ -46,10 +46,7 @@ struct Agent {
 impl Agent {
     fn missed(&self) -> Missed {
         let now = self.feed.as_ref().map(Feed::missed).unwrap_or_default();
-        Missed {
-            drained: self.missed_before.drained + now.drained,
-            wrapped: self.missed_before.wrapped + now.wrapped,
-        }
+        self.missed_before.plus(&now)
     }
 
     fn lost(&self) -> Option<u128> {
@@ -99,14 +96,14 @@ impl Agents {
         &self.skipped
     }
 
-    /// Looks for rings that appeared, went or were replaced, and reads what
-    /// every ring holds now. Returns whether a consumer took events from a
-    /// ring before this reader saw them (reading sooner may see more). A
+    /// Looks for rings that appeared, went or were replaced: a ring that
+    /// went is read to its end, a new one read for the first time. A
     /// directory that cannot be listed is reported among the skipped files,
     /// and its agents count as gone until it can be listed again.
-    pub fn poll(&mut self) -> bool {
+    pub fn scan(&mut self) {
         let scan = self.sources.scan();
         let files = &scan.files;
+        let now = Instant::now();
         let now_us = nixl_telemetry::clock::system_now_us();
         // Rings that went or were replaced: read to their end, then closed
         // (a replaced one is opened again below, as the same agent).
@@ -116,7 +113,7 @@ impl Agents {
                 .iter()
                 .any(|f| f.path() == agent.path && f.file.identity == feed.identity());
             if !still {
-                read_feed(agent, now_us, &mut self.events);
+                read_feed(agent, now, now_us, &mut self.events);
                 agent.missed_before = agent.missed();
                 agent.feed = None;
             }
@@ -135,7 +132,7 @@ impl Agents {
             if known.is_some_and(|at| self.agents[at].feed.is_some()) {
                 continue;
             }
-            match Feed::open(file, &self.sources, self.mode) {
+            match Feed::open(file, &self.sources, self.mode, now) {
                 Ok(feed) => {
                     self.skipped.retain(|(path, _)| path != file.path());
                     let at = match known {
@@ -150,6 +147,7 @@ impl Agents {
                     agent.problem = None;
                     agent.gone_for = 0;
                     agent.feed = Some(feed);
+                    read_feed(agent, now, now_us, &mut self.events);
                 }
                 Err(reason) => match self.skipped.iter_mut().find(|(p, _)| p == file.path()) {
                     Some((_, known_reason)) => *known_reason = reason,
@@ -157,13 +155,23 @@ impl Agents {
                 },
             }
         }
-        let mut overtaken = false;
+    }
+
+    /// Reads the rings whose look is due `now` (every ring when `all`), and
+    /// returns when the next look is due (at the latest `until`).
+    pub fn look(&mut self, now: Instant, all: bool, until: Instant) -> Instant {
+        let now_us = nixl_telemetry::clock::system_now_us();
+        let mut next = until;
         for agent in &mut self.agents {
-            let before = agent.missed();
-            read_feed(agent, now_us, &mut self.events);
-            overtaken |= agent.missed().drained > before.drained;
+            let Some(feed) = &agent.feed else { continue };
+            if all || feed.next_look() <= now {
+                read_feed(agent, now, now_us, &mut self.events);
+            }
+            if let Some(feed) = &agent.feed {
+                next = next.min(feed.next_look());
+            }
         }
-        overtaken
+        next
     }
 
     fn new_agent(&self, file: &Candidate) -> Agent {
@@ -235,12 +243,12 @@ impl Agents {
 }
 
 /// Reads what the agent's ring holds and folds it into the model.
-fn read_feed(agent: &mut Agent, now_us: u64, events: &mut Vec<Event>) {
+fn read_feed(agent: &mut Agent, now: Instant, now_us: u64, events: &mut Vec<Event>) {
     let Some(feed) = agent.feed.as_mut() else {
         return;
     };
     events.clear();
-    match feed.poll(now_us, events) {
+    match feed.poll(now, now_us, events) {
         Ok(()) => {
             agent.metrics.record(events);
             agent.trailer = feed.trailer().or(agent.trailer);
@@ -284,7 +292,7 @@ fn row(agent: &mut Agent, shown: String, seconds: f64, history_len: usize) -> Ro
                 (Some(now), Some(before)) => Some(per_s(now.saturating_sub(*before))),
                 _ => None,
             };
-            let shown_rates = (interval_missed.total() == 0).then_some(rates);
+            let shown_rates = (!interval_missed.any()).then_some(rates);
             (shown_rates, written_per_s, interval_missed)
         }
         _ => (None, None, Missed::default()),

@@ -5,15 +5,21 @@
 //! `--consume`, folds each agent's events into the one metric model
 //! (`nixl-telemetry-metrics`), and shows, refreshed every interval, per
 //! agent: events/s, bytes/s each way, requests/s, transfer time p50/p99,
-//! errors by status, memory registered now and events lost. When the reader
-//! misses events (another consumer drained the ring, or it wrapped), the
-//! agent's rates are not shown and the note says why.
+//! errors by status, memory registered now and events lost.
+//!
+//! Peeking follows the writer, not the consumer: the events another
+//! consumer (the export sidecar, NIXL's reader) took are read until the
+//! writer comes round to them, each ring looked at at a pace of its own
+//! (`pace.rs`). When the reader misses events all the same (the writer went
+//! round the ring between two looks), the agent's rates are not shown and
+//! the note says why.
 //!
 //! On a terminal the view is full-screen (ratatui); with `--plain`, or when
 //! stdout is no terminal, a plain table is printed at every refresh.
 
 mod agents;
 mod feed;
+mod pace;
 mod plain;
 mod row;
 mod screen;
@@ -33,14 +39,9 @@ use crate::signal::StopFlag;
 use agents::Agents;
 use screen::{Action, Screen};
 
-/// How often the rings are read (at most: the refresh interval if shorter).
-const POLL: Duration = Duration::from_millis(100);
-/// How soon the rings are read again after a consumer took events this
-/// reader had not seen (for [`HURRY_FOR`]): a consumer that leaves the newest
-/// events in the ring (the demo's) then takes none unseen.
-const HURRIED_POLL: Duration = Duration::from_millis(10);
-/// How long the rings are read at [`HURRIED_POLL`] after an overtaking.
-const HURRY_FOR: Duration = Duration::from_secs(5);
+/// How often the directories are scanned for rings that appeared or went
+/// (each ring is read at its own pace: `pace.rs`).
+const SCAN: Duration = Duration::from_millis(100);
 /// The sparkline's span.
 const HISTORY: Duration = Duration::from_secs(60);
 
@@ -118,7 +119,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     };
     let history_len = (HISTORY.as_secs_f64() / args.interval.as_secs_f64()).ceil() as usize;
     let mut agents = Agents::new(sources, mode, history_len);
-    agents.poll();
+    agents.scan();
     if args.plain || !std::io::stdout().is_terminal() {
         run_plain(&args, &mut agents, &stop)
     } else {
@@ -126,13 +127,11 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// When the rings are read next and when the rows are made next.
+/// When the directories are scanned, the rings read and the rows made next.
 struct Clock {
-    poll_every: Duration,
     interval: Duration,
-    next_poll: Instant,
-    /// Until when the rings are read at [`HURRIED_POLL`].
-    hurry_until: Option<Instant>,
+    next_scan: Instant,
+    next_look: Instant,
     next_refresh: Instant,
     last_refresh: Instant,
 }
@@ -140,45 +139,29 @@ struct Clock {
 impl Clock {
     fn new(interval: Duration) -> Clock {
         let now = Instant::now();
-        let poll_every = POLL.min(interval);
         Clock {
-            poll_every,
             interval,
-            next_poll: now + poll_every,
-            hurry_until: None,
+            next_scan: now + SCAN,
+            next_look: now,
             next_refresh: now + interval,
             last_refresh: now,
         }
     }
 
-    /// Time until the next thing to do.
-    fn wait(&self) -> Duration {
-        self.next_poll
-            .min(self.next_refresh)
-            .saturating_duration_since(Instant::now())
-    }
-
-    fn poll_due(&self) -> bool {
-        Instant::now() >= self.next_poll
-    }
-
-    /// After a poll: the next one soon for a while when `overtaken`.
-    fn polled(&mut self, overtaken: bool) {
+    /// Scans and reads what is due; at a refresh, every ring is read first,
+    /// so that the interval's rates hold everything written up to it.
+    /// Returns the time since the last refresh, when a refresh is due.
+    fn tick(&mut self, agents: &mut Agents) -> Option<Duration> {
         let now = Instant::now();
-        if overtaken {
-            self.hurry_until = Some(now + HURRY_FOR);
+        if now >= self.next_scan {
+            agents.scan();
+            self.next_scan = now + SCAN;
         }
-        let every = match self.hurry_until {
-            Some(until) if now < until => HURRIED_POLL.min(self.poll_every),
-            _ => self.poll_every,
-        };
-        self.next_poll = now + every;
-    }
-
-    /// The time since the last refresh, when a refresh is due.
-    fn refresh_due(&mut self) -> Option<Duration> {
-        let now = Instant::now();
-        if now < self.next_refresh {
+        let refresh = now >= self.next_refresh;
+        if refresh || now >= self.next_look {
+            self.next_look = agents.look(now, refresh, now + SCAN);
+        }
+        if !refresh {
             return None;
         }
         // On schedule, unless far behind (a stopped process resumed).
@@ -186,6 +169,14 @@ impl Clock {
         let elapsed = now - self.last_refresh;
         self.last_refresh = now;
         Some(elapsed)
+    }
+
+    /// Time until the next thing to do.
+    fn wait(&self) -> Duration {
+        self.next_scan
+            .min(self.next_look)
+            .min(self.next_refresh)
+            .saturating_duration_since(Instant::now())
     }
 }
 
@@ -198,11 +189,7 @@ fn run_plain(args: &TopArgs, agents: &mut Agents, stop: &StopFlag) -> anyhow::Re
     let mut out = std::io::stdout().lock();
     let mut refreshes = 0u64;
     while !stop.is_set() {
-        if clock.poll_due() {
-            let overtaken = agents.poll();
-            clock.polled(overtaken);
-        }
-        if let Some(elapsed) = clock.refresh_due() {
+        if let Some(elapsed) = clock.tick(agents) {
             let rows = agents.refresh(elapsed);
             let gone = rows.iter().filter(|r| r.gone).count();
             let title = format!(
@@ -261,11 +248,7 @@ fn run_screen(
         let mut refreshes = 0u64;
         let mut dirty = true;
         while !stop.is_set() {
-            if clock.poll_due() {
-                let overtaken = agents.poll();
-                clock.polled(overtaken);
-            }
-            if let Some(elapsed) = clock.refresh_due() {
+            if let Some(elapsed) = clock.tick(agents) {
                 screen.update(agents.refresh(elapsed), agents.skipped().len(), now_text());
                 dirty = true;
                 refreshes += 1;

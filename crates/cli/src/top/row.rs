@@ -49,7 +49,7 @@ impl Flags {
         }
         if self.missed.drained > 0 {
             parts.push(format!(
-                "drained by another consumer: {} events missed",
+                "drained by another consumer, then written over: {} events missed",
                 self.missed.drained
             ));
         }
@@ -57,6 +57,15 @@ impl Flags {
             parts.push(format!(
                 "ring wrapped: {} events missed",
                 self.missed.wrapped
+            ));
+        }
+        if self.missed.suspected_laps > 0 {
+            let times = match self.missed.suspected_laps {
+                1 => "once".to_owned(),
+                n => format!("{n} times"),
+            };
+            parts.push(format!(
+                "ring may have wrapped between two looks ({times}): events may be missing"
             ));
         }
         if self.full && !consuming {
