@@ -95,9 +95,9 @@ pub struct Feed {
 }
 
 impl Feed {
-    /// Opens `file` of `sources` peeking (following the writer) or
-    /// consuming; the message names the file and the problem. Its first look
-    /// is due at `now`.
+    /// Opens `file` of `sources` peeking (following the writer, from the
+    /// oldest event the ring holds) or consuming; the message names the file
+    /// and the problem. Its first look is due at `now`.
     pub fn open(
         file: &Candidate,
         sources: &RingSources,
@@ -108,20 +108,32 @@ impl Feed {
             .open(file, mode)
             .map_err(|e| describe_ring_error(&e, mode))?;
         reader.follow_writer();
-        let trailer = reader.trailer();
-        let header = reader.header().map_err(|e| describe_ring_error(&e, mode))?;
-        let mask = reader.capacity() - 1;
-        let unread = header.write_pos.wrapping_sub(header.read_pos) & mask;
+        let describe = |e| describe_ring_error(&e, mode);
+        let header = reader.header().map_err(describe)?;
+        let capacity = reader.capacity();
+        let mask = capacity - 1;
         // The trailer's count is stored after each flush pass, so it lags
         // the events published by up to one pass; the writer's count and
         // write_pos advance together from 0, so the events published are
         // the first count from the trailer's on that sits at write_pos.
-        let written_base = trailer.map(|t| {
-            let published = t
-                .events_written
-                .saturating_add(header.write_pos.wrapping_sub(t.events_written) & mask);
-            published.saturating_sub(unread)
+        let published = reader.trailer().map(|t| {
+            t.events_written
+                .saturating_add(header.write_pos.wrapping_sub(t.events_written) & mask)
         });
+        // Peeking, start at the oldest event still in the ring, consumed or
+        // not (what is there before anyone consumes it): slot 0 until the
+        // writer has gone round once, then the slot after write_pos. Only
+        // the trailer tells; on NIXL's rings, from read_pos.
+        if let (ReadMode::Peek, Some(published)) = (mode, published) {
+            let oldest = if published < capacity {
+                0
+            } else {
+                (header.write_pos + 1) & mask
+            };
+            reader.resume_peek_at(oldest).map_err(describe)?;
+        }
+        let waiting = reader.pending().map_err(describe)?;
+        let written_base = published.map(|p| p.saturating_sub(waiting));
         Ok(Feed {
             identity: file.file.identity,
             converter: SlotConverter::new(reader.layout()),
@@ -407,11 +419,40 @@ mod tests {
         w.push_batch(&events(5));
         let mut feed = open_feed(dir.path(), "a", ReadMode::Peek);
         let mut out = Vec::new();
+        // All 15, the 10 consumed before top came among them, once the
+        // writer is seen to move on.
         poll(&mut feed, &mut out);
-        assert_eq!(out.len(), 5);
         flush(&mut w);
         poll(&mut feed, &mut out);
+        assert_eq!(out.len(), 15);
         assert_eq!(feed.missed(), Missed::default());
+    }
+
+    #[test]
+    fn peeking_starts_at_the_oldest_event_the_ring_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RingWriter::create(dir.path(), "a", 8).unwrap();
+        for seq in 0..20 {
+            w.push_batch(&[Event::new(seq, Category::TRANSFER, "agent_tx_bytes", seq)]);
+            drain(w.path());
+        }
+        flush(&mut w);
+        let mut feed = open_feed(dir.path(), "a", ReadMode::Peek);
+        let mut out = Vec::new();
+        poll(&mut feed, &mut out);
+        flush(&mut w);
+        poll(&mut feed, &mut out);
+        // The 7 slots after write_pos hold events 13 to 19 (the eighth, at
+        // write_pos, is the next the writer fills).
+        let values: Vec<u64> = out.iter().map(|e| e.value).collect();
+        assert_eq!(values, (13..20).collect::<Vec<_>>());
+        assert_eq!(feed.missed(), Missed::default());
+        // On NIXL's rings (no count of what was written) from read_pos.
+        nixl_telemetry_testsupport::nixl_ring::hide_trailer(&w);
+        let mut feed = open_feed(dir.path(), "a", ReadMode::Peek);
+        out.clear();
+        poll(&mut feed, &mut out);
+        assert!(out.is_empty(), "{out:?}");
     }
 
     #[test]
