@@ -128,6 +128,12 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Opt
 /// `nixl-telemetry` with no `NIXL_*` variable inherited.
 pub fn cli_without_nixl_env() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
+    without_nixl_env(&mut cmd);
+    cmd
+}
+
+/// `cmd`, made not to inherit any `NIXL_*` variable.
+pub fn without_nixl_env(cmd: &mut Command) -> &mut Command {
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("NIXL_") {
             cmd.env_remove(k);
