@@ -45,5 +45,7 @@ bash scripts/sanitizers.sh loom asan
 echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
 bash scripts/fuzz.sh ci
 
+bash scripts/test-view.sh
+
 echo "== cargo test"
 cargo test --workspace --locked

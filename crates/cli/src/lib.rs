@@ -10,6 +10,11 @@
 pub mod emit;
 pub mod export;
 pub mod lines;
+pub mod lost;
 pub mod process;
 pub mod read;
+pub mod report;
+pub mod ring_files;
 pub mod signal;
+pub mod top;
+pub mod units;

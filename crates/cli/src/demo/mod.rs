@@ -364,7 +364,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
              Ring files (kept, read to their end): {}\n\
              The sidecar served http://{addr}/metrics while the demo ran, and has stopped. Serve the rings of\n\
              any NIXL job the same way (docs/export.md):\n  \
-             {cli} export --dir {dir_text} --exporter prometheus --plugin-dir {plugins} --output-path 127.0.0.1:9464\n",
+             {cli} export --dir {dir_text} --exporter prometheus --plugin-dir {plugins} --output-path 127.0.0.1:9464\nLook at agents live, or chart a run: {cli} top DIR, {cli} report --input DIR --output report.html (docs/top-and-report.md)\n",
             per_agent(&exported),
             if all { " (every event written)" } else { "" },
             ring_paths(&dir, &names),
@@ -387,7 +387,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
          The live reader consumed all but the newest events; {left} are still in the rings. Look at them with:\n  \
          {reader} --once {dir_text}\n  \
          python3 {python} --once --telemetry_path {dir_text}\n  \
-         {cli} read --once --peek --summary {dir_text}\n",
+         {cli} read --once --peek --summary {dir_text}\nLook at agents live, or chart a run: {cli} top DIR, {cli} report --input {dir_text} --output report.html (docs/top-and-report.md)\n",
         per_agent(&rings.totals()),
         ring_paths(&dir, &names),
         reader = command_for("telemetry_reader"),

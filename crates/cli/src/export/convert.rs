@@ -35,8 +35,9 @@ fn category_of_type(event_type: usize) -> Category {
     }
 }
 
-/// The event a known type becomes (timestamp and value left to fill).
-fn event_of_type(event_type: usize) -> Event {
+/// The event a known type (an index of [`EVENT_TYPES`]) becomes, timestamp
+/// and value left to fill (also for the lines of a capture of a typed ring).
+pub fn event_of_type(event_type: usize) -> Event {
     let name = EVENT_TYPES[event_type];
     match name.strip_prefix("agent_err_") {
         Some(status) => Event::new(

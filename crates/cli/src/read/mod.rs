@@ -35,6 +35,11 @@ use format::{DateCache, NameCache, SlotView};
 use source::{InputError, Ring, Source};
 use summary::Summary;
 
+/// Names made safe to show (also in `top` and `report`), and local times.
+pub(crate) use format::{escape_control, local_date_time};
+/// The reader's message for a ring error (also `top`'s and `report`'s).
+pub(crate) use source::describe as describe_ring_error;
+
 /// Exit status: done, or stopped by SIGINT/SIGTERM.
 pub const EXIT_OK: u8 = 0;
 /// Exit status: stdout could not be written (e.g. the pipe was closed).
