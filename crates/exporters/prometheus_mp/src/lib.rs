@@ -16,8 +16,7 @@
 //!
 //! The parts: [`settings`] (environment), `layout` (the store's bytes),
 //! `sys` (the only unsafe code: the mapping), [`store`] (the writer),
-//! [`scan`] (the owner's reading of the directory), [`label_sets`] (one
-//! sample per label set: restarted ranks, copies), `election` (who serves),
+//! [`scan`] (the owner's reading of the directory), `election` (who serves),
 //! `files` (the directory and its names).
 
 mod election;
