@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use prometheus_support::{
-    free_addr, http_get, plugin_dir, wait_for, without_nixl_env, Prometheus, Reaped,
+    free_addr, http_get, prometheus_mp_plugin_dir, wait_for, without_nixl_env, Prometheus, Reaped,
 };
 
 /// Seconds a released store stays published after its last update.
@@ -125,11 +125,7 @@ impl Run {
     fn new() -> Run {
         pid_namespace();
         let tmp = tempfile::tempdir().unwrap();
-        let plugins = plugin_dir(
-            tmp.path(),
-            "nixl-telemetry-exporter-prometheus-mp",
-            "libtelemetry_exporter_prometheus_mp.so",
-        );
+        let plugins = prometheus_mp_plugin_dir(tmp.path());
         let dir = tmp.path().join("run");
         let addr: SocketAddr = format!("127.0.0.1:{}", free_addr().port()).parse().unwrap();
         Run {
@@ -234,37 +230,38 @@ fn wait_for_prometheus(prometheus: &mut Prometheus, promql: &str, want: &[f64]) 
     );
 }
 
-/// The owner of the endpoint: rank 1, in a PID namespace of its own.
-fn start_owner(run: &Run) -> Rank {
-    let mut owner = Rank::start(run, "rank-1", "1", "rank-1.log");
+/// A run: its owner (rank 1, which sent 1000 bytes), a Prometheus server
+/// scraping it, and rank 0, which sent 4096 bytes, each in a PID namespace
+/// of its own; both ranks' totals are on the endpoint.
+fn start_run(rank_zero_log: &str) -> (Run, Rank, Prometheus, Rank) {
+    let run = Run::new();
+    let mut owner = Rank::start(&run, "rank-1", "1", "rank-1.log");
     owner.send(1000);
     wait_for_one(
-        run,
+        &run,
         &mut [&mut owner],
         "agent_tx_bytes_total",
         "rank-1",
         1000.0,
     );
-    owner
-}
-
-#[test]
-fn a_rank_restarted_with_the_same_pid_goes_on_as_one_series() {
-    let run = Run::new();
-    let mut owner = start_owner(&run);
-    let mut prometheus = Prometheus::start(run.tmp.path(), run.addr);
-
-    // The first incarnation of rank 0 sends 4096 bytes, is scraped, and is
-    // killed: its store is released, still published until the TTL.
-    let mut first = Rank::start(&run, "rank-0", "0", "rank-0-first.log");
-    first.send(4096);
+    let prometheus = Prometheus::start(run.tmp.path(), run.addr);
+    let mut rank_zero = Rank::start(&run, "rank-0", "0", rank_zero_log);
+    rank_zero.send(4096);
     wait_for_one(
         &run,
-        &mut [&mut owner, &mut first],
+        &mut [&mut owner, &mut rank_zero],
         "agent_tx_bytes_total",
         "rank-0",
         4096.0,
     );
+    (run, owner, prometheus, rank_zero)
+}
+
+#[test]
+fn a_rank_restarted_with_the_same_pid_goes_on_as_one_series() {
+    // The first life of rank 0 sends 4096 bytes, is scraped, and is killed:
+    // its store is released, still published until the TTL.
+    let (run, mut owner, mut prometheus, mut first) = start_run("rank-0-first.log");
     let labels = &run.samples("agent_tx_bytes_total", "rank-0").unwrap()[0];
     assert!(
         labels.contains("pid=\"1\""),
@@ -365,19 +362,7 @@ fn a_rank_restarted_with_the_same_pid_goes_on_as_one_series() {
 
 #[test]
 fn a_copied_store_beside_a_live_one_is_not_published() {
-    let run = Run::new();
-    let mut owner = start_owner(&run);
-    let mut prometheus = Prometheus::start(run.tmp.path(), run.addr);
-
-    let mut rank = Rank::start(&run, "rank-0", "0", "rank-0.log");
-    rank.send(4096);
-    wait_for_one(
-        &run,
-        &mut [&mut owner, &mut rank],
-        "agent_tx_bytes_total",
-        "rank-0",
-        4096.0,
-    );
+    let (run, mut owner, mut prometheus, mut rank) = start_run("rank-0.log");
     // Rank 0's store is the newer of the two (its name ends in its creation
     // time); its copy gets a name listed before every other store.
     let stores = run.stores();

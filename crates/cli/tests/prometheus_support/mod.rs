@@ -81,6 +81,15 @@ pub fn plugin_dir(tmp: &Path, package: &str, file: &str) -> PathBuf {
     dir
 }
 
+/// A directory under `tmp` holding only the `prometheus_mp` plug-in.
+pub fn prometheus_mp_plugin_dir(tmp: &Path) -> PathBuf {
+    plugin_dir(
+        tmp,
+        "nixl-telemetry-exporter-prometheus-mp",
+        "libtelemetry_exporter_prometheus_mp.so",
+    )
+}
+
 /// A loopback address with a port that was free a moment ago.
 pub fn free_addr() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")

@@ -7,7 +7,7 @@
 //! store's exact size, magic, version and header. It is copied with `pread`
 //! (never mapped: a file truncated under the reader cannot fault it), and
 //! every field is read with bounds checks. What is published is one reading
-//! per label set ([`label_sets`](crate::label_sets): a restarted rank with
+//! per label set ([`label_sets`]: a restarted rank with
 //! the same labels goes on from its predecessor's totals, a copy is not
 //! published). A store whose writer has released it (its lock can be taken),
 //! whose last update is older than the stale TTL and which no published
@@ -308,7 +308,7 @@ fn valid_metric_name(name: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct ScanOutcome {
     /// What is published, one reading per label set (the stores of one
-    /// label set merged: see [`label_sets`](crate::label_sets)), in the order
+    /// label set merged: see [`label_sets`]), in the order
     /// they are rendered.
     pub stores: Vec<StoreReading>,
     /// Files skipped, with the reason.
@@ -326,7 +326,7 @@ pub struct ScanOutcome {
     /// Live stores whose labels another live store has too (their sum is
     /// published).
     pub live_twins: Vec<PathBuf>,
-    /// Released stores let go beyond [`MAX_CONTINUED`](crate::label_sets::MAX_CONTINUED)
+    /// Released stores let go beyond [`MAX_CONTINUED`]
     /// restarts of one label set.
     pub over_limit: Vec<PathBuf>,
 }
