@@ -131,8 +131,7 @@ pub fn select(found: &[Found], now_ms: u64, ttl_ms: u64) -> Selection {
         else {
             continue;
         };
-        let live: Vec<usize> = kept.iter().filter(|i| i.live).map(|i| i.store).collect();
-        if live.len() > 1 {
+        if kept.iter().filter(|inc| inc.live).count() > 1 {
             out.live_twins.push(newest.store);
         }
         for inc in &kept {
@@ -192,15 +191,11 @@ fn incarnations(found: &[Found], members: &[usize], now_ms: u64) -> (Vec<Incarna
     for stores in by_creation.values() {
         let live: Vec<usize> = stores.iter().copied().filter(|&i| found[i].live).collect();
         let standing: Vec<usize> = if live.is_empty() {
-            let last = stores
-                .iter()
-                .copied()
-                .max_by_key(|&i| {
-                    let r = &found[i].reading;
-                    (r.updated_ms, r.seq, std::cmp::Reverse(i))
-                })
-                .expect("a creation time has a store");
-            vec![last]
+            let published_last = stores.iter().copied().max_by_key(|&i| {
+                let r = &found[i].reading;
+                (r.updated_ms, r.seq, std::cmp::Reverse(i))
+            });
+            published_last.into_iter().collect()
         } else {
             live
         };
