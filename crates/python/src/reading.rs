@@ -19,18 +19,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use nixl_telemetry::ring::{
-    layout::{self as ring_layout, RingLayout},
-    ReadMode, RingError as RustRingError, RingReader, SlotView, TrailerInfo,
+    layout::RingLayout, ReadMode, RingError as RustRingError, RingReader, SlotView, TrailerInfo,
 };
 use nixl_telemetry_abi::Category;
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::errors::RingError;
-use crate::event::{event_type, new_event, EventList, EventSource};
+use crate::event::Event;
 use crate::key_cache::{KeyCache, NameStrings};
 
 /// Slots taken from a ring file at a time: 2,048 keeps the bytes read (115 KB
@@ -454,28 +453,32 @@ impl Ring {
             .iter()
             .map(|p| self.directory.then(|| PyString::new(py, &p.agent).unbind()))
             .collect();
-        let kind = event_type(py)?;
         let mut names = NameStrings::default();
-        let mut sources: Vec<KeyCache<EventSource>> =
+        let mut name_caches: Vec<KeyCache<Py<PyString>>> =
             plan.iter().map(|_| KeyCache::default()).collect();
-        let mut events = EventList::with_capacity(py, expected_events(&plan, max))?;
+        let mut events: Vec<Bound<'py, Event>> = Vec::with_capacity(expected_events(&plan, max));
         self.read_planned(py, &plan, max, |slots, layout, ring| {
-            let mut batch = EventBatch {
-                py,
-                kind,
-                events: &mut events,
-                sources: &mut sources[ring],
-                names: &mut names,
-                agent: agents[ring].as_ref().map(|a| a.bind(py)),
-            };
-            // Version 1 (the common case) with its offsets known to the compiler.
-            if std::ptr::eq(layout, &ring_layout::V1) {
-                batch.push(&ring_layout::V1, slots)
-            } else {
-                batch.push(layout, slots)
+            let cache = &mut name_caches[ring];
+            let agent = &agents[ring];
+            let mut malformed = 0;
+            for slot in SlotView::all(layout, slots) {
+                let Some(name) = cache.get(layout, slot.key(), |field| Ok(names.get(py, field)))?
+                else {
+                    malformed += 1;
+                    continue;
+                };
+                let event = Event::new(
+                    slot.timestamp_us(),
+                    slot.category(),
+                    name.clone_ref(py),
+                    slot.value(),
+                    agent.as_ref().map(|a| a.clone_ref(py)),
+                );
+                events.push(Bound::new(py, event)?);
             }
+            Ok(malformed)
         })?;
-        events.finish()
+        PyList::new(py, events)
     }
 
     /// Reads into columns: `array.array`s of the numbers, lists of the names
@@ -539,45 +542,6 @@ impl Ring {
             d.set_item("agent", PyList::new(py, agent_list)?)?;
         }
         Ok(d)
-    }
-}
-
-/// Where one batch's events go, and what they share.
-struct EventBatch<'a, 'py> {
-    py: Python<'py>,
-    kind: &'a Bound<'py, PyType>,
-    events: &'a mut EventList<'py>,
-    sources: &'a mut KeyCache<EventSource>,
-    names: &'a mut NameStrings,
-    agent: Option<&'a Bound<'py, PyString>>,
-}
-
-impl EventBatch<'_, '_> {
-    /// Makes an `Event` of each well-formed slot of `slots` (of `layout`);
-    /// returns how many were malformed (skipped).
-    #[inline(always)]
-    fn push(&mut self, layout: &RingLayout, slots: &[u8]) -> PyResult<u64> {
-        let py = self.py;
-        let mut malformed = 0;
-        for slot in SlotView::all(layout, slots) {
-            let (names, agent) = (&mut *self.names, self.agent);
-            let Some(source) = self.sources.get(layout, slot.key(), |field| {
-                EventSource::new(py, names.get(py, field).bind(py), agent)
-            })?
-            else {
-                malformed += 1;
-                continue;
-            };
-            self.events.push(new_event(
-                py,
-                self.kind,
-                source,
-                slot.timestamp_us(),
-                slot.category(),
-                slot.value(),
-            )?)?;
-        }
-        Ok(malformed)
     }
 }
 

@@ -214,7 +214,7 @@ def test_event_type_contract():
     assert Event(1, 99, "n", 0).category == 99 and "UNKNOWN_CATEGORY_99" in repr(Event(1, 99, "n", 0))
     for call, error, needle in [
         (lambda: Event(1, 2, "n"), TypeError, "value"),
-        (lambda: Event(1, 2, "n", 3, None, 6), TypeError, "at most 5"),
+        (lambda: Event(1, 2, "n", 3, None, 6), TypeError, "from 4 to 5 positional"),
         (lambda: Event(1, 2, "n", 3, bogus=1), TypeError, "bogus"),
         (lambda: Event(1, 2, "n", 3, name="m"), TypeError, "multiple values"),
         (lambda: Event(1, 2, 3, 4), TypeError, "str"),
