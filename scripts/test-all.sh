@@ -16,6 +16,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== cargo doc (broken or private intra-doc links fail)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+echo "== doc links (relative links and anchors of README, CONTRIBUTING, docs/)"; python3 scripts/check-links.py
 
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests
