@@ -25,23 +25,6 @@ pub struct Event {
 }
 
 impl Event {
-    /// An event of `name` (and `agent`, read from a directory).
-    pub fn new(
-        timestamp_us: Option<u64>,
-        category: Option<i32>,
-        name: Py<PyString>,
-        value: u64,
-        agent: Option<Py<PyString>>,
-    ) -> Event {
-        Event {
-            timestamp_us,
-            category,
-            name,
-            value,
-            agent,
-        }
-    }
-
     fn same_fields(&self, other: &Event, py: Python<'_>) -> PyResult<bool> {
         let same_agent = match (&self.agent, &other.agent) {
             (None, None) => true,
@@ -58,16 +41,23 @@ impl Event {
 
 #[pymethods]
 impl Event {
+    /// An event of `name` (and `agent`, read from a directory).
     #[new]
     #[pyo3(signature = (timestamp_us, category, name, value, agent=None))]
-    fn py_new(
+    pub fn new(
         timestamp_us: Option<u64>,
         category: Option<i32>,
         name: Py<PyString>,
         value: u64,
         agent: Option<Py<PyString>>,
     ) -> Event {
-        Event::new(timestamp_us, category, name, value, agent)
+        Event {
+            timestamp_us,
+            category,
+            name,
+            value,
+            agent,
+        }
     }
 
     /// Microseconds since the Unix epoch, or None where the ring version has none.

@@ -434,6 +434,33 @@ impl Ring {
         read.and(finished)
     }
 
+    /// Reads the planned events as [`Ring::read_planned`] does, handing `each`
+    /// every well-formed slot with its name (one `str` shared by the events
+    /// of that name) and the index of its ring in `plan`; malformed slots are
+    /// skipped and counted.
+    fn read_named(
+        &self,
+        py: Python<'_>,
+        plan: &[Planned],
+        max: usize,
+        mut each: impl FnMut(&SlotView<'_>, &Py<PyString>, usize) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let mut names = NameStrings::default();
+        let mut caches: Vec<KeyCache<Py<PyString>>> =
+            plan.iter().map(|_| KeyCache::default()).collect();
+        self.read_planned(py, plan, max, |slots, layout, ring| {
+            let cache = &mut caches[ring];
+            let mut malformed = 0;
+            for slot in SlotView::all(layout, slots) {
+                match cache.get(layout, slot.key(), |field| Ok(names.get(py, field)))? {
+                    Some(name) => each(&slot, name, ring)?,
+                    None => malformed += 1,
+                }
+            }
+            Ok(malformed)
+        })
+    }
+
     /// Reads into Python events.
     fn read_events<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
         let plan = self.plan(py)?;
@@ -441,30 +468,17 @@ impl Ring {
             .iter()
             .map(|p| self.directory.then(|| PyString::new(py, &p.agent).unbind()))
             .collect();
-        let mut names = NameStrings::default();
-        let mut name_caches: Vec<KeyCache<Py<PyString>>> =
-            plan.iter().map(|_| KeyCache::default()).collect();
         let mut events: Vec<Bound<'py, Event>> = Vec::with_capacity(expected_events(&plan, max));
-        self.read_planned(py, &plan, max, |slots, layout, ring| {
-            let cache = &mut name_caches[ring];
-            let agent = &agents[ring];
-            let mut malformed = 0;
-            for slot in SlotView::all(layout, slots) {
-                let Some(name) = cache.get(layout, slot.key(), |field| Ok(names.get(py, field)))?
-                else {
-                    malformed += 1;
-                    continue;
-                };
-                let event = Event::new(
-                    slot.timestamp_us(),
-                    slot.category(),
-                    name.clone_ref(py),
-                    slot.value(),
-                    agent.as_ref().map(|a| a.clone_ref(py)),
-                );
-                events.push(Bound::new(py, event)?);
-            }
-            Ok(malformed)
+        self.read_named(py, &plan, max, |slot, name, ring| {
+            let event = Event::new(
+                slot.timestamp_us(),
+                slot.category(),
+                name.clone_ref(py),
+                slot.value(),
+                agents[ring].as_ref().map(|a| a.clone_ref(py)),
+            );
+            events.push(Bound::new(py, event)?);
+            Ok(())
         })?;
         PyList::new(py, events)
     }
@@ -488,30 +502,18 @@ impl Ring {
             expected,
         );
         let mut values = Vec::with_capacity(expected * 8);
-        let mut names = NameStrings::default();
-        let mut name_caches: Vec<KeyCache<Py<PyString>>> =
-            plan.iter().map(|_| KeyCache::default()).collect();
         let mut name_list = Vec::with_capacity(expected);
         let mut agent_list = Vec::new();
         let directory = self.directory;
-        self.read_planned(py, &plan, max, |slots, layout, ring| {
-            let cache = &mut name_caches[ring];
-            let mut malformed = 0;
-            for slot in SlotView::all(layout, slots) {
-                let Some(name) = cache.get(layout, slot.key(), |field| Ok(names.get(py, field)))?
-                else {
-                    malformed += 1;
-                    continue;
-                };
-                name_list.push(name.clone_ref(py));
-                timestamps.push(slot.timestamp_us());
-                categories.push(slot.category());
-                values.extend_from_slice(&slot.value().to_ne_bytes());
-                if directory {
-                    agent_list.push(agents[ring].clone_ref(py));
-                }
+        self.read_named(py, &plan, max, |slot, name, ring| {
+            name_list.push(name.clone_ref(py));
+            timestamps.push(slot.timestamp_us());
+            categories.push(slot.category());
+            values.extend_from_slice(&slot.value().to_ne_bytes());
+            if directory {
+                agent_list.push(agents[ring].clone_ref(py));
             }
-            Ok(malformed)
+            Ok(())
         })?;
         let array = py
             .import(intern!(py, "array"))?

@@ -5,27 +5,17 @@ datetimes, wrong types), return or raise an ordinary exception, never pyo3's
 PanicException (a BaseException that `except Exception` lets through); a
 processing call that fails leaves the dict exactly as it was.
 
-Hypothesis draws the objects and the calls (profile `ci`: a fixed number of
-examples with a fixed seed, as in test_tao_differential.py)."""
+Hypothesis draws the objects and the calls (profile `ci` of conftest.py: a
+fixed number of examples with a fixed seed)."""
 
-import os
 from datetime import datetime, timedelta, timezone
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import nixl_telemetry as nt
 from nixl_telemetry import MetricProcessor, ProcessingError, tao
 
-settings.register_profile(
-    "ci", max_examples=150, derandomize=True, deadline=None, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-settings.register_profile(
-    "long", max_examples=20000, deadline=None, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 class Hostile(Exception):

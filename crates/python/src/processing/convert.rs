@@ -176,20 +176,10 @@ fn read_within<'py>(
         return Ok(PyValue::Scalar(JsonValue::Number(JsonNumber::Float(f))));
     }
     if let Ok(list) = value.cast::<PyList>() {
-        let nesting = nesting.one_level_in()?;
-        let mut out = Vec::with_capacity(list.len());
-        for item in list.iter() {
-            out.push(read_within(&item, key, nesting)?);
-        }
-        return Ok(PyValue::Array(out));
+        return read_array(list.iter(), key, nesting);
     }
     if let Ok(tuple) = value.cast::<PyTuple>() {
-        let nesting = nesting.one_level_in()?;
-        let mut out = Vec::with_capacity(tuple.len());
-        for item in tuple.iter() {
-            out.push(read_within(&item, key, nesting)?);
-        }
-        return Ok(PyValue::Array(out));
+        return read_array(tuple.iter(), key, nesting);
     }
     if let Ok(dict) = value.cast::<PyDict>() {
         let nesting = nesting.one_level_in()?;
@@ -212,6 +202,20 @@ fn read_within<'py>(
         "key `{key}`: expected a JSON value (None, bool, int, float, str, list or dict), found {}",
         type_name(value)
     )))
+}
+
+/// A list's or tuple's items.
+fn read_array<'py>(
+    items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>,
+    key: &str,
+    nesting: Nesting<'_>,
+) -> PyResult<PyValue<'py>> {
+    let nesting = nesting.one_level_in()?;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push(read_within(&item, key, nesting)?);
+    }
+    Ok(PyValue::Array(out))
 }
 
 /// An int: a 64-bit one as it is, a larger one as the nearest float (as a

@@ -1,8 +1,8 @@
 //! Processing from Python: `MetricProcessor` over the caller's dict, and the
 //! reference's helper functions.
 //!
-//! A call reads its records ([`convert`]) and the caller's dict
-//! ([`metrics_dict`]) into the processor's types, applies the records in Rust,
+//! A call reads its records (`convert`) and the caller's dict
+//! (`metrics_dict`) into the processor's types, applies the records in Rust,
 //! and writes back only the keys whose values changed, all or none: any
 //! error leaves the dict exactly as it was.
 
