@@ -62,3 +62,25 @@ def test_processors_used_on_a_worker_thread_leave_nothing_behind(tmp_path):
     # Kept state would be about 1,800 processors' maps and dict copies (several
     # hundred MiB); the allocator's own drift is a few MiB at most.
     assert growth_mib < 16, figures
+
+
+def test_a_cycle_through_the_kept_dict_is_collected():
+    """process_many keeps the dict it wrote (and a copy): a dict that holds the
+    processor itself makes a cycle, which the garbage collector frees."""
+    import gc
+    import weakref
+    from datetime import datetime
+
+    from nixl_telemetry import MetricProcessor
+
+    class Sentinel:
+        pass
+
+    now = datetime(2025, 1, 13, 10)
+    p, m, sentinel = MetricProcessor(), {}, Sentinel()
+    m["processor"], m["sentinel"] = p, sentinel
+    p.process_many(m, [({"action": "train"}, now)])
+    alive = weakref.ref(sentinel)
+    del p, m, sentinel
+    gc.collect()
+    assert alive() is None

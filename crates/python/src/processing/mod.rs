@@ -18,6 +18,7 @@ use nixl_telemetry_processor::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::{PyTraverseError, PyVisit};
 
 pub use convert::MAX_NESTING;
 use convert::{
@@ -395,5 +396,23 @@ impl MetricProcessor {
 
     fn __repr__(&self) -> String {
         format!("MetricProcessor(builders={:?})", self.builder_names)
+    }
+
+    /// The dict kept (and its copy) for the garbage collector: a cycle through
+    /// them (a value that refers to the processor) is collected.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(state) = self.state.try_lock() {
+            if let Some(kept) = &state.kept {
+                visit.call(&kept.dict)?;
+                visit.call(&kept.copy)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        if let Ok(mut state) = self.state.try_lock() {
+            state.kept = None;
+        }
     }
 }
