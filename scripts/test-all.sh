@@ -33,6 +33,9 @@ bash scripts/test-prometheus-mp.sh
 echo "== OTLP exporter against a real receiver (Python venv with opentelemetry-proto)"
 bash scripts/test-otlp.sh
 
+echo "== export sidecar: deployment examples; NIXL 1.0, 1.1, 1.3, 1.5 exported at once (Prometheus parity, OTLP)"
+bash scripts/test-export.sh
+
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 

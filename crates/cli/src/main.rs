@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use nixl_telemetry_cli::{emit, process, read, signal};
+use nixl_telemetry_cli::{emit, export, process, read, signal};
 
 mod demo;
 
@@ -30,6 +30,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Turn usage records (JSON lines) into metrics, as sorted JSON or Prometheus text.
     Process(process::ProcessArgs),
+    /// The sidecar: follow every ring of a directory and feed an exporter plug-in.
+    Export(export::ExportArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
         Command::Demo(args) => demo::run(args),
         Command::Process(args) => process::run(args),
+        Command::Export(args) => export::run(args),
     };
     match result {
         Ok(code) => code,

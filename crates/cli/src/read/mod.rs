@@ -15,7 +15,7 @@
 //! error.
 
 mod format;
-mod source;
+pub(crate) mod source;
 mod summary;
 
 use std::fmt;

@@ -21,12 +21,12 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResp
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
 
-use crate::aggregate::Totals;
 use crate::encode::{self, AgentView};
 use crate::pipeline::{lock, now_ns, EventBatch, Message, Pipeline};
 use crate::settings::SignalSettings;
 use crate::stats::{bump, Counters};
 use crate::transport::{compress, Outcome, Transport};
+use nixl_telemetry_metrics::Totals;
 
 /// The most log records in one request.
 pub const MAX_LOG_RECORDS_PER_REQUEST: usize = 4096;
@@ -138,7 +138,7 @@ struct Worker {
 pub(crate) fn run(pipeline: Arc<Pipeline>, receiver: Receiver<Message>, transport: Transport) {
     let resource = encode::resource(
         &pipeline.settings.resource,
-        nixl_telemetry_prometheus_core::external::hostname(),
+        nixl_telemetry_metrics::hostname(),
         std::process::id(),
     );
     let mut w = Worker {

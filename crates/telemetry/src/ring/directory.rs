@@ -97,6 +97,33 @@ pub struct RingFile {
     pub identity: FileIdentity,
     /// Whether the name is a symbolic link (followed within the directory).
     pub via_link: bool,
+    /// The file's size and modification time when the directory was
+    /// scanned: a file refused once need not be looked at again until they
+    /// change.
+    pub stamp: FileStamp,
+}
+
+/// A file's size and modification time (ns since the Unix epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FileStamp {
+    /// `st_size`.
+    pub size: u64,
+    /// `st_mtime` in nanoseconds.
+    pub modified_ns: i128,
+}
+
+impl FileStamp {
+    fn of_stat(stat: &rustix::fs::Stat) -> FileStamp {
+        FileStamp {
+            size: stat.st_size as u64,
+            modified_ns: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
+        }
+    }
+
+    /// The stamp of the file `path` names now (a link itself, not followed).
+    pub fn of_path(path: &Path) -> Option<FileStamp> {
+        rustix::fs::lstat(path).ok().map(|s| FileStamp::of_stat(&s))
+    }
 }
 
 impl RingFile {
@@ -403,6 +430,7 @@ impl RingDirectory {
                         path,
                         identity: FileIdentity::of_stat(&stat),
                         via_link,
+                        stamp: FileStamp::of_stat(&stat),
                     })
                 }
                 _ => Entry::Ignored,
@@ -429,6 +457,7 @@ impl RingDirectory {
                         path,
                         identity: FileIdentity::of_stat(&stat),
                         via_link: false,
+                        stamp: FileStamp::of_stat(&stat),
                     }),
                     FileType::Directory => Entry::Ignored,
                     FileType::Symlink => self.classify_link(handle, name, path),
@@ -480,6 +509,7 @@ impl RingDirectory {
                     path,
                     identity: FileIdentity::of_stat(&stat),
                     via_link: true,
+                    stamp: FileStamp::of_stat(&stat),
                 })
             }
             Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {

@@ -21,7 +21,7 @@ mod writer;
 
 pub use directory::{
     agent_name, is_writer_temp_file, python_sort_key, DirectoryError, DirectoryScan, FileIdentity,
-    Refusal, RefusalCause, RingDirectory, RingFile, ScanRules,
+    FileStamp, Refusal, RefusalCause, RingDirectory, RingFile, ScanRules,
 };
 pub use error::RingError;
 pub use nixl_telemetry_abi::ring as layout;
