@@ -39,8 +39,8 @@ bash scripts/test-export.sh
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
-echo "== sanitizers and models: loom models, ASan/LSan on the C API (scripts/sanitizers.sh)"
-bash scripts/sanitizers.sh loom asan
+echo "== sanitizers and models: loom models, ASan/LSan on the C API, ASan on the Python package (scripts/sanitizers.sh)"
+bash scripts/sanitizers.sh loom asan python-asan
 
 echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
 bash scripts/fuzz.sh ci
