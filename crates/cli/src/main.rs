@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 use nixl_telemetry_cli::{emit, process, read, signal};
 
 mod demo;
+mod serve;
+mod store;
 
 /// NIXL telemetry: record, export, read and process telemetry events.
 #[derive(Debug, Parser)]
@@ -30,6 +32,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Turn usage records (JSON lines) into metrics, as sorted JSON or Prometheus text.
     Process(process::ProcessArgs),
+    /// Serve the metric processor over HTTP, with the metrics in SQLite or PostgreSQL.
+    Serve(serve::ServeArgs),
+    /// Export or import the service's metrics (TAO's migration document format).
+    Store(store::StoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +45,8 @@ fn main() -> ExitCode {
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
         Command::Demo(args) => demo::run(args),
         Command::Process(args) => process::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Store(args) => store::run(args),
     };
     match result {
         Ok(code) => code,
