@@ -70,7 +70,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(_) => "token required",
             None => "no authentication",
         };
-        let service = Service::start(config)?;
+        let service = Service::start(config).await?;
         eprintln!(
             "nixl-telemetry serve: listening on http://{address} (store {store}, {authentication})"
         );

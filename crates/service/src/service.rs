@@ -77,7 +77,7 @@ impl Default for ServiceConfig {
 /// # async fn run() -> Result<(), nixl_telemetry_service::ServeError> {
 /// let config = ServiceConfig::default();
 /// let listener = Service::bind(&config, "127.0.0.1:8080").await?;
-/// let service = Service::start(config)?;
+/// let service = Service::start(config).await?;
 /// service.serve(listener, std::future::pending()).await
 /// # }
 /// ```
@@ -96,8 +96,15 @@ impl std::fmt::Debug for Service {
 
 impl Service {
     /// Opens the store (creating and migrating it as needed), checks the builders
-    /// against the registry and starts the writer thread.
-    pub fn start(config: ServiceConfig) -> Result<Service, ServeError> {
+    /// against the registry and starts the writer thread. The store is opened on
+    /// tokio's blocking threads.
+    pub async fn start(config: ServiceConfig) -> Result<Service, ServeError> {
+        tokio::task::spawn_blocking(move || Service::start_blocking(config))
+            .await
+            .map_err(|e| ServeError::Server(std::io::Error::other(e)))?
+    }
+
+    fn start_blocking(config: ServiceConfig) -> Result<Service, ServeError> {
         let processor = ProcessorConfig {
             registry: config.registry.clone(),
             builders: config.builders.clone(),

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -13,6 +14,9 @@ use nixl_telemetry_processor::{parse_input_line, AttributeRegistry};
 
 use super::error::ApiError;
 use super::AppState;
+
+/// How long a client may take to send its body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A record's text, checked: UTF-8, a JSON object (or a `{"now": …, "record": {…}}`
 /// envelope) whose keys are all attributes of the registry.
@@ -29,18 +33,32 @@ impl FromRequest<Arc<AppState>> for RecordBody {
                 });
             }
         }
-        let bytes =
-            Bytes::from_request(request, state)
-                .await
-                .map_err(|rejection| match rejection.status() {
-                    StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {
-                        limit: state.max_body_bytes,
-                    },
-                    _ => ApiError::BadRecord(format!(
-                        "the body could not be read: {}",
-                        rejection.body_text()
-                    )),
-                })?;
+        // An announced length over the limit is refused before reading anything.
+        let announced = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if announced.is_some_and(|length| length > state.max_body_bytes as u64) {
+            return Err(ApiError::TooLarge {
+                limit: state.max_body_bytes,
+            });
+        }
+        let read = Bytes::from_request(request, state);
+        let bytes = tokio::time::timeout(BODY_TIMEOUT, read)
+            .await
+            .map_err(|_| ApiError::Timeout {
+                seconds: BODY_TIMEOUT.as_secs(),
+            })?
+            .map_err(|rejection| match rejection.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {
+                    limit: state.max_body_bytes,
+                },
+                _ => ApiError::BadRecord(format!(
+                    "the body could not be read: {}",
+                    rejection.body_text()
+                )),
+            })?;
         let text = String::from_utf8(bytes.into()).map_err(|e| {
             ApiError::BadRecord(format!(
                 "the body is not UTF-8 text (invalid bytes at offset {}); send the record as UTF-8 JSON",

@@ -43,6 +43,12 @@ pub enum ApiError {
         /// The methods the path takes.
         allowed: String,
     },
+    /// 408: the body did not arrive in time.
+    #[error("the body did not arrive within {seconds} seconds")]
+    Timeout {
+        /// The time allowed.
+        seconds: u64,
+    },
     /// 413: the body is longer than the limit.
     #[error("the body is larger than the limit of {limit} bytes (one record is far smaller)")]
     TooLarge {
@@ -74,6 +80,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Timeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -89,6 +96,7 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound { .. } => "not_found",
             ApiError::MethodNotAllowed { .. } => "method_not_allowed",
+            ApiError::Timeout { .. } => "request_timeout",
             ApiError::TooLarge { .. } => "body_too_large",
             ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
             ApiError::Unavailable(_) => "store_unavailable",

@@ -113,9 +113,11 @@ impl FromStr for StoreUrl {
                     synchronous = match value.to_ascii_lowercase().as_str() {
                         "normal" => Synchronous::Normal,
                         "full" => Synchronous::Full,
-                        _ => return Err(bad(format!(
+                        _ => {
+                            return Err(bad(format!(
                             "synchronous={value}: expected synchronous=normal or synchronous=full"
-                        ))),
+                        )))
+                        }
                     }
                 }
                 _ => {
