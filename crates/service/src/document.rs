@@ -26,8 +26,7 @@ pub struct MetricsDocument {
 impl MetricsDocument {
     /// Reads a document: a JSON object whose values are 64-bit integers, except
     /// `last_updated` (an ISO 8601 string, or `null`) and the ignored `_id` and
-    /// `name`. Every key must be a valid Prometheus series (the processor writes no
-    /// other), so that `GET /metrics` can show the whole map.
+    /// `name`.
     pub fn parse(text: &str) -> Result<MetricsDocument, DocumentError> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| DocumentError::Content(nixl_telemetry_processor::StateError::Json(e)))?;
@@ -47,18 +46,6 @@ impl MetricsDocument {
         let metrics = Metrics::from_json_value(&value).map_err(DocumentError::Content)?;
         if let Some(last) = metrics.last_updated().filter(|t| !t.is_empty()) {
             Timestamp::parse_iso(&last).map_err(DocumentError::LastUpdated)?;
-        }
-        let mut bad: Vec<(&str, &'static str)> = metrics
-            .iter()
-            .filter_map(|(key, _)| split_series(key).err().map(|e| (key, e.reason)))
-            .collect();
-        if !bad.is_empty() {
-            bad.sort_unstable();
-            return Err(DocumentError::BadKeys {
-                count: bad.len(),
-                first: bad[0].0.to_owned(),
-                reason: bad[0].1,
-            });
         }
         Ok(MetricsDocument { metrics, ignored })
     }
@@ -114,6 +101,10 @@ pub struct ImportSummary {
     pub last_updated_after: Option<String>,
     /// The MongoDB keys of a TAO export that were ignored.
     pub ignored: Vec<String>,
+    /// Document keys that are not valid Prometheus series, sorted (TAO's processor
+    /// writes label values unescaped): imported, kept in the JSON map, left out of
+    /// `GET /metrics`.
+    pub not_series: Vec<String>,
 }
 
 impl fmt::Display for ImportSummary {
@@ -131,6 +122,13 @@ impl fmt::Display for ImportSummary {
                 f,
                 "ignored keys of the document: {}",
                 self.ignored.join(", ")
+            )?;
+        }
+        if let Some(first) = self.not_series.first() {
+            writeln!(
+                f,
+                "keys that are not valid Prometheus series: {} (kept; GET /metrics leaves them out), first: {first}",
+                self.not_series.len()
             )?;
         }
         writeln!(f, "  new: {}", self.added)?;
@@ -221,6 +219,15 @@ pub(crate) fn plan_import<'a>(
             last_updated_before: before,
             last_updated_after: last_updated.clone(),
             ignored: document.ignored.clone(),
+            not_series: {
+                let mut keys: Vec<String> = incoming
+                    .iter()
+                    .filter(|(key, _)| split_series(key).is_err())
+                    .map(|(key, _)| key.to_owned())
+                    .collect();
+                keys.sort_unstable();
+                keys
+            },
         },
         last_updated,
     }
@@ -257,7 +264,6 @@ mod tests {
             (r#"{"a": 1e30}"#, "metrics key `a`"),
             (r#"{"last_updated": "yesterday"}"#, "last_updated"),
             (r#"{"last_updated": 5}"#, "expected a string"),
-            (r#"{"ok": 1, "a b": 2, "c-d": 3}"#, "2 key(s)"),
             (r#"{"a": 1"#, "not valid JSON"),
         ] {
             let err = MetricsDocument::parse(text).unwrap_err().to_string();

@@ -126,19 +126,6 @@ pub enum DocumentError {
     /// `last_updated` is not an ISO 8601 time (the processor could not read it back).
     #[error("the document's last_updated: {0}")]
     LastUpdated(#[source] TimestampError),
-    /// Keys that are not valid Prometheus series (`GET /metrics` could not show them).
-    #[error(
-        "the document holds {count} key(s) that are not valid Prometheus series, first `{first}`: {reason}; \
-         the processor never writes such keys: remove or rename them in the document"
-    )]
-    BadKeys {
-        /// How many keys are affected.
-        count: usize,
-        /// The first of them (in sorted order).
-        first: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
 }
 
 /// Why the service could not start.

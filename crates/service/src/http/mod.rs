@@ -13,6 +13,7 @@
 mod auth;
 mod body;
 mod error;
+mod exposition;
 
 use std::sync::Arc;
 
@@ -21,7 +22,6 @@ use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{middleware, Router};
-use nixl_telemetry_processor::render_prometheus;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
@@ -114,7 +114,7 @@ async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Re
         let kinds = config
             .kinds()
             .map_err(|e| ApiError::Internal(e.to_string()))?;
-        render_prometheus(&metrics, kinds).map_err(|e| ApiError::Internal(e.to_string()))
+        exposition::exposition(&metrics, kinds).map_err(|e| ApiError::Internal(e.to_string()))
     })
     .await?;
     Ok((
