@@ -8,8 +8,8 @@ mod support;
 use nixl_telemetry_processor::{render_prometheus, MetricProcessor};
 use nixl_telemetry_service::StoreUrl;
 use support::http::{self, get};
-use support::promtool_parses;
 use support::postgres::TestDatabase;
+use support::promtool_parses;
 use support::records::{accepted_corpus, corpus, library_metrics};
 use support::server::{config, sqlite_in, TestServer};
 
@@ -31,10 +31,16 @@ fn corpus_on(store: StoreUrl) {
             refused += 1;
         }
     }
-    assert!(refused > 0 && refused < lines.len() / 2, "{refused} refused");
+    assert!(
+        refused > 0 && refused < lines.len() / 2,
+        "{refused} refused"
+    );
 
     let expected = library_metrics(&accepted);
-    assert_eq!(get(server.addr, "/api/v1/metrics").text(), expected.to_json_string());
+    assert_eq!(
+        get(server.addr, "/api/v1/metrics").text(),
+        expected.to_json_string()
+    );
     let processor = MetricProcessor::new();
     let prometheus = render_prometheus(&expected, |f| processor.metric_kind(f)).unwrap();
     let response = get(server.addr, "/metrics");
@@ -80,7 +86,11 @@ fn old_now_comes_from_the_store_across_restarts() {
         let server = TestServer::start(config(sqlite_in(dir.path())));
         let response = http::post(server.addr, line);
         assert_eq!(response.status, 201, "{}", response.text());
-        seen.push(response.json()["metrics"]["time_lapsed_today"].as_i64().unwrap());
+        seen.push(
+            response.json()["metrics"]["time_lapsed_today"]
+                .as_i64()
+                .unwrap(),
+        );
         server.stop();
     }
     assert_eq!(seen, [100, 120, 3, 4000]);

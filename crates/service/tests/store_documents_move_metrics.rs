@@ -36,7 +36,11 @@ fn fill(store: &StoreUrl) -> String {
 }
 
 fn export(store: &StoreUrl) -> String {
-    Store::open(store).unwrap().metrics().unwrap().to_json_string()
+    Store::open(store)
+        .unwrap()
+        .metrics()
+        .unwrap()
+        .to_json_string()
 }
 
 #[test]
@@ -49,7 +53,10 @@ fn sqlite_to_postgres_and_back_is_exact() {
     let served = fill(&sqlite);
     let document = export(&sqlite);
     assert_eq!(document, served);
-    assert_eq!(document, library_metrics(&accepted_corpus()).to_json_string());
+    assert_eq!(
+        document,
+        library_metrics(&accepted_corpus()).to_json_string()
+    );
 
     let postgres = db.store();
     let parsed = MetricsDocument::parse(&document).unwrap();
@@ -57,7 +64,10 @@ fn sqlite_to_postgres_and_back_is_exact() {
         .unwrap()
         .import(&parsed, ImportMode::Merge, false)
         .unwrap();
-    assert_eq!((summary.current, summary.added), (0, parsed.metrics().len()));
+    assert_eq!(
+        (summary.current, summary.added),
+        (0, parsed.metrics().len())
+    );
     assert_eq!(export(&postgres), document);
 
     // Both stores go on alike: the next record's `old_now` is the imported
@@ -102,11 +112,24 @@ fn a_tao_export_imports_with_a_dry_run_first() {
         (dry.current, dry.imported, dry.added, dry.changed, dry.after),
         (0, metric_count, metric_count, 0, metric_count)
     );
-    assert_eq!(dry.last_updated_after.as_deref(), raw["last_updated"].as_str());
-    assert_eq!(opened.metrics().unwrap().to_json_string(), "{}\n", "a dry run changes nothing");
+    assert_eq!(
+        dry.last_updated_after.as_deref(),
+        raw["last_updated"].as_str()
+    );
+    assert_eq!(
+        opened.metrics().unwrap().to_json_string(),
+        "{}\n",
+        "a dry run changes nothing"
+    );
 
     let done = opened.import(&document, ImportMode::Merge, false).unwrap();
-    assert_eq!(done, nixl_telemetry_service::ImportSummary { dry_run: false, ..dry });
+    assert_eq!(
+        done,
+        nixl_telemetry_service::ImportSummary {
+            dry_run: false,
+            ..dry
+        }
+    );
     // The store holds the document, less MongoDB's keys, in our sorted form.
     let mut expected = raw.clone();
     expected.remove("_id");
@@ -129,7 +152,10 @@ fn a_tao_export_imports_with_a_dry_run_first() {
     drop(server);
     // Importing it again changes nothing.
     let again = opened.import(&document, ImportMode::Merge, false).unwrap();
-    assert_eq!((again.added, again.changed, again.unchanged), (0, 0, metric_count));
+    assert_eq!(
+        (again.added, again.changed, again.unchanged),
+        (0, 0, metric_count)
+    );
 }
 
 #[test]
@@ -150,7 +176,9 @@ fn merge_lets_the_document_win_and_replace_removes_the_rest() {
         export(&store),
         "{\n \"a_total\": 1,\n \"b_total\": 20,\n \"c_total\": 3,\n \"d_total\": 4,\n \"last_updated\": \"2025-01-01T00:00:00\"\n}\n"
     );
-    let replaced = opened.import(&incoming, ImportMode::Replace, false).unwrap();
+    let replaced = opened
+        .import(&incoming, ImportMode::Replace, false)
+        .unwrap();
     assert_eq!((replaced.removed, replaced.after), (2, 2));
     assert_eq!(export(&store), "{\n \"b_total\": 20,\n \"d_total\": 4\n}\n");
 }
@@ -163,7 +191,8 @@ fn import_during_posts(store: StoreUrl) {
     let records: Vec<String> = records.iter().cycle().take(1200).cloned().collect();
     // Keys no record writes, and no last_updated: the result does not depend on
     // where the import falls among the records.
-    let document = MetricsDocument::parse(r#"{"imported_a_total": 5, "imported_b_total": 6}"#).unwrap();
+    let document =
+        MetricsDocument::parse(r#"{"imported_a_total": 5, "imported_b_total": 6}"#).unwrap();
     thread::scope(|scope| {
         for chunk in records.chunks(300) {
             let addr = server.addr;
@@ -186,7 +215,10 @@ fn import_during_posts(store: StoreUrl) {
     let mut expected = library_metrics(&records);
     expected.insert("imported_a_total", 5).unwrap();
     expected.insert("imported_b_total", 6).unwrap();
-    assert_eq!(get(server.addr, "/api/v1/metrics").text(), expected.to_json_string());
+    assert_eq!(
+        get(server.addr, "/api/v1/metrics").text(),
+        expected.to_json_string()
+    );
 }
 
 #[test]
@@ -197,7 +229,8 @@ fn imports_lose_no_record_posted_meanwhile_on_sqlite() {
 
 #[test]
 fn imports_lose_no_record_posted_meanwhile_on_postgres() {
-    let Some(db) = TestDatabase::create("imports_lose_no_record_posted_meanwhile_on_postgres") else {
+    let Some(db) = TestDatabase::create("imports_lose_no_record_posted_meanwhile_on_postgres")
+    else {
         return;
     };
     import_during_posts(db.store());

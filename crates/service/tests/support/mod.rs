@@ -22,5 +22,9 @@ pub fn promtool_parses(text: &str) {
         .filter(|l| !LINTS.iter().any(|lint| l.ends_with(lint)))
         .collect();
     assert!(unexpected.is_empty(), "promtool: {unexpected:#?}");
-    assert!(matches!(verdict.code, Some(0 | 3)), "promtool: {:#?}", verdict.lines);
+    assert!(
+        matches!(verdict.code, Some(0 | 3)),
+        "promtool: {:#?}",
+        verdict.lines
+    );
 }
