@@ -34,7 +34,7 @@ pub enum StoreError {
         store: String,
         /// What the server or the driver said.
         #[source]
-        source: postgres::Error,
+        source: tokio_postgres::Error,
     },
     /// The store's schema was written by a newer program.
     #[error(
@@ -71,7 +71,7 @@ pub enum StoreError {
 
 /// The driver's message, with the server's detail when there is one (the plain
 /// `Display` of a server error is only "db error").
-fn postgres_message(error: &postgres::Error) -> String {
+fn postgres_message(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
         Some(db) => match db.detail() {
             Some(detail) => format!("{} ({detail})", db.message()),
@@ -104,7 +104,7 @@ impl StoreError {
                 rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
             ),
             StoreError::Postgres { source, .. } => {
-                use postgres::error::SqlState;
+                use tokio_postgres::error::SqlState;
                 source.code().is_some_and(|code| {
                     *code == SqlState::T_R_SERIALIZATION_FAILURE
                         || *code == SqlState::T_R_DEADLOCK_DETECTED

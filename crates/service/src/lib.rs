@@ -34,7 +34,7 @@ pub use document::{ImportMode, ImportSummary, MetricsDocument, IGNORED_KEYS};
 pub use error::{DocumentError, ServeError, StoreError, StoreUrlError};
 pub use http::{ApiError, Token, TOKEN_VARIABLE};
 pub use service::{
-    check_listen_address, Service, ServiceConfig, DEFAULT_LISTEN, DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_BODY_BYTES,
+    check_listen_address, Service, ServiceConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_LISTEN,
+    DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
 };
 pub use store::{Store, StoreUrl, Synchronous, DEFAULT_SQLITE_FILE};

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use tokio::net::TcpListener;
@@ -11,7 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ServeError;
 use crate::http::{self, AppState, Token, TOKEN_VARIABLE};
-use crate::store::{Connection, Pool, StoreUrl};
+use crate::store::{Pool, StoreUrl};
 use crate::writer::{self, ProcessorConfig};
 
 /// The address `serve` listens on by default.
@@ -24,6 +25,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
 /// The most records one store transaction applies by default: the records waiting
 /// when it starts, up to this many.
 pub const DEFAULT_MAX_BATCH: usize = 64;
+
+/// How long a client may take to send a request body, by default.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Records waiting for the writer before new posts wait for room.
 const QUEUE_LENGTH: usize = 1024;
@@ -50,11 +54,13 @@ pub struct ServiceConfig {
     /// The most records applied in one store transaction (1: one transaction per
     /// record).
     pub max_batch: usize,
+    /// How long a client may take to send a request body (then: 408).
+    pub body_timeout: Duration,
 }
 
 impl Default for ServiceConfig {
     /// The default store, the built-in registry and builders, no token, 64 KiB
-    /// bodies, transactions of up to 64 records.
+    /// bodies sent within 30 s, transactions of up to 64 records.
     fn default() -> Self {
         ServiceConfig {
             store: StoreUrl::default(),
@@ -64,6 +70,7 @@ impl Default for ServiceConfig {
             insecure: false,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_batch: DEFAULT_MAX_BATCH,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
         }
     }
 }
@@ -95,9 +102,8 @@ impl std::fmt::Debug for Service {
 }
 
 impl Service {
-    /// Opens the store (creating and migrating it as needed), checks the builders
-    /// against the registry and starts the writer thread. The store is opened on
-    /// tokio's blocking threads.
+    /// Checks the builders against the registry and starts the writer thread, which
+    /// opens the store (creating and migrating it as needed).
     pub async fn start(config: ServiceConfig) -> Result<Service, ServeError> {
         tokio::task::spawn_blocking(move || Service::start_blocking(config))
             .await
@@ -110,19 +116,17 @@ impl Service {
             builders: config.builders.clone(),
         };
         processor.build().map(drop)?;
-        let connection = Connection::open(&config.store, true)?;
         let (queue, jobs) = mpsc::channel(QUEUE_LENGTH);
         let writer = writer::spawn(
-            connection,
             config.store.clone(),
             processor.clone(),
             config.max_batch,
             jobs,
-        )
-        .map_err(ServeError::Server)?;
+        )?;
         let state = Arc::new(AppState {
             token: config.token,
             max_body_bytes: config.max_body_bytes,
+            body_timeout: config.body_timeout,
             known_keys: http::KnownKeys::new(&config.registry),
             processor,
             queue,

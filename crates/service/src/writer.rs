@@ -9,9 +9,9 @@
 //! starts share it (at most `max_batch` of them; 1 gives one transaction per
 //! record): their answers wait for one commit instead of one each.
 //!
-//! Which keys a record touches is found by running it first against an empty map:
-//! the built-in builders write keys that depend only on the record and its times,
-//! never on stored values.
+//! Which keys a record touches is found before the transaction, by running it
+//! against an empty map: the built-in builders write keys that depend only on the
+//! record and its times, never on stored values.
 
 use std::collections::HashMap;
 use std::thread;
@@ -23,8 +23,8 @@ use nixl_telemetry_processor::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::store::{Connection, StoreUrl, WriteTransaction};
-use crate::StoreError;
+use crate::error::ServeError;
+use crate::store::{Changes, Connection, StoreUrl};
 
 /// The registry and builders the service runs: each thread that needs a processor
 /// builds its own from this (processors are not shared between threads).
@@ -72,18 +72,34 @@ pub(crate) struct RecordJob {
     pub reply: oneshot::Sender<Outcome>,
 }
 
-/// Starts the writer thread. It ends when every sender of its queue is gone, after
-/// applying what is queued. `config` must build (the caller checks it first).
+/// Starts the writer thread, which opens the store (creating and migrating it as
+/// needed) and returns once it is open. The thread ends when every sender of its
+/// queue is gone, after applying what is queued. `config` must build (the caller
+/// checks it first).
+///
+/// The thread opens its connection itself: a PostgreSQL driver opened outside any
+/// async runtime runs on one of its own, inside this thread, so the writer's round
+/// trips never wait for the service's busy runtime threads.
 pub(crate) fn spawn(
-    connection: Connection,
     url: StoreUrl,
     config: ProcessorConfig,
     max_batch: usize,
     queue: mpsc::Receiver<RecordJob>,
-) -> std::io::Result<thread::JoinHandle<()>> {
-    thread::Builder::new()
+) -> Result<thread::JoinHandle<()>, ServeError> {
+    let (opened, open_result) = std::sync::mpsc::channel();
+    let thread = thread::Builder::new()
         .name("store-writer".into())
         .spawn(move || {
+            let connection = match Connection::open(&url, true) {
+                Ok(connection) => {
+                    let _ = opened.send(Ok(()));
+                    connection
+                }
+                Err(e) => {
+                    let _ = opened.send(Err(e));
+                    return;
+                }
+            };
             let processor = config
                 .build()
                 .expect("the processor configuration was checked before the writer started");
@@ -95,6 +111,20 @@ pub(crate) fn spawn(
             }
             .run(queue)
         })
+        .map_err(ServeError::Server)?;
+    match open_result.recv() {
+        Ok(Ok(())) => Ok(thread),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e.into())
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(ServeError::Server(std::io::Error::other(
+                "the store's writer thread ended before opening the store",
+            )))
+        }
+    }
 }
 
 struct Writer {
@@ -148,8 +178,18 @@ impl Writer {
             .iter()
             .map(|job| parse_input_line(&job.body).map_err(|e| e.to_string()))
             .collect();
+        let plans = plan_records(&mut self.processor, &lines);
+        let mut keys: Vec<&str> = plans
+            .iter()
+            .flatten()
+            .flat_map(|(_, keys)| keys.iter().map(String::as_str))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
         let processor = &mut self.processor;
-        match connection.write(|tx| apply_records(tx, processor, &lines)) {
+        match connection.update(&keys, |metrics| {
+            apply_records(processor, &lines, &plans, metrics)
+        }) {
             Ok(outcomes) => outcomes,
             Err(e) => {
                 tracing::error!("store writer: {e}");
@@ -164,17 +204,16 @@ impl Writer {
     }
 }
 
-/// The body of one write transaction: applies `lines` in order to the stored
-/// metrics they touch, and writes what changed.
-fn apply_records(
-    tx: &mut dyn WriteTransaction,
+/// Each record's time and the keys it touches, found by applying it to an empty
+/// map (the built-in builders' keys depend only on the record and its times, never
+/// on stored values; a record refused here is refused whatever is stored).
+type Plan = Result<(Timestamp, Vec<String>), String>;
+
+fn plan_records(
     processor: &mut MetricProcessor,
     lines: &[Result<InputLine<'_>, String>],
-) -> Result<Vec<Outcome>, StoreError> {
-    let stored_last_updated = tx.last_updated()?;
-    // Each record's time and keys, found on an empty map (the keys do not depend
-    // on stored values; a record refused here is refused whatever is stored).
-    let plans: Vec<Result<(Timestamp, Vec<String>), String>> = lines
+) -> Vec<Plan> {
+    lines
         .iter()
         .map(|line| {
             let line = line.as_ref().map_err(Clone::clone)?;
@@ -192,29 +231,27 @@ fn apply_records(
                 .map_err(|e| e.to_string())?;
             Ok((now, scratch.iter().map(|(k, _)| k.to_owned()).collect()))
         })
-        .collect();
-    let mut keys: Vec<&str> = plans
-        .iter()
-        .flatten()
-        .flat_map(|(_, keys)| keys.iter().map(String::as_str))
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
+        .collect()
+}
 
-    let mut metrics = Metrics::new();
-    tx.read_values(&keys, &mut metrics)?;
+/// The body of one write transaction: applies `lines` in order to `metrics` (the
+/// stored values of the keys they touch, and the stored `last_updated`), and says
+/// what changed.
+fn apply_records(
+    processor: &mut MetricProcessor,
+    lines: &[Result<InputLine<'_>, String>],
+    plans: &[Plan],
+    mut metrics: Metrics,
+) -> (Vec<Outcome>, Option<Changes>) {
     let before: HashMap<String, i64> = metrics.iter().map(|(k, v)| (k.to_owned(), v)).collect();
-    metrics.set_last_updated(stored_last_updated);
-
     let mut applied_any = false;
     let outcomes = lines
         .iter()
-        .zip(&plans)
+        .zip(plans)
         .map(|(line, plan)| {
             let (line, (now, keys)) = match (line, plan) {
                 (Ok(line), Ok(plan)) => (line, plan),
-                (_, Err(reason)) => return Outcome::Rejected(reason.clone()),
-                (Err(reason), _) => return Outcome::Rejected(reason.clone()),
+                (_, Err(reason)) | (Err(reason), _) => return Outcome::Rejected(reason.clone()),
             };
             // `old_now` is the stored `last_updated`, or the previous record's time.
             match processor.process(&mut metrics, &line.record, &Context::at(*now)) {
@@ -232,14 +269,17 @@ fn apply_records(
             }
         })
         .collect();
-    if applied_any {
-        let mut changed: Vec<(&str, i64)> = metrics
+    let changes = applied_any.then(|| {
+        let mut values: Vec<(String, i64)> = metrics
             .iter()
             .filter(|(k, v)| before.get(*k) != Some(v))
+            .map(|(k, v)| (k.to_owned(), v))
             .collect();
-        changed.sort_unstable();
-        tx.write_values(&changed)?;
-        tx.set_last_updated(metrics.last_updated().as_deref())?;
-    }
-    Ok(outcomes)
+        values.sort_unstable();
+        Changes {
+            values,
+            last_updated: metrics.last_updated().map(|t| t.into_owned()),
+        }
+    });
+    (outcomes, changes)
 }

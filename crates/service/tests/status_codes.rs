@@ -292,3 +292,18 @@ fn healthz_says_ok_without_a_token() {
     let head = request(server.addr, "HEAD", "/healthz", &[], b"");
     assert_eq!(head.status, 200);
 }
+
+#[test]
+fn a_body_that_does_not_arrive_in_time_is_408() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(ServiceConfig {
+        body_timeout: std::time::Duration::from_millis(300),
+        ..config(sqlite_in(dir.path()))
+    });
+    let mut connection = http::Connection::open(server.addr).unwrap();
+    let response = connection
+        .raw(b"POST /api/v1/metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 40\r\n\r\n{\"action\": ")
+        .unwrap();
+    assert_error(&response, 408, "request_timeout", "within 0.3 seconds");
+    assert_eq!(get(server.addr, "/api/v1/metrics").text(), "{}\n");
+}

@@ -5,7 +5,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -14,9 +13,6 @@ use nixl_telemetry_processor::{parse_input_line, AttributeRegistry};
 
 use super::error::ApiError;
 use super::AppState;
-
-/// How long a client may take to send its body.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A record's text, checked: UTF-8, a JSON object (or a `{"now": …, "record": {…}}`
 /// envelope) whose keys are all attributes of the registry.
@@ -45,10 +41,10 @@ impl FromRequest<Arc<AppState>> for RecordBody {
             });
         }
         let read = Bytes::from_request(request, state);
-        let bytes = tokio::time::timeout(BODY_TIMEOUT, read)
+        let bytes = tokio::time::timeout(state.body_timeout, read)
             .await
             .map_err(|_| ApiError::Timeout {
-                seconds: BODY_TIMEOUT.as_secs(),
+                seconds: state.body_timeout.as_secs_f64(),
             })?
             .map_err(|rejection| match rejection.status() {
                 StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {

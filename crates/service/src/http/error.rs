@@ -47,7 +47,7 @@ pub enum ApiError {
     #[error("the body did not arrive within {seconds} seconds")]
     Timeout {
         /// The time allowed.
-        seconds: u64,
+        seconds: f64,
     },
     /// 413: the body is longer than the limit.
     #[error("the body is larger than the limit of {limit} bytes (one record is far smaller)")]

@@ -37,6 +37,7 @@ use body::RecordBody;
 pub(crate) struct AppState {
     pub token: Option<Token>,
     pub max_body_bytes: usize,
+    pub body_timeout: std::time::Duration,
     pub known_keys: KnownKeys,
     pub processor: ProcessorConfig,
     pub queue: mpsc::Sender<RecordJob>,

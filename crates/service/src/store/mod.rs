@@ -29,6 +29,14 @@ pub use url::{StoreUrl, Synchronous, DEFAULT_SQLITE_FILE};
 /// How many times a write transaction is tried when it keeps conflicting.
 const WRITE_ATTEMPTS: u32 = 20;
 
+/// What the writer's transaction writes back (see [`Connection::update`]).
+pub(crate) struct Changes {
+    /// Metrics to set (inserted or replaced), each key once.
+    pub values: Vec<(String, i64)>,
+    /// The new `last_updated`.
+    pub last_updated: Option<String>,
+}
+
 /// What a write transaction can do once it holds the store's write lock.
 pub(crate) trait WriteTransaction {
     /// The stored `last_updated` (read under the lock).
@@ -73,12 +81,21 @@ impl Connection {
         &mut self,
         mut body: impl FnMut(&mut dyn WriteTransaction) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.retrying(|connection| match connection {
+            Connection::Sqlite(c) => c.write(&mut body),
+            Connection::Postgres(c) => c.write(&mut body),
+        })
+    }
+
+    /// Runs `transaction` until it does not conflict with another writer, up to
+    /// [`WRITE_ATTEMPTS`] times.
+    fn retrying<T>(
+        &mut self,
+        mut transaction: impl FnMut(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let mut attempt = 1;
         loop {
-            let result = match self {
-                Connection::Sqlite(c) => c.write(&mut body),
-                Connection::Postgres(c) => c.write(&mut body),
-            };
+            let result = transaction(self);
             match result {
                 Err(e) if e.is_conflict() && attempt < WRITE_ATTEMPTS => {
                     tracing::debug!(attempt, "write transaction conflicted, trying again: {e}");
@@ -98,6 +115,36 @@ impl Connection {
                 other => return other,
             }
         }
+    }
+
+    /// The writer's transaction: under the write lock, reads the stored values of
+    /// `keys` and `last_updated` into a map, hands it to `apply`, writes the changes
+    /// `apply` returns (if any) and commits. Tried again on conflicts, as
+    /// [`Connection::write`].
+    pub fn update<T>(
+        &mut self,
+        keys: &[&str],
+        mut apply: impl FnMut(Metrics) -> (T, Option<Changes>),
+    ) -> Result<T, StoreError> {
+        self.retrying(|connection| match connection {
+            Connection::Sqlite(c) => c.write(&mut |tx| {
+                let mut metrics = Metrics::new();
+                tx.read_values(keys, &mut metrics)?;
+                metrics.set_last_updated(tx.last_updated()?);
+                let (value, changes) = apply(metrics);
+                if let Some(changes) = changes {
+                    let values: Vec<(&str, i64)> = changes
+                        .values
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), *v))
+                        .collect();
+                    tx.write_values(&values)?;
+                    tx.set_last_updated(changes.last_updated.as_deref())?;
+                }
+                Ok(value)
+            }),
+            Connection::Postgres(c) => c.update(keys, &mut apply),
+        })
     }
 
     /// The whole map and `last_updated`, as of one moment.

@@ -44,19 +44,3 @@ impl Pool {
         result
     }
 }
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(|e| e.into_inner()));
-        // A PostgreSQL connection closes itself by blocking on its own runtime, which
-        // a thread of an async runtime must not do: close them on a thread of their own.
-        if !idle.is_empty() && tokio::runtime::Handle::try_current().is_ok() {
-            let closing = std::thread::Builder::new()
-                .name("store-pool-close".into())
-                .spawn(move || drop(idle));
-            if let Err(e) = closing {
-                tracing::warn!("cannot close the store's idle connections: {e}");
-            }
-        }
-    }
-}

@@ -84,7 +84,7 @@ impl FromStr for StoreUrl {
         };
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             // The driver's own parser: what it accepts here, it accepts when connecting.
-            postgres::Config::from_str(text).map_err(|e| bad(e.to_string()))?;
+            tokio_postgres::Config::from_str(text).map_err(|e| bad(e.to_string()))?;
             return Ok(StoreUrl::Postgres {
                 url: text.to_owned(),
             });
