@@ -5,9 +5,12 @@
 #     missing); a throw-away cluster in a temporary directory, on a free loopback
 #     port, run as an unprivileged user (PostgreSQL refuses root), with a password;
 #     stopped and removed on exit. Its URL goes to the tests in
-#     NIXL_TELEMETRY_TEST_POSTGRES_URL.
-#   * TAO's own client: `nvidia-tao-core==6.26.3` (--no-deps) and `requests` (what
-#     its client imports) in the project's Python environment under
+#     NIXL_TELEMETRY_TEST_POSTGRES_URL. The cluster runs with
+#     synchronous_commit=off: its commits do not wait for the disk (the tests kill
+#     the service, never the database, so they check the same; the benchmark sets
+#     the mode per connection and measures both).
+#   * TAO's own client: `nvidia-tao-core==6.26.3` (--no-deps) and the `requests`
+#     version it pins (what its client imports) in the project's Python environment under
 #     ${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry/python-venv; its interpreter goes
 #     to the tests in NIXL_TELEMETRY_TAO_PYTHON.
 # Without these variables (a plain `cargo test`) the PostgreSQL and TAO tests say
@@ -74,7 +77,7 @@ chmod 600 "$PG_DIR/pwfile"
     exit 1
 }
 "${as_owner[@]}" "$PG_BIN/pg_ctl" start -D "$PG_DIR/data" -w -t 60 -l "$PG_DIR/server.log" \
-    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c max_connections=200" >/dev/null || {
+    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c max_connections=200 -c synchronous_commit=off" >/dev/null || {
     cat "$PG_DIR/server.log" >&2
     exit 1
 }
@@ -99,7 +102,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if ! "$VENV/bin/python" -c 'import requests, nvidia_tao_core.telemetry.telemetry' >/dev/null 2>&1; then
     echo "== installing TAO's client into $VENV (nvidia-tao-core --no-deps, requests)"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check requests
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "requests==2.32.3"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
         "nvidia-tao-core==6.26.3"
 fi

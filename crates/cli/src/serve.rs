@@ -60,6 +60,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         insecure: args.insecure,
         max_body_bytes: args.max_body,
         max_batch: args.max_batch as usize,
+        ..ServiceConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {

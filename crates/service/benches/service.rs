@@ -210,24 +210,41 @@ fn main() {
         &records,
         library_rate,
     );
-    match postgres_db::TestDatabase::create("the PostgreSQL runs of the benchmark") {
-        Some(db) => {
-            measure(
-                "postgres",
-                db.store(),
-                DEFAULT_MAX_BATCH,
-                &records,
-                library_rate,
-            );
-            let single = postgres_db::TestDatabase::create("postgres, one per record").unwrap();
-            measure(
-                "postgres, one transaction per record",
-                single.store(),
-                1,
-                &records,
-                library_rate,
-            );
+    // PostgreSQL, with each connection's commit mode set in its URL: `on` (the
+    // server's default: a commit waits for the disk) and `off` (it does not; a
+    // database crash may lose the last commits, the service's own crash loses none).
+    if std::env::var_os(postgres_db::POSTGRES_URL_VARIABLE).is_none() {
+        println!(
+            "postgres: skipped (no {})",
+            postgres_db::POSTGRES_URL_VARIABLE
+        );
+        return;
+    }
+    for (mode, max_batch, name) in [
+        (
+            "on",
+            DEFAULT_MAX_BATCH,
+            "postgres, synchronous_commit=on (default)",
+        ),
+        ("off", DEFAULT_MAX_BATCH, "postgres, synchronous_commit=off"),
+        ("off", 1, "postgres, off, one transaction per record"),
+    ] {
+        if !selected(name) {
+            continue;
         }
-        None => println!("postgres: skipped (no NIXL_TELEMETRY_TEST_POSTGRES_URL)"),
+        let db = postgres_db::TestDatabase::create("the PostgreSQL runs of the benchmark")
+            .expect("the PostgreSQL server");
+        let separator = if db.url.contains('?') { '&' } else { '?' };
+        let url = format!(
+            "{}{separator}options=-c%20synchronous_commit%3D{mode}",
+            db.url
+        );
+        measure(
+            name,
+            url.parse().unwrap(),
+            max_batch,
+            &records,
+            library_rate,
+        );
     }
 }
