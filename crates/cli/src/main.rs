@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use nixl_telemetry_cli::{emit, process, read, signal};
+use nixl_telemetry_cli::{emit, export, process, read, report, signal, top};
 
 mod demo;
 mod serve;
@@ -32,6 +32,12 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Turn usage records (JSON lines) into metrics, as sorted JSON or Prometheus text.
     Process(process::ProcessArgs),
+    /// The sidecar: follow every ring of a directory and feed an exporter plug-in.
+    Export(export::ExportArgs),
+    /// A live view of every agent: rates, transfer times, errors, losses (full screen or --plain).
+    Top(top::TopArgs),
+    /// Charts of a run (rings or a `telemetry_reader --json` capture) as one HTML page, and PNGs.
+    Report(report::ReportArgs),
     /// Serve the metric processor over HTTP, with the metrics in SQLite or PostgreSQL.
     Serve(serve::ServeArgs),
     /// Export or import the service's metrics (TAO's migration document format).
@@ -45,6 +51,9 @@ fn main() -> ExitCode {
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
         Command::Demo(args) => demo::run(args),
         Command::Process(args) => process::run(args),
+        Command::Export(args) => export::run(args),
+        Command::Top(args) => top::run(args),
+        Command::Report(args) => report::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Store(args) => store::run(args),
     };
