@@ -6,10 +6,10 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::thread;
 
 use nixl_telemetry_service::{ServiceConfig, StoreUrl};
-use support::http::{self, get};
+use support::http::get;
+use support::post_from_clients;
 use support::postgres::TestDatabase;
 use support::records::{accepted_corpus, at_one_time, library_metrics};
 use support::server::{config, sqlite_in, TestServer};
@@ -30,25 +30,6 @@ fn records() -> Vec<String> {
         .collect()
 }
 
-/// Client `c` posts records `c*PER_CLIENT..` to `addrs[c % addrs.len()]` over one
-/// keep-alive connection; every post must be answered 201.
-fn post_concurrently(addrs: &[SocketAddr], records: &[String]) {
-    thread::scope(|scope| {
-        for (client, chunk) in records.chunks(PER_CLIENT).enumerate() {
-            let addr = addrs[client % addrs.len()];
-            scope.spawn(move || {
-                let mut connection = http::Connection::open(addr).unwrap();
-                for record in chunk {
-                    let response = connection
-                        .request("POST", "/api/v1/metrics", &[], record.as_bytes())
-                        .unwrap();
-                    assert_eq!(response.status, 201, "{}", response.text());
-                }
-            });
-        }
-    });
-}
-
 /// Runs the clients against `instances` services on `store` and compares the
 /// stored map with the library's, byte for byte.
 fn exact_on(store: StoreUrl, instances: usize, max_batch: usize) {
@@ -62,7 +43,7 @@ fn exact_on(store: StoreUrl, instances: usize, max_batch: usize) {
         .collect();
     let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
     let records = records();
-    post_concurrently(&addrs, &records);
+    post_from_clients(&addrs, &records, PER_CLIENT);
     let expected = library_metrics(&records).to_json_string();
     for addr in &addrs {
         assert_eq!(

@@ -11,9 +11,9 @@ use std::thread;
 use nixl_telemetry_service::{ImportMode, MetricsDocument, Store, StoreUrl};
 use support::http::{self, get};
 use support::postgres::TestDatabase;
-use support::promtool_parses;
 use support::records::{accepted_corpus, at_one_time, library_metrics};
 use support::server::{config, sqlite_in, TestServer};
+use support::{post_from_clients, promtool_parses};
 
 fn tao_export() -> String {
     std::fs::read_to_string(
@@ -194,18 +194,9 @@ fn import_during_posts(store: StoreUrl) {
     let document =
         MetricsDocument::parse(r#"{"imported_a_total": 5, "imported_b_total": 6}"#).unwrap();
     thread::scope(|scope| {
-        for chunk in records.chunks(300) {
-            let addr = server.addr;
-            scope.spawn(move || {
-                let mut connection = http::Connection::open(addr).unwrap();
-                for record in chunk {
-                    let response = connection
-                        .request("POST", "/api/v1/metrics", &[], record.as_bytes())
-                        .unwrap();
-                    assert_eq!(response.status, 201, "{}", response.text());
-                }
-            });
-        }
+        let addr = server.addr;
+        let records = &records;
+        scope.spawn(move || post_from_clients(&[addr], records, 300));
         let mut opened = Store::open(&store).unwrap();
         for _ in 0..20 {
             opened.import(&document, ImportMode::Merge, false).unwrap();
