@@ -5,7 +5,7 @@
 //! its files with this crate's families, rendering and HTTP server, and the
 //! OTLP plug-in sends this crate's families under the same names. Being an
 //! `rlib` only, it can be linked into each of them without two definitions of
-//! `nixl_telemetry_plugin_init`.
+//! `nixl_telemetry_exporter_plugin_init`.
 //!
 //! Each exporter (one per agent) turns the events the host flushes into
 //! Prometheus series and serves them over HTTP at `GET /metrics`, in the text
