@@ -177,10 +177,11 @@ fn a_plugin_with_the_legacy_entry_names_loads_with_a_deprecation_warning() {
     build_c_plugin("hostile.c", dir.path(), "old", &["LEGACY_NAMES"]);
     let cfg = plugin_config(dir.path(), "old");
     let capture = Capture::default();
-    let exporter = capture
-        .run(|| LoadedPluginExporter::load("old", &cfg, "agent-x"))
-        .expect("a plug-in built against the previous ABI still loads");
-    drop(exporter);
+    capture.run(|| {
+        let exporter = LoadedPluginExporter::load("old", &cfg, "agent-x")
+            .expect("a plug-in built against the previous ABI still loads");
+        drop(exporter);
+    });
     let warnings: Vec<_> = capture
         .events()
         .into_iter()
