@@ -36,6 +36,8 @@ import subprocess
 import sys
 import time
 
+NIXL_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                          "nixl-telemetry", "nixl")
 OTLP_VENV = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
                          "nixl-telemetry", "otlp-venv")
 OTLP_CHECK = ("import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2, "
@@ -68,6 +70,10 @@ def ours(name):
     return name
 
 
+def nixl_python(release):
+    return os.path.join(NIXL_CACHE, release, "bin", "python")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -86,8 +92,6 @@ class AdapterChecks:
         self.staged = os.path.join(work, "adapters")
         self.tool = os.path.join(bin_dir, "nixl-telemetry-adapters")
         self.receiver = os.path.join(root, "crates/exporters/otlp/tests/receiver/otlp_receiver.py")
-        self.cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                                  "nixl-telemetry", "nixl")
 
     # ------------------------------------------------------------ set-up
     def prepare(self):
@@ -113,8 +117,7 @@ class AdapterChecks:
     def make_overlay(self, release, name):
         """The overlay of NIXL's plug-ins and the release's adapters, beside NIXL's plug-ins."""
         place = os.path.join(self.libdir(release), f"plugins-{name}-{os.getpid()}")
-        python = os.path.join(self.cache, release, "bin", "python")
-        proc = subprocess.run([self.tool, "overlay", "--python", python, "--adapters", self.staged,
+        proc = subprocess.run([self.tool, "overlay", "--python", nixl_python(release), "--adapters", self.staged,
                                "--dir", place], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"nixl-telemetry-adapters overlay: {proc.stderr.strip()}")
@@ -387,3 +390,186 @@ def compare_families(nixl_text, our_text):
             if mine != value:
                 return f"{family}{key}: {value} in NIXL's exposition, {mine} in ours"
     return None
+
+
+# ---------------------------------------------------------------- scripts/test-nixl-adapters.sh
+
+def clean_env():
+    env = dict(os.environ)
+    for key in list(env):
+        if key.startswith(("NIXL_", "OTEL_")):
+            del env[key]
+    return env
+
+
+def csv_events(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))[1:]
+
+
+def installed_flow(sh, prefix, release, work):
+    """The user's way: <prefix>/bin/nixl-telemetry-adapters link into the plug-in directory
+    of a NIXL installation (a hard-linked copy of the release's site-packages, so the shared
+    cache is never touched), then a job that sets only NIXL_TELEMETRY_EXPORTER (and the
+    CSV file); then unlink."""
+    site = os.path.dirname(subprocess.run(
+        ["bash", sh, "libdir", release], capture_output=True, text=True, check=True).stdout.strip())
+    copy = os.path.join(work, f"site-{release}")
+    shutil.rmtree(copy, ignore_errors=True)
+    subprocess.run(["cp", "-al", site, copy], check=True)
+    env = clean_env()
+    env["PYTHONPATH"] = copy
+    tool = os.path.join(prefix, "bin", "nixl-telemetry-adapters")
+    # Found through Python like any job's NIXL: it must be the copy, or nothing is touched.
+    detect = subprocess.run([tool, "detect", "--python", nixl_python(release)], env=env,
+                            capture_output=True, text=True)
+    if detect.returncode != 0 or f"NIXL in {os.path.realpath(copy)}/" not in detect.stdout:
+        return f"detect did not find the copy {copy}: {detect.stdout.strip()} {detect.stderr.strip()}"
+    link = subprocess.run([tool, "link", "--python", nixl_python(release)], env=env,
+                          capture_output=True, text=True)
+    if link.returncode != 0:
+        return f"link: {link.stderr.strip()}"
+    print(link.stdout.strip(), file=sys.stderr)
+    plugins = os.path.join(copy, ".nixl_cu12.mesonpy.libs", "plugins")
+    if not os.path.islink(os.path.join(plugins, "libtelemetry_exporter_otlp.so")):
+        return f"link made no libtelemetry_exporter_otlp.so in {plugins}:\n{link.stdout}"
+    out = os.path.join(work, f"installed-{release}.csv")
+    if os.path.exists(out):
+        os.remove(out)
+    job = dict(env, NIXL_TELEMETRY_ENABLE="y", NIXL_TELEMETRY_EXPORTER="csv",
+               NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH=out)
+    proc = subprocess.run(["bash", sh, "run", release, *WORKLOAD_ARGS], env=job, capture_output=True,
+                          text=True, timeout=180)
+    problem = AdapterChecks.run_problem(proc, f"the job under {release}")
+    if problem:
+        return problem
+    events = csv_events(out)
+    if len(events) != 26:
+        return f"{out}: {len(events)} events, the workload records 26"
+    unlink = subprocess.run([tool, "unlink", "--python", nixl_python(release)], env=env,
+                            capture_output=True, text=True)
+    left = [n for n in os.listdir(plugins) if os.path.islink(os.path.join(plugins, n))]
+    if unlink.returncode != 0 or left:
+        return f"unlink: {unlink.stderr.strip()} (links left: {left})"
+    shutil.rmtree(copy, ignore_errors=True)
+    return None
+
+
+def hostile(sh, bin_dir, staged, release, work):
+    """Our exporter fails or panics inside NIXL: NIXL's transfers go on, the reasons reach
+    NIXL's log, a failed creation is NIXL's refusal, never a crash. The testkit plug-in
+    (crates/exporters/testkit) fails on demand."""
+    checks = AdapterChecks(os.path.dirname(os.path.dirname(os.path.abspath(sh))), sh, bin_dir,
+                           clean_env(), work)
+    checks.staged = staged
+    overlay, _ = checks.make_overlay(release, "nixl-telemetry-hostile")
+    testkit = os.path.join(work, "testkit-adapters")
+    subprocess.run([checks.tool, "stage", testkit, "testkit"], check=True, capture_output=True)
+    try:
+        os.symlink(os.path.join(testkit, staged_generation(overlay), "libtelemetry_exporter_testkit.so"),
+                   os.path.join(overlay, "libtelemetry_exporter_testkit.so"))
+        cases = [
+            ("fail", 0, ["export_batch failed: testkit export fails as asked",
+                         "flush failed: testkit flush fails as asked", "events lost since the last report"]),
+            ("panic-flush", 0, ["flush: panicked: testkit panics in flush as asked",
+                                "the exporter is disabled"]),
+            # NIXL up to 1.3 goes on without telemetry, later releases refuse the agent.
+            ("panic-create", None, ["cannot create the exporter of agent initiator",
+                                    "panicked while being created",
+                                    "Failed to create telemetry exporter"]),
+        ]
+        for mode, want_rc, messages in cases:
+            env = checks.adapter_env(overlay, "testkit", NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH=mode)
+            proc = checks.workload(release, env)
+            with open(os.path.join(work, f"hostile-{release}-{mode}.log"), "w", encoding="utf-8") as f:
+                f.write(proc.stderr)
+            if proc.returncode != want_rc and not (want_rc is None and proc.returncode in (0, 1)):
+                return f"testkit {mode}: exit {proc.returncode}, want {want_rc}:\n{tail(proc.stderr)}"
+            if proc.returncode == 0 and "workload done" not in proc.stderr:
+                return f"testkit {mode}: the transfers did not finish:\n{tail(proc.stderr)}"
+            for message in messages:
+                if message not in proc.stderr:
+                    return f"testkit {mode}: {message!r} not in NIXL's log:\n{tail(proc.stderr, 20)}"
+            for message in messages[:1]:
+                if proc.stderr.count(message) > 2:
+                    return f"testkit {mode}: {message!r} logged {proc.stderr.count(message)} times (once per agent)"
+    finally:
+        shutil.rmtree(overlay, ignore_errors=True)
+    return None
+
+
+def staged_generation(overlay):
+    """The generation of the adapters in an overlay (from where its otlp link points)."""
+    return os.path.basename(os.path.dirname(os.path.realpath(
+        os.path.join(overlay, "libtelemetry_exporter_otlp.so"))))
+
+
+def valgrind(sh, bin_dir, staged, release, work):
+    """Loading, exporting (csv) and unloading under valgrind in the release's own process:
+    no error and no leak of valgrind's has a frame in an adapter or in our plug-in."""
+    checks = AdapterChecks(os.path.dirname(os.path.dirname(os.path.abspath(sh))), sh, bin_dir,
+                           clean_env(), work)
+    checks.staged = staged
+    overlay, _ = checks.make_overlay(release, "nixl-telemetry-valgrind")
+    xml = os.path.join(work, f"valgrind-{release}.xml")
+    out = os.path.join(work, f"valgrind-{release}.csv")
+    if os.path.exists(out):
+        os.remove(out)
+    try:
+        env = checks.adapter_env(overlay, "csv", NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH=out,
+                                 PYTHONMALLOC="malloc",
+                                 PYTHONPATH=os.path.join(NIXL_CACHE, "torch-stub"))
+        proc = subprocess.run(["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite",
+                               "--num-callers=40", "--xml=yes", f"--xml-file={xml}",
+                               nixl_python(release),
+                               os.path.join(os.path.dirname(os.path.abspath(sh)), "nixl_workload.py"),
+                               *WORKLOAD_ARGS, "--settle", "2"],
+                              env=env, capture_output=True, text=True, timeout=1200)
+    finally:
+        shutil.rmtree(overlay, ignore_errors=True)
+    if proc.returncode != 0:
+        return f"exit {proc.returncode}:\n{tail(proc.stderr)}"
+    if len(csv_events(out)) != 26:
+        return f"{out}: {len(csv_events(out))} events under valgrind, want 26"
+    import xml.etree.ElementTree as ET
+    ours = re.compile(r"libtelemetry_exporter_|nixl_adapter")
+    found, total = [], 0
+    for error in ET.parse(xml).getroot().iter("error"):
+        total += 1
+        frames = [(f.findtext("fn") or "?", f.findtext("obj") or "?") for f in error.iter("frame")]
+        if any(ours.search(obj) for _fn, obj in frames):
+            found.append(f"{error.findtext('kind')}: " + " <- ".join(fn for fn, _obj in frames[:8]))
+    print(f"valgrind {release}: {total} reports in all (Python, UCX), {len(found)} with a frame of ours",
+          file=sys.stderr)
+    if found:
+        return "valgrind reports in our code:\n" + "\n".join(found[:10])
+    return None
+
+
+def main():
+    import argparse
+    p = argparse.ArgumentParser(description="The adapters' checks of scripts/test-nixl-adapters.sh")
+    p.add_argument("check", choices=["installed", "hostile", "valgrind"])
+    p.add_argument("--releases-sh", required=True)
+    p.add_argument("--bin-dir", required=True, help="target/debug: our plug-ins and the tool")
+    p.add_argument("--staged", help="the adapters staged by nixl-telemetry-adapters stage")
+    p.add_argument("--prefix", help="an installed prefix (installed)")
+    p.add_argument("--work", required=True)
+    p.add_argument("release")
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    if a.check == "installed":
+        problem = installed_flow(a.releases_sh, a.prefix, a.release, a.work)
+    elif a.check == "hostile":
+        problem = hostile(a.releases_sh, a.bin_dir, a.staged, a.release, a.work)
+    else:
+        problem = valgrind(a.releases_sh, a.bin_dir, a.staged, a.release, a.work)
+    if problem:
+        print(f"FAIL {a.check} {a.release}: {problem}")
+        return 1
+    print(f"PASS {a.check} {a.release}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

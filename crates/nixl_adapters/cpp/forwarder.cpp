@@ -262,7 +262,7 @@ void Forwarder::failed(const char *call, int32_t code, size_t events) noexcept {
         if (code == NIXL_TELEMETRY_EXPORT_PANICKED) {
             disabled_ = true;
             NIXL_ADAPTER_LOG(Severity::kError,
-                             who + call + " panicked" + (reason.empty() ? "" : ": " + reason) +
+                             who + call + (reason.empty() ? std::string(" panicked") : ": " + reason) +
                                  "; the exporter is disabled, its events are lost from now on");
             return;
         }
@@ -274,10 +274,11 @@ void Forwarder::failed(const char *call, int32_t code, size_t events) noexcept {
         if (reasons_.size() < kMaxReasons) {
             reasons_.push_back(text);
             NIXL_ADAPTER_LOG(Severity::kWarning,
-                             who + text + (events > 0 ? " (" + std::to_string(events) +
-                                                            " events lost; each further reason "
-                                                            "is logged once)"
-                                                      : std::string()));
+                             who + text +
+                                 (events > 0 ? " (" + std::to_string(events) +
+                                                   " event(s) of this call lost; each reason is "
+                                                   "logged once, the losses every 10 s)"
+                                             : std::string(" (each reason is logged once)")));
         } else if (reasons_.size() == kMaxReasons) {
             reasons_.push_back(std::string());
             NIXL_ADAPTER_LOG(Severity::kWarning,
