@@ -1,7 +1,10 @@
 //! Builds the C++ adapters, one shared library per generation of NIXL's
 //! exporter interface, with the C++ compiler the `cc` crate finds (`CXX`, else
 //! `c++`/`g++`), into `$OUT_DIR/adapters/<generation>/nixl_adapter.so`; the
-//! crate reads that directory from `NIXL_ADAPTERS_BUILD_DIR`.
+//! crate reads that directory from `NIXL_ADAPTERS_BUILD_DIR`. Also the
+//! benchmark's driver (`cpp/bench/adapter_bench.cpp`), once as NIXL 1.5 and
+//! once as NIXL 1.3/1.4, into `$OUT_DIR/bench/adapter_bench_{5,3}`
+//! (`NIXL_ADAPTERS_BENCH_DIR`).
 //!
 //! The compiler must be GCC's (or one using libstdc++ with its C++11 string
 //! ABI): NIXL's wheels are built so, and the adapters share `std::string` and
@@ -85,6 +88,37 @@ fn main() {
         );
     }
     println!("cargo:rustc-env=NIXL_ADAPTERS_BUILD_DIR={}", out.display());
+
+    let bench = out.with_file_name("bench");
+    std::fs::create_dir_all(&bench).expect("create the output directory");
+    for functions in [5, 3] {
+        let mut command = compiler.to_command();
+        command
+            .args([
+                "-std=c++17",
+                "-O2",
+                "-g1",
+                "-D_GLIBCXX_USE_CXX11_ABI=1",
+                "-Wall",
+                "-Wextra",
+            ])
+            .arg(format!("-DBENCH_EXPORTER_FUNCTIONS={functions}"))
+            .arg("-I")
+            .arg(&include)
+            .arg(cpp.join("bench/adapter_bench.cpp"))
+            .arg(cpp.join("event_names.cpp"))
+            .args(["-rdynamic", "-ldl", "-o"])
+            .arg(bench.join(format!("adapter_bench_{functions}")));
+        run(
+            &mut command,
+            "benchmark driver",
+            &compiler.path().display().to_string(),
+        );
+    }
+    println!(
+        "cargo:rustc-env=NIXL_ADAPTERS_BENCH_DIR={}",
+        bench.display()
+    );
 }
 
 fn run(command: &mut Command, generation: &str, compiler: &str) {

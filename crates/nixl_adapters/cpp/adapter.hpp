@@ -53,9 +53,7 @@ public:
         : NixlExporter3<typename G::Event>(max_events), forwarder_(std::move(forwarder)) {}
 
     NixlStatus exportEvent(const typename G::Event &event) noexcept override {
-        nixl_telemetry_event_t ours;
-        G::convert(event, ours);
-        forwarder_->push(ours);
+        forwarder_->push([&event](nixl_telemetry_event_t &ours) { G::convert(event, ours); });
         return kNixlSuccess;
     }
 
@@ -70,9 +68,7 @@ public:
         : NixlExporter5<typename G::Event>(max_events), forwarder_(std::move(forwarder)) {}
 
     NixlStatus exportEvent(const typename G::Event &event) noexcept override {
-        nixl_telemetry_event_t ours;
-        G::convert(event, ours);
-        forwarder_->push(ours);
+        forwarder_->push([&event](nixl_telemetry_event_t &ours) { G::convert(event, ours); });
         return kNixlSuccess;
     }
     void onBatchBegin() noexcept override { forwarder_->begin_batch(); }

@@ -96,7 +96,9 @@ Forwarder::Forwarder(std::shared_ptr<OurPlugin> plugin, ForwarderSettings settin
         mask_ = slots - 1;
         interval_ = run_interval();
     } else {
-        batch_.reserve(std::min<size_t>(settings_.max_batch, 4096));
+        batch_capacity_ = std::min<size_t>(settings_.max_batch, 65536);
+        batch_.reset(new nixl_telemetry_event_t[batch_capacity_]);
+        batch_time_ = now_us();
     }
 }
 
@@ -109,50 +111,42 @@ Forwarder::~Forwarder() {
         wake_.notify_one();
         thread_.join();
     }
+    std::lock_guard<std::mutex> books(deliver_lock_);
     if (settings_.delivery == Delivery::kFlushThread) {
         drain();
-    } else if (!batch_.empty()) {
-        deliver(batch_.data(), batch_.size());
-        batch_.clear();
+    } else if (batch_count_ > 0) {
+        deliver(batch_.get(), batch_count_);
+        batch_count_ = 0;
     }
     flush();
     report_losses(true);
     plugin_->destroy(exporter_);
 }
 
-void Forwarder::push(const nixl_telemetry_event_t &event) noexcept {
-    if (settings_.delivery == Delivery::kFlushThread) {
-        const uint64_t head = head_.load(std::memory_order_relaxed);
-        if (head - tail_seen_ > mask_) {
-            tail_seen_ = tail_.load(std::memory_order_acquire);
-            if (head - tail_seen_ > mask_) {
-                overflowed_.fetch_add(1, std::memory_order_relaxed);
-                return;
-            }
-        }
-        ring_[head & mask_] = event;
-        head_.store(head + 1, std::memory_order_release);
+void Forwarder::deliver_finished_pass() noexcept {
+    std::unique_lock<std::mutex> hold(deliver_lock_, std::try_to_lock);
+    if (!hold.owns_lock()) {
+        wake_.notify_one();  // the flush thread is at it: it looks again at once
         return;
     }
-    try {
-        batch_.push_back(event);
-    }
-    catch (...) {
-        ++lost_;
-        return;
-    }
-    nixl_telemetry_event_t &added = batch_.back();
-    if (settings_.stamp == Stamp::kAtDelivery) {
-        added.timestamp_us = in_batch_ ? batch_time_ : now_us();
-    }
-    if (!in_batch_) {
-        // Outside a pass (no 1.5 release does this): on its own, at once.
-        deliver(batch_.data(), batch_.size());
-        batch_.clear();
+    if (tail_.load(std::memory_order_relaxed) != head_.load(std::memory_order_relaxed)) {
+        drain();
         flush();
-    } else if (batch_.size() >= settings_.max_batch) {
-        deliver(batch_.data(), batch_.size());
-        batch_.clear();
+    }
+}
+
+bool Forwarder::ring_full(uint64_t head) noexcept {
+    tail_seen_ = tail_.load(std::memory_order_acquire);
+    return head - tail_seen_ > mask_;
+}
+
+void Forwarder::deliver_batch(bool and_flush) noexcept {
+    deliver(batch_.get(), batch_count_);
+    batch_count_ = 0;
+    if (and_flush) {
+        // Outside a pass (no 1.5 release does this): on its own, at once.
+        flush();
+        batch_time_ = now_us();
     }
 }
 
@@ -164,9 +158,9 @@ void Forwarder::begin_batch() noexcept {
 }
 
 void Forwarder::end_batch() noexcept {
-    if (!batch_.empty()) {
-        deliver(batch_.data(), batch_.size());
-        batch_.clear();
+    if (batch_count_ > 0) {
+        deliver(batch_.get(), batch_count_);
+        batch_count_ = 0;
     }
     flush();
     in_batch_ = false;
@@ -176,14 +170,28 @@ void Forwarder::run() noexcept {
     pthread_setname_np(pthread_self(), "nixl-tel-adapt");
     std::unique_lock<std::mutex> hold(wake_lock_);
     while (!stop_) {
-        wake_.wait_for(hold, interval_, [this] { return stop_; });
+        // Woken at the interval, by a half-full ring, or to stop.
+        wake_.wait_for(hold, interval_);
         if (stop_) {
             break;
         }
         hold.unlock();
-        drain();
-        flush();
-        report_losses(false);
+        {
+            std::lock_guard<std::mutex> books(deliver_lock_);
+            const uint64_t tail = tail_.load(std::memory_order_relaxed);
+            const uint64_t head = head_.load(std::memory_order_acquire);
+            // Waiting since two ticks ago (NIXL went quiet: no new pass took
+            // them), half a ring of them, or losses to report: deliver from here.
+            if (tail < head_two_ticks_ago_ || head - tail > (mask_ >> 1) ||
+                overflowed_.load(std::memory_order_relaxed) > 0) {
+                drain();
+                flush();
+            }
+            report_losses(false);
+            head_two_ticks_ago_ = head_at_tick_;
+            head_at_tick_ = head;
+        }
+        tick_.fetch_add(1, std::memory_order_relaxed);
         hold.lock();
     }
 }

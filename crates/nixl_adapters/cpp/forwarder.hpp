@@ -8,12 +8,20 @@
 //    export pass): the events of a pass are one batch, delivered and flushed
 //    at onBatchEnd, on NIXL's thread;
 //  * without (up to 1.4, which gives no sign where a pass ends): exportEvent
-//    puts the event into a single-producer ring (no lock, no system call, no
-//    allocation) and a thread of the forwarder delivers what is there and
-//    flushes every NIXL_TELEMETRY_RUN_INTERVAL milliseconds (NIXL's own export
-//    interval, default 100). A full ring loses the event; losses are counted,
-//    reported to the exporter as an agent_telemetry_events_dropped event and
-//    logged.
+//    puts the event into a ring (no lock, no system call, no allocation). A
+//    thread of the forwarder ticks every NIXL_TELEMETRY_RUN_INTERVAL
+//    milliseconds (NIXL's own export interval, default 100). The first event
+//    NIXL exports after a tick begins a new pass, so the events before it are a
+//    finished pass: NIXL's thread delivers them then and flushes (if the
+//    flush thread is not delivering at that moment), with its caches warm.
+//    Every half ring of events (a burst larger than NIXL's buffer) is
+//    delivered at once the same way. Events still waiting two ticks later (NIXL
+//    went quiet) are delivered and flushed by the flush thread. So events reach
+//    the exporter at most about three intervals after NIXL exports them. The ring
+//    holds twice NIXL's buffer (at least 1024, at most 4 Mi events): one export
+//    pass of NIXL never fills it. A full ring (an exporter that does not keep
+//    up) loses the event; losses are counted, reported to the exporter as an
+//    agent_telemetry_events_dropped event and logged.
 //
 // Only one thread calls the exporter at a time. Its failures are counted and
 // logged (each distinct reason once, a summary at most every 10 s) and never
@@ -72,14 +80,52 @@ public:
     Forwarder(const Forwarder &) = delete;
     Forwarder &operator=(const Forwarder &) = delete;
 
-    // One event from NIXL's thread (timestamp already set when NIXL gives one).
-    void push(const nixl_telemetry_event_t &event) noexcept;
+    // One event from NIXL's thread, written in place: `fill(slot)` converts
+    // NIXL's event into the slot (its timestamp too when NIXL gives one).
+    // Inline: this is all an event costs NIXL's thread.
+    template <class Fill> void push(Fill &&fill) noexcept {
+        if (settings_.delivery == Delivery::kFlushThread) {
+            const uint64_t tick = tick_.load(std::memory_order_relaxed);
+            if (tick != producer_tick_) {
+                producer_tick_ = tick;
+                deliver_finished_pass();
+            }
+            const uint64_t head = head_.load(std::memory_order_relaxed);
+            if (head - tail_seen_ > mask_ && ring_full(head)) {
+                overflowed_.fetch_add(1, std::memory_order_relaxed);
+                return;
+            }
+            fill(ring_[head & mask_]);
+            head_.store(head + 1, std::memory_order_release);
+            // Every half ring: a burst larger than NIXL's buffer is delivered
+            // before it can fill the ring (by the flush thread if it holds the lock).
+            if (((head + 1) & (mask_ >> 1)) == 0) {
+                deliver_finished_pass();
+            }
+            return;
+        }
+        nixl_telemetry_event_t &slot = batch_[batch_count_];
+        fill(slot);
+        if (settings_.stamp == Stamp::kAtDelivery) {
+            slot.timestamp_us = batch_time_;
+        }
+        if (++batch_count_ == batch_capacity_ || !in_batch_) {
+            deliver_batch(!in_batch_);
+        }
+    }
+
     // The export pass brackets of NIXL 1.5 (Delivery::kBatchHooks).
     void begin_batch() noexcept;
     void end_batch() noexcept;
 
 private:
     Forwarder(std::shared_ptr<OurPlugin> plugin, ForwarderSettings settings, void *exporter);
+
+    bool ring_full(uint64_t head) noexcept;     // refreshes tail_seen_
+    // On NIXL's thread, unless the flush thread holds the lock (then it is
+    // woken to deliver).
+    void deliver_finished_pass() noexcept;
+    void deliver_batch(bool and_flush) noexcept;  // the batch so far, outside a pass: flushed too
 
     void run() noexcept;             // the flush thread
     void drain() noexcept;           // ring -> exporter (the consumer)
@@ -93,7 +139,9 @@ private:
     void *const exporter_;
 
     // Delivery::kBatchHooks
-    std::vector<nixl_telemetry_event_t> batch_;
+    std::unique_ptr<nixl_telemetry_event_t[]> batch_;
+    size_t batch_capacity_ = 0;
+    size_t batch_count_ = 0;
     bool in_batch_ = false;
     uint64_t batch_time_ = 0;
 
@@ -105,13 +153,19 @@ private:
     uint64_t tail_seen_ = 0;  // the producer's copy of tail_
     alignas(64) std::atomic<uint64_t> tail_{0};
     std::atomic<uint64_t> overflowed_{0};
+    std::atomic<uint64_t> tick_{0};  // the flush thread's intervals
+    uint64_t producer_tick_ = 0;     // the last tick NIXL's thread saw
+    uint64_t head_at_tick_ = 0;      // the flush thread's: head at its previous tick
+    uint64_t head_two_ticks_ago_ = 0;  // and at the one before
+    // Held by whichever thread calls the exporter (and keeps the books below).
+    std::mutex deliver_lock_;
     std::chrono::milliseconds interval_{100};
     std::mutex wake_lock_;
     std::condition_variable wake_;
     bool stop_ = false;
     std::thread thread_;
 
-    // The consumer's books.
+    // The books of the thread calling the exporter.
     bool disabled_ = false;
     uint64_t delivered_ = 0;
     uint64_t lost_ = 0;
