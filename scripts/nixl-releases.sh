@@ -13,7 +13,7 @@
 #   scripts/nixl-releases.sh run VER [ARGS]           the workload under VER with the caller's
 #                                                     NIXL_* variables as they are
 #   scripts/nixl-releases.sh libdir VER               the release's library directory (libnixl.so, plugins/)
-#   scripts/nixl-releases.sh matrix [--out DIR] [--no-build] [--only a,b,c] [VER...]
+#   scripts/nixl-releases.sh matrix [--out DIR] [--no-build] [--only a,b,c,d,e] [VER...]
 #                                                     the compatibility matrix (default: every release)
 #   scripts/nixl-releases.sh fixtures VER OUTDIR     small rings + the release reader's output
 #   scripts/nixl-releases.sh list                     the known releases
@@ -282,7 +282,7 @@ main() {
             --out) opts+=("$1" "${2:?--out needs a directory}"); shift 2 ;;
             --no-build) opts+=("$1"); shift ;;
             --only) opts+=("$1" "${2:?--only needs a list such as a,b}"); shift 2 ;;
-            *) die "matrix options: --out DIR (keep the run's files), --no-build, --only a,b,c; got '$1'" ;;
+            *) die "matrix options: --out DIR (keep the run's files), --no-build, --only a,b,c,d,e; got '$1'" ;;
             esac
         done
         [ $# -ge 1 ] || set -- $RELEASES

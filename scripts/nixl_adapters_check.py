@@ -19,10 +19,12 @@ inside a real NIXL release, and our plain plug-ins where NIXL looks for its own.
       the same workload (counters compared without their `_total`), with the same transfer,
       request, registration (and error) values for the agents NIXL's plug-in serves.
     No run may log an error of an adapter, and each must exit 0.
-(e) NIXL_PLUGIN_DIR at our plain plug-ins (target/debug, as a user might try): asking
-    for csv is refused by NIXL ("Failed to find nixl_telemetry_plugin_init"), not a crash;
-    and with them beside NIXL's own plug-ins a job writing rings runs (NIXL 0.10/1.0 open
-    every libtelemetry_exporter_*.so of the directory at start and must pass over ours).
+(e) Never misread: NIXL_PLUGIN_DIR at our plain plug-ins (target/debug, as a user might
+    try): asking for csv is refused by NIXL ("Failed to find nixl_telemetry_plugin_init"),
+    not a crash; with them beside NIXL's own plug-ins a job writing rings runs (NIXL
+    0.10/1.0 open every libtelemetry_exporter_*.so of the directory at start and must pass
+    over ours); and the adapters of each neighbouring generation, asked for, are refused by
+    NIXL's own API version check, not a crash.
 """
 
 import collections
@@ -43,6 +45,7 @@ OTLP_VENV = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(
 OTLP_CHECK = ("import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2, "
               "opentelemetry.proto.collector.logs.v1.logs_service_pb2")
 EXPORTERS = ("csv", "otlp", "prometheus")
+GENERATIONS = ("nixl-0.9-1.0", "nixl-1.1", "nixl-1.2", "nixl-1.3-1.4", "nixl-1.5")
 TIMING = ("agent_xfer_time", "agent_xfer_post_time")
 SUMMED = ("agent_tx_bytes", "agent_rx_bytes", "agent_tx_requests_num", "agent_rx_requests_num",
           "agent_memory_registered", "agent_memory_deregistered")
@@ -304,7 +307,45 @@ class AdapterChecks:
         if ring_run.returncode != 0 or not os.path.exists(os.path.join(rings, "initiator")):
             return Cell("FAIL: job with rings", False,
                         f"exit {ring_run.returncode}:\n{tail(ring_run.stderr)}")
-        return Cell("PASS (refused, no crash; rings written)", True)
+        refused = []
+        for other in self.neighbours(release):
+            problem = self.wrong_generation(release, other, out_dir)
+            if problem:
+                return Cell(f"FAIL: {other}", False, problem)
+            refused.append(other)
+        return Cell(f"PASS (plain: refused, no crash, rings written; {', '.join(refused)}: refused)", True)
+
+    def neighbours(self, release):
+        """The generations next to the release's own."""
+        detect = subprocess.run([self.tool, "detect", "--python", nixl_python(release)],
+                                capture_output=True, text=True, check=True)
+        own = re.search(r"exporter interface (\S+)", detect.stdout).group(1)
+        at = GENERATIONS.index(own)
+        return [GENERATIONS[i] for i in (at - 1, at + 1) if 0 <= i < len(GENERATIONS)]
+
+    def wrong_generation(self, release, generation, out_dir):
+        """The adapters of `generation` asked for by `release`: refused by its API check."""
+        place = os.path.join(self.libdir(release), f"plugins-nixl-telemetry-wrong-{os.getpid()}")
+        out = os.path.join(out_dir, f"wrong-{generation}.csv")
+        try:
+            os.makedirs(place)
+            nixl_plugins = os.path.join(self.libdir(release), "plugins")
+            for name in os.listdir(nixl_plugins):
+                os.symlink(os.path.realpath(os.path.join(nixl_plugins, name)), os.path.join(place, name))
+            for name in os.listdir(os.path.join(self.staged, generation)):
+                os.symlink(os.path.join(self.staged, generation, name), os.path.join(place, name))
+            proc = self.workload(release, self.adapter_env(place, "csv",
+                                                           NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH=out))
+        finally:
+            shutil.rmtree(place, ignore_errors=True)
+        with open(os.path.join(out_dir, f"wrong-{generation}.log"), "w", encoding="utf-8") as f:
+            f.write(proc.stderr)
+        if proc.returncode < 0:
+            return f"killed by signal {-proc.returncode}:\n{tail(proc.stderr)}"
+        if "Plugin API version mismatch" not in proc.stderr or os.path.exists(out):
+            return (f"the {generation} adapter was not refused by NIXL's check (exit "
+                    f"{proc.returncode}):\n{tail(proc.stderr)}")
+        return None
 
 
 def read_jsonl(path):

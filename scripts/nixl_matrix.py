@@ -17,7 +17,8 @@ For each release given:
 (d) the release itself loads our exporters through the adapters of its interface
     generation (crates/nixl_adapters): OTLP, CSV and our Prometheus each receive what the
     release's own rings hold for the same workload (scripts/nixl_adapters_check.py).
-(e) our plain plug-ins in NIXL_PLUGIN_DIR are refused by the release, never misread.
+(e) our plain plug-ins in NIXL_PLUGIN_DIR, and the adapters of the neighbouring generations,
+    are refused by the release, never misread.
 
 A release whose reader crashes as shipped is compared against a repaired copy of that
 reader (scripts/nixl_elf_repair.py) and the cell says so. Exit status 0 when every cell
@@ -538,12 +539,12 @@ def main():
                c_cell, d_cell, e_cell]
         rows.append(row)
         for title, cell in zip(("(a) Rust reader", "(a) Python reader", "(b) its reader reads ours",
-                                "(c) Prometheus", "(d) NIXL loads ours", "(e) plain plug-ins"), row[2:]):
+                                "(c) Prometheus", "(d) NIXL loads ours", "(e) never misread"), row[2:]):
             if not cell.ok:
                 failures.append(f"{release} {title}: {cell.text}\n{cell.details}")
     header = ["release", "layout", "(a) our Rust reader", "(a) our Python reader",
               "(b) its reader reads ours", "(c) Prometheus parity", "(d) NIXL loads our exporters",
-              "(e) our plain plug-ins in NIXL_PLUGIN_DIR"]
+              "(e) never misread: our plain plug-ins, other generations"]
     table = [header] + [[r[0], r[1]] + [c.text for c in r[2:]] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for i, row in enumerate(table):

@@ -94,6 +94,9 @@ Forwarder::Forwarder(std::shared_ptr<OurPlugin> plugin, ForwarderSettings settin
         const uint64_t slots = ring_slots(settings_.max_batch);
         ring_.reset(new nixl_telemetry_event_t[slots]);
         mask_ = slots - 1;
+        while (burst_ * 2 <= settings_.max_batch && burst_ * 2 <= slots / 2) {
+            burst_ *= 2;
+        }
         interval_ = run_interval();
     } else {
         batch_capacity_ = std::min<size_t>(settings_.max_batch, 65536);

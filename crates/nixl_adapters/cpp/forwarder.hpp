@@ -14,8 +14,8 @@
 //    NIXL exports after a tick begins a new pass, so the events before it are a
 //    finished pass: NIXL's thread delivers them then and flushes (if the
 //    flush thread is not delivering at that moment), with its caches warm.
-//    Every half ring of events (a burst larger than NIXL's buffer) is
-//    delivered at once the same way. Events still waiting two ticks later (NIXL
+//    Every NIXL buffer's worth of events (a burst) is delivered at once the
+//    same way. Events still waiting two ticks later (NIXL
 //    went quiet) are delivered and flushed by the flush thread. So events reach
 //    the exporter at most about three intervals after NIXL exports them. The ring
 //    holds twice NIXL's buffer (at least 1024, at most 4 Mi events): one export
@@ -97,9 +97,10 @@ public:
             }
             fill(ring_[head & mask_]);
             head_.store(head + 1, std::memory_order_release);
-            // Every half ring: a burst larger than NIXL's buffer is delivered
-            // before it can fill the ring (by the flush thread if it holds the lock).
-            if (((head + 1) & (mask_ >> 1)) == 0) {
+            // Every `burst_` events (NIXL's buffer, to a power of two): a burst
+            // is delivered while its events are still in the cache, long before
+            // it could fill the ring (by the flush thread if it holds the lock).
+            if (((head + 1) & (burst_ - 1)) == 0) {
                 deliver_finished_pass();
             }
             return;
@@ -149,6 +150,7 @@ private:
     // consumer: the flush thread, or the destructor once it is joined).
     std::unique_ptr<nixl_telemetry_event_t[]> ring_;
     uint64_t mask_ = 0;
+    uint64_t burst_ = 1;  // a power of two, at most half the ring
     alignas(64) std::atomic<uint64_t> head_{0};
     uint64_t tail_seen_ = 0;  // the producer's copy of tail_
     alignas(64) std::atomic<uint64_t> tail_{0};
