@@ -127,7 +127,7 @@ impl MetricProcessor {
     /// Whether the built-in builders may replay what they wrote for a combination of
     /// values seen before (on by default). With it off every record's keys are built
     /// and looked up again. The metrics are the same either way; only the speed
-    /// differs (`docs/PERFORMANCE.md`, "Metric processor: one rule, one place").
+    /// differs (`docs/PERFORMANCE.md`, "Metric processor").
     pub fn set_memo(&mut self, on: bool) {
         self.memo = on;
     }

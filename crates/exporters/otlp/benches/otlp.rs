@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use nixl_telemetry::config::{ExporterChoice, TelemetryConfig};
 use nixl_telemetry::{Direction, Telemetry};
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_otlp::aggregate::AgentAggregator;
+use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
 use telemetry_exporter_otlp::encode::{self, AgentView};
 use telemetry_exporter_otlp::{Buckets, ExportStats, OtlpExporter, Settings};
 
@@ -109,10 +109,10 @@ fn encode_64_agents() {
     let buckets = Buckets::default();
     let events = batch(4095);
     let names: Vec<String> = (0..64).map(|i| format!("agent-{i:02}")).collect();
-    let aggregators: Vec<AgentAggregator> = names
+    let aggregators: Vec<AgentMetrics> = names
         .iter()
-        .map(|_| {
-            let mut a = AgentAggregator::new(buckets.clone());
+        .map(|name| {
+            let mut a = AgentMetrics::new(name, buckets.clone(), SeriesNaming::Otlp);
             a.record(&events);
             a.record(&[
                 Event::new(1, Category::CONNECTION, "agent_connect", 1),

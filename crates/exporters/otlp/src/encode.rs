@@ -20,9 +20,10 @@ use opentelemetry_proto::tonic::metrics::v1::{
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
-use crate::aggregate::{Series, Totals};
+use nixl_telemetry_metrics::{Series, Totals};
+
 use crate::families::{
-    histograms, scalars, slot, Shape, Source, ERRORS_DESCRIPTION, ERRORS_NAME, PER_NAME_DESCRIPTION,
+    histograms, scalars, Shape, ERRORS_DESCRIPTION, ERRORS_NAME, PER_NAME_DESCRIPTION,
 };
 use crate::stats::ExportStats;
 
@@ -150,14 +151,11 @@ pub fn metrics_request(
         let points = agents
             .iter()
             .map(|a| {
-                let value = match family.source {
-                    Source::Slot(i) => as_int(a.totals.slot(i)),
-                    Source::RegisteredNow => {
-                        let reg = i128::from(a.totals.slot(slot::MEM_REGISTERED));
-                        let dereg = i128::from(a.totals.slot(slot::MEM_DEREGISTERED));
-                        (reg - dereg).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-                    }
-                };
+                let value = a
+                    .totals
+                    .value_of(family.source)
+                    .clamp(i128::from(i64::MIN), i128::from(i64::MAX))
+                    as i64;
                 let start = match family.shape {
                     Shape::Counter => a.start_time_ns,
                     Shape::Gauge => 0,
@@ -174,17 +172,17 @@ pub fn metrics_request(
         let points = agents
             .iter()
             .map(|a| {
-                let totals = &a.totals.histograms[h];
+                let totals = a.totals.histogram(h);
                 HistogramDataPoint {
                     attributes: attrs(a, Category::PERFORMANCE),
                     start_time_unix_nano: a.start_time_ns,
                     time_unix_nano: now_ns,
-                    count: totals.count,
-                    sum: Some(totals.sum as f64),
-                    bucket_counts: totals.counts.clone(),
+                    count: totals.count(),
+                    sum: Some(totals.sum() as f64),
+                    bucket_counts: totals.counts().to_vec(),
                     explicit_bounds: bounds.to_vec(),
-                    min: totals.min_max.map(|(lo, _)| lo as f64),
-                    max: totals.min_max.map(|(_, hi)| hi as f64),
+                    min: totals.min_max().map(|(lo, _)| lo as f64),
+                    max: totals.min_max().map(|(_, hi)| hi as f64),
                     ..HistogramDataPoint::default()
                 }
             })
@@ -203,15 +201,15 @@ pub fn metrics_request(
     let mut errors = Vec::new();
     let mut named: BTreeMap<&str, Vec<NumberDataPoint>> = BTreeMap::new();
     for a in agents {
-        for (series, &value) in a.totals.series.iter().zip(&a.totals.series_values) {
+        for (series, value) in a.totals.series() {
             match series {
-                Series::Error(status) => {
+                Series::Error { status } => {
                     let mut kvs = attrs(a, Category::ERROR);
                     kvs.push(string_kv("status", status));
                     errors.push(point(kvs, a.start_time_ns, now_ns, as_int(value)));
                 }
-                Series::Named(name, category) => {
-                    named.entry(name).or_default().push(point(
+                Series::Counter { sample, category } => {
+                    named.entry(sample).or_default().push(point(
                         attrs(a, *category),
                         a.start_time_ns,
                         now_ns,
@@ -355,12 +353,12 @@ pub fn encode_into(message: &impl Message, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::AgentAggregator;
     use nixl_telemetry_abi::buckets::Buckets;
+    use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
 
     #[test]
     fn a_request_round_trips_through_prost() {
-        let mut a = AgentAggregator::new(Buckets::new(&[10.0]).unwrap());
+        let mut a = AgentMetrics::new("a", Buckets::new(&[10.0]).unwrap(), SeriesNaming::Otlp);
         a.record(&[
             Event::new(1, Category::PERFORMANCE, "agent_xfer_time", 20),
             Event::new(1, Category::ERROR, "NIXL_ERR_BACKEND", 1),

@@ -1,16 +1,15 @@
-//! The metric families: the Prometheus plug-ins' own
-//! ([`nixl_telemetry_prometheus_core::families`]), taken from there so the two
-//! exporters cannot drift apart, mapped to OTLP's data model — counters as
+//! The metric families: the model's ([`nixl_telemetry_metrics::families`]),
+//! the ones the Prometheus plug-ins expose, so the exporters cannot drift apart, mapped to OTLP's data model — counters as
 //! monotonic cumulative Sums, last values as Gauges, latencies as
 //! explicit-bucket Histograms, errors as one Sum with a `status` attribute.
 //! Only the descriptions are this exporter's own (they say what a Collector
 //! user sees; the Prometheus help texts are NIXL's words).
 
 use nixl_telemetry_abi::Category;
-use nixl_telemetry_prometheus_core::families::{self as model, Kind};
+use nixl_telemetry_metrics::families::{self as model, Kind};
 
 pub(crate) use model::PER_NAME_HELP as PER_NAME_DESCRIPTION;
-pub(crate) use model::{slot, Source, ERRORS_SAMPLE as ERRORS_NAME, KNOWN_ERROR_STATUSES};
+pub(crate) use model::{Source, ERRORS_SAMPLE as ERRORS_NAME};
 
 /// The OTLP shape of a scalar family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,8 @@
 //! sent as an OTLP log record. See `docs/otlp.md`.
 //!
 //! The parts: [`settings`] (the `OTEL_*` and `NIXL_TELEMETRY_*` variables),
-//! [`aggregate`] (the flush thread's totals), [`encode`] (OTLP messages),
+//! the flush thread's totals (the metric model of `nixl-telemetry-metrics`,
+//! [`AgentMetrics`]), [`encode`] (OTLP messages),
 //! `pipeline` (process-wide sharing and the hand-off), `worker` (the export
 //! thread: interval, retries, shutdown), `transport` (HTTP), [`stats`].
 //!
@@ -23,7 +24,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod aggregate;
 pub mod encode;
 mod error;
 mod families;
@@ -44,13 +44,13 @@ pub use error::OtlpError;
 /// The histogram bounds and their parser: the ones of every exporter.
 pub use nixl_telemetry_abi::buckets;
 pub use nixl_telemetry_abi::buckets::Buckets;
-pub use nixl_telemetry_prometheus_core::KNOWN_ERROR_STATUSES;
+pub use nixl_telemetry_metrics::KNOWN_ERROR_STATUSES;
+use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
 pub use settings::{Compression, Settings, SettingsError, SignalSettings};
 pub use stats::ExportStats;
 pub use transport::MAX_RETRY_AFTER;
 pub use worker::MAX_LOG_RECORDS_PER_REQUEST;
 
-use aggregate::AgentAggregator;
 use pipeline::{AgentSlot, EventBatch, Message, Pipeline};
 
 /// The events handed over were refused: the events queue is full (the
@@ -73,7 +73,7 @@ pub struct QueueFull {
 /// agent of a pipeline stops it after a final export.
 #[derive(Debug)]
 pub struct OtlpExporter {
-    aggregator: AgentAggregator,
+    aggregator: AgentMetrics,
     slot: Arc<AgentSlot>,
     pipeline: Arc<Pipeline>,
     events: Option<Sender<Message>>,
@@ -85,7 +85,8 @@ impl OtlpExporter {
     /// entry point reads them from the environment with [`Settings::from_env`]).
     pub fn with_settings(agent_name: &str, settings: &Settings) -> Result<OtlpExporter, OtlpError> {
         let (pipeline, slot) = pipeline::attach(agent_name, settings)?;
-        let aggregator = AgentAggregator::new(settings.buckets.clone());
+        let aggregator =
+            AgentMetrics::new(agent_name, settings.buckets.clone(), SeriesNaming::Otlp);
         pipeline::lock(&slot.published).copy_from(aggregator.totals());
         let events = settings.events.then(|| pipeline.sender());
         Ok(OtlpExporter {

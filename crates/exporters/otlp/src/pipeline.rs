@@ -17,12 +17,12 @@ use std::thread::JoinHandle;
 
 use nixl_telemetry_abi::Event;
 
-use crate::aggregate::Totals;
 use crate::error::OtlpError;
 use crate::settings::Settings;
 use crate::stats::Counters;
 use crate::transport::Transport;
 use crate::worker;
+use nixl_telemetry_metrics::Totals;
 
 /// Events of one agent waiting to be sent as log records.
 #[derive(Debug)]

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_core::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
+use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
-use telemetry_exporter_otlp::aggregate::AgentAggregator;
 use telemetry_exporter_otlp::encode::{metrics_request, resource, AgentView};
 use telemetry_exporter_otlp::{ExportStats, Settings as OtlpSettings};
 
@@ -72,7 +72,7 @@ fn prometheus_families() -> BTreeMap<String, Family> {
 /// The agent families of an OTLP metrics request, by name.
 fn otlp_families() -> BTreeMap<String, Family> {
     let settings = OtlpSettings::new("http://127.0.0.1:4318").unwrap();
-    let mut aggregator = AgentAggregator::new(settings.buckets.clone());
+    let mut aggregator = AgentMetrics::new("parity", settings.buckets.clone(), SeriesNaming::Otlp);
     aggregator.record(&events());
     let agents = [AgentView {
         name: "parity",

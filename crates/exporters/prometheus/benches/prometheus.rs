@@ -1,4 +1,4 @@
-//! Speed of the Prometheus plug-in (numbers in docs/PERFORMANCE.md (Prometheus plug-in (issue 5))).
+//! Speed of the Prometheus plug-in (numbers in docs/PERFORMANCE.md, "Scrape latency" and "Exporter throughput").
 //!
 //! ```text
 //! cargo bench -p nixl-telemetry-exporter-prometheus --bench prometheus \
@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use nixl_telemetry::{Direction, ExportOutcome, Exporter, Telemetry, TelemetryStats};
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor, EXPORT_OK};
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_prometheus::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
 
 const BATCH: usize = 4096;
 /// Upper bound on scrapes per client per phase (the time bound usually ends it first).
@@ -207,7 +207,7 @@ fn absorb(seconds: f64) {
 /// two more, and twelve backend/connection/custom names.
 fn every_series_batch() -> Vec<Event> {
     let mut out = mixed_batch();
-    for status in telemetry_exporter_prometheus::KNOWN_ERROR_STATUSES {
+    for status in nixl_telemetry_metrics::KNOWN_ERROR_STATUSES {
         out.push(ev(
             Category::ERROR,
             &format!("NIXL_ERR_{}", status.to_ascii_uppercase()),

@@ -1,18 +1,16 @@
 //! The Prometheus exporter plug-in: `libtelemetry_exporter_prometheus.so`,
 //! selected with `NIXL_TELEMETRY_EXPORTER=prometheus`.
 //!
-//! This crate is the plug-in glue only: the entry points (`export_plugin!`)
-//! around [`PrometheusExporter`], which, with the metric model, the rendering
-//! and the HTTP server, lives in `nixl-telemetry-prometheus-core` (an rlib
-//! without entry points, which the multi-process and OTLP plug-ins link too).
-//! Everything public there is re-exported here, so Rust users of this crate
-//! keep their paths. See `docs/prometheus.md` for the series and the
-//! configuration.
-
-pub use nixl_telemetry_prometheus_core::*;
+//! This crate is the plug-in's entry points only (`export_plugin!`) around
+//! [`PrometheusExporter`], which lives in `nixl-telemetry-prometheus-http`
+//! (an rlib without entry points; the metric model it publishes is
+//! `nixl-telemetry-metrics`). Rust code uses those crates; nothing links this
+//! one but the host that loads it (and its own tests). See
+//! `docs/prometheus.md` for the series and the configuration.
 
 use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
+use nixl_telemetry_prometheus_http::{PrometheusExporter, Settings};
 
 /// The plug-in's exporter: one [`PrometheusExporter`], created from the
 /// environment ([`Settings::from_env`]) as the host asks.

@@ -7,9 +7,8 @@ use std::collections::HashSet;
 
 use common::{ev, exporter, value_of};
 use nixl_telemetry_abi::Category;
-use telemetry_exporter_prometheus::{
-    Format, PrometheusExporter, Settings, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT,
-};
+use nixl_telemetry_metrics::{KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
 
 const FIXED_SAMPLES: [&str; 17] = [
     "agent_tx_bytes_total",

@@ -13,7 +13,7 @@ use common::{
     split_exposer, unlabelled,
 };
 use nixl_telemetry_abi::Category;
-use telemetry_exporter_prometheus::{
+use nixl_telemetry_prometheus_http::{
     Format, ServerLimits, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE,
 };
 

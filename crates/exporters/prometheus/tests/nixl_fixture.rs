@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use common::scrape;
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_prometheus::{PrometheusExporter, Settings};
+use nixl_telemetry_prometheus_http::{PrometheusExporter, Settings};
 
 /// The fixture's host name label value.
 const FIXTURE_HOST: &str = "vm";
@@ -152,7 +152,7 @@ fn the_first_scrape_matches_nixl_1_5_1_family_by_family() {
     initiator.record(&events("initiator"));
     target.record(&events("target"));
     let ours_text = scrape(initiator.local_addr(), None).text();
-    let host = telemetry_exporter_prometheus::external::hostname();
+    let host = nixl_telemetry_metrics::hostname();
     let ours = parse(&ours_text, host);
 
     let mut problems = Vec::new();

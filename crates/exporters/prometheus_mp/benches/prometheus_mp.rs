@@ -27,7 +27,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_core::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
 use telemetry_exporter_prometheus_mp::{MpSettings, MultiProcessExporter};
 
 const BATCH: usize = 4096;

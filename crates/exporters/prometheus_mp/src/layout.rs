@@ -32,8 +32,7 @@
 //! its value (u64, offset 0), category (i32, 8), kind (u32, 12: 1 error
 //! status, 2 per-name counter) and its status or sample name (text, 16).
 
-use nixl_telemetry_prometheus_core::external::{FIXED_READINGS, HISTOGRAM_COUNT};
-use nixl_telemetry_prometheus_core::{KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+use nixl_telemetry_metrics::{histogram, slot, MAX_SERIES_NAME_LEN};
 
 /// The first eight bytes of every store.
 pub const MAGIC: [u8; 8] = *b"NXTLMPS\x01";
@@ -43,9 +42,11 @@ pub const VERSION: u32 = 1;
 pub const MAX_BOUNDS: usize = 32;
 /// Buckets per histogram: the bounds and `+Inf`.
 pub const BUCKET_SLOTS: usize = MAX_BOUNDS + 1;
-/// The most run-time series: the known error statuses and the per-agent
-/// limit of distinct names of the single-process exporter.
-pub const MAX_SERIES: usize = KNOWN_ERROR_STATUSES.len() + MAX_NAMES_PER_AGENT;
+/// The most run-time series: the model's (the known error statuses and the
+/// per-agent limit of distinct names).
+pub const MAX_SERIES: usize = nixl_telemetry_metrics::MAX_SERIES;
+/// How many fixed readings an agent has (the model's [`slot`]s).
+pub const FIXED_READINGS: usize = slot::COUNT;
 
 /// Field offsets.
 pub mod off {
@@ -143,14 +144,16 @@ pub const fn series(i: usize) -> usize {
 
 const _: () = {
     assert!(FIXED_READINGS == 16);
-    assert!(HISTOGRAM_COUNT == 2);
+    assert!(histogram::COUNT == 2);
+    // Every series name of the model fits its field.
+    assert!(MAX_SERIES_NAME_LEN + 2 <= text_len::SERIES_NAME);
     assert!(off::LISTEN + text_len::LISTEN == off::HOSTNAME);
     assert!(off::HOSTNAME + text_len::HOSTNAME == off::AGENT);
     assert!(off::AGENT + text_len::AGENT == off::RANK);
     assert!(off::RANK + text_len::RANK == off::BOUNDS);
     assert!(off::BOUNDS + 8 * MAX_BOUNDS == off::FIXED);
     assert!(off::FIXED + 8 * FIXED_READINGS == off::HISTOGRAMS);
-    assert!(bucket(HISTOGRAM_COUNT, 0) <= off::SERIES);
+    assert!(bucket(histogram::COUNT, 0) <= off::SERIES);
     assert!(off::SERIES.is_multiple_of(64) && SERIES_ENTRY.is_multiple_of(8));
     assert!(entry::NAME + text_len::SERIES_NAME == SERIES_ENTRY);
 };

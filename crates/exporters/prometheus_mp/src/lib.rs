@@ -35,8 +35,8 @@ use std::sync::Arc;
 
 use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
-use nixl_telemetry_prometheus_core::external::BodySource;
-use nixl_telemetry_prometheus_core::Format;
+use nixl_telemetry_metrics::Format;
+use nixl_telemetry_prometheus_http::external::BodySource;
 
 pub use election::TAKEOVER_INTERVAL;
 pub use error::MpError;
@@ -73,7 +73,7 @@ impl MultiProcessExporter {
         files::prepare_directory(dir)?;
         let identity = StoreIdentity {
             listen: settings.base.listen.to_string(),
-            hostname: nixl_telemetry_prometheus_core::external::hostname().to_owned(),
+            hostname: nixl_telemetry_metrics::hostname().to_owned(),
             agent_name: agent_name.to_owned(),
             pid: std::process::id(),
             agent_instance: INSTANCES.fetch_add(1, Ordering::Relaxed),

@@ -16,19 +16,17 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nixl_telemetry_abi::Category;
-use nixl_telemetry_prometheus_core::external::{
-    render_readings, AgentReading, BodySource, RuntimeSeries, SeriesName, FIXED_READINGS,
-};
-use nixl_telemetry_prometheus_core::Format;
+use nixl_telemetry_metrics::{histogram, AgentLabels, Format, HistogramTotals, Series, Totals};
+use nixl_telemetry_prometheus_http::external::BodySource;
 
 use crate::files;
 use crate::layout::{
     self, decode_text, entry, off, read_u32, read_u64, text_len, BUCKET_SLOTS, FILE_SIZE,
-    MAX_BOUNDS, MAX_SERIES, SERIES_ENTRY,
+    FIXED_READINGS, MAX_BOUNDS, MAX_SERIES, SERIES_ENTRY,
 };
 use crate::store::now_ms;
 
@@ -40,6 +38,10 @@ const READ_ATTEMPTS: usize = 16;
 pub struct StoreReading {
     /// The exporter's listen address.
     pub listen: String,
+    /// The host name.
+    pub hostname: String,
+    /// The agent's name.
+    pub agent_name: String,
     /// Last update, ms since the epoch.
     pub updated_ms: u64,
     /// The process id.
@@ -48,8 +50,28 @@ pub struct StoreReading {
     pub agent_instance: u32,
     /// The local rank, if set.
     pub local_rank: Option<String>,
-    /// The rank's readings, labels included.
-    pub reading: AgentReading,
+    /// The rank's totals (the smallest and largest histogram values are not
+    /// stored; events are not counted).
+    pub totals: Totals,
+}
+
+impl StoreReading {
+    /// The rank's labels, as its series carry them: `agent_name`,
+    /// `hostname`, `pid`, `agent_instance`, then `local_rank` if set.
+    pub fn labels(&self) -> AgentLabels {
+        let pid = self.pid.to_string();
+        let instance = self.agent_instance.to_string();
+        let mut labels = vec![
+            ("agent_name", self.agent_name.as_str()),
+            ("hostname", self.hostname.as_str()),
+            ("pid", pid.as_str()),
+            ("agent_instance", instance.as_str()),
+        ];
+        if let Some(rank) = &self.local_rank {
+            labels.push(("local_rank", rank));
+        }
+        AgentLabels::new(labels, self.totals.histogram(0).bounds())
+    }
 }
 
 /// Why a file was not read as a store.
@@ -215,13 +237,17 @@ fn parse(head: &[u8], entries: &[u8], count: usize) -> Result<StoreReading, Skip
     for (i, v) in fixed.iter_mut().enumerate() {
         *v = read_u64(head, layout::fixed(i)).ok_or_else(|| bad("reading"))?;
     }
-    let histograms = [0, 1].map(|h| {
-        (0..=bound_count)
-            .map(|b| read_u64(head, layout::bucket(h, b)).unwrap_or(0))
-            .collect::<Vec<u64>>()
-    });
+    let bounds: Arc<[f64]> = bounds.into();
     debug_assert!(bound_count < BUCKET_SLOTS);
+    let histograms = [0, 1].map(|h| {
+        let counts = (0..=bound_count)
+            .map(|b| read_u64(head, layout::bucket(h, b)).unwrap_or(0))
+            .collect::<Vec<u64>>();
+        let sum = fixed[nixl_telemetry_metrics::families::HISTOGRAMS[h].sum_slot];
+        HistogramTotals::from_counts(Arc::clone(&bounds), counts, sum)
+    });
     let mut series = Vec::with_capacity(count);
+    let mut values = Vec::with_capacity(count);
     for i in 0..count {
         let at = SERIES_ENTRY * i;
         let value = read_u64(entries, at + entry::VALUE).ok_or_else(|| bad("series"))?;
@@ -230,39 +256,28 @@ fn parse(head: &[u8], entries: &[u8], count: usize) -> Result<StoreReading, Skip
         let name = decode_text(entries, at + entry::NAME, text_len::SERIES_NAME)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| bad("series name"))?;
-        let name = match kind {
-            layout::KIND_ERROR => SeriesName::Error(name),
-            layout::KIND_COUNTER if valid_metric_name(&name) => SeriesName::Counter(name),
+        series.push(match kind {
+            layout::KIND_ERROR => Series::Error {
+                status: name.into(),
+            },
+            layout::KIND_COUNTER if valid_metric_name(&name) => Series::Counter {
+                sample: name.into(),
+                category: Category(category as i32),
+            },
             _ => return Err(bad("series kind or name")),
-        };
-        series.push(RuntimeSeries {
-            category: Category(category as i32),
-            name,
-            value,
         });
+        values.push(value);
     }
-    let mut labels = vec![
-        ("agent_name".to_owned(), agent_name),
-        ("hostname".to_owned(), hostname),
-        ("pid".to_owned(), pid.to_string()),
-        ("agent_instance".to_owned(), agent_instance.to_string()),
-    ];
-    if let Some(rank) = &local_rank {
-        labels.push(("local_rank".to_owned(), rank.clone()));
-    }
+    const _: () = assert!(histogram::COUNT == 2);
     Ok(StoreReading {
         listen,
+        hostname,
+        agent_name,
         updated_ms,
         pid,
         agent_instance,
         local_rank,
-        reading: AgentReading {
-            labels,
-            bounds,
-            fixed,
-            histograms,
-            series,
-        },
+        totals: Totals::from_parts(fixed, histograms, series.into(), values, 0),
     })
 }
 
@@ -372,7 +387,7 @@ impl Collector {
     }
 
     /// Scans and reports what is worth reporting (each file once).
-    pub fn collect(&self) -> Vec<AgentReading> {
+    pub fn collect(&self) -> Vec<StoreReading> {
         let outcome = match self.scan() {
             Ok(o) => o,
             Err(e) => {
@@ -403,7 +418,7 @@ impl Collector {
             warned.remove(path);
             tracing::info!(file = %path.display(), "prometheus_mp reaped a released, stale store");
         }
-        outcome.stores.into_iter().map(|s| s.reading).collect()
+        outcome.stores
     }
 }
 
@@ -414,6 +429,13 @@ impl BodySource for Collector {
     }
 
     fn render(&self, format: Format) -> Vec<u8> {
-        render_readings(&self.collect(), format)
+        let stores = self.collect();
+        let labels: Vec<AgentLabels> = stores.iter().map(StoreReading::labels).collect();
+        let agents: Vec<(&AgentLabels, &Totals)> = labels
+            .iter()
+            .zip(&stores)
+            .map(|(l, s)| (l, &s.totals))
+            .collect();
+        nixl_telemetry_metrics::render(&agents, format)
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nixl_telemetry_prometheus_core::Settings;
+use nixl_telemetry_prometheus_http::Settings;
 
 use crate::error::MpError;
 use crate::layout::MAX_BOUNDS;

@@ -11,23 +11,18 @@
 //! changed are stored, the sequence is made even again. Readers copy the
 //! store and retry when the sequence moved.
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
-use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_core::external::{
-    effect, series_for, EventEffect, SeriesName, FIXED_READINGS, UNMAPPED_READING,
-};
-use nixl_telemetry_prometheus_core::name_cache::{NameKey, NameMap};
-use nixl_telemetry_prometheus_core::{Buckets, KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+use nixl_telemetry_abi::Event;
+use nixl_telemetry_metrics::{AgentMetrics, Buckets, Series, SeriesNaming};
 
 use crate::error::MpError;
 use crate::files;
-use crate::layout::{self, entry, off, text_len, BUCKET_SLOTS, FILE_SIZE, MAX_SERIES};
+use crate::layout::{self, entry, off, text_len, FILE_SIZE, FIXED_READINGS, MAX_SERIES};
 use crate::sys::{link_unnamed, StoreMapping};
 
 /// Who a store speaks for: the labels of its series.
@@ -54,34 +49,20 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Index meaning "counted as unmapped".
-const UNMAPPED: u32 = u32::MAX;
-
-/// One agent's store and the totals behind it.
+/// One agent's store and the model's totals behind it.
 pub struct StoreWriter {
     map: StoreMapping,
     /// Holds the lock for the writer's life.
     file: File,
     path: PathBuf,
-    buckets: Buckets,
-    fixed: [u64; FIXED_READINGS],
-    histograms: [[u64; BUCKET_SLOTS]; 2],
-    histogram_touched: [bool; 2],
-    values: Vec<u64>,
-    dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
-    names: NameMap<u32>,
-    series_index: HashMap<(SeriesName, i32), u32>,
-    names_taken: usize,
-    warned_limit: bool,
-    changed: bool,
+    metrics: AgentMetrics,
 }
 
 impl std::fmt::Debug for StoreWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreWriter")
             .field("path", &self.path)
-            .field("series", &self.values.len())
+            .field("series", &self.metrics.totals().series().len())
             .finish_non_exhaustive()
     }
 }
@@ -249,26 +230,14 @@ impl StoreWriter {
             map,
             file,
             path,
-            buckets: buckets.clone(),
-            fixed: [0; FIXED_READINGS],
-            histograms: [[0; BUCKET_SLOTS]; 2],
-            histogram_touched: [false; 2],
-            values: Vec::new(),
-            dirty: Vec::new(),
-            is_dirty: Vec::new(),
-            names: HashMap::default(),
-            series_index: HashMap::new(),
-            names_taken: 0,
-            warned_limit: false,
-            changed: false,
+            metrics: AgentMetrics::new(
+                &identity.agent_name,
+                buckets.clone(),
+                SeriesNaming::Prometheus,
+            ),
         };
-        for status in KNOWN_ERROR_STATUSES {
-            let index = writer.push_series(SeriesName::Error(status.to_owned()), Category::ERROR);
-            let raw = format!("NIXL_ERR_{}", status.to_ascii_uppercase());
-            writer
-                .names
-                .insert(NameKey::new(Category::ERROR.0, raw.as_bytes()), index);
-        }
+        // The known error statuses, at 0.
+        writer.publish();
         Ok(writer)
     }
 
@@ -286,12 +255,7 @@ impl StoreWriter {
     /// is set by [`StoreWriter::heartbeat`] (the plug-in's `flush`, after
     /// every pass), not here: one clock read per pass rather than per batch.
     pub fn record(&mut self, events: &[Event]) {
-        for event in events {
-            self.record_one(event);
-        }
-        if !events.is_empty() {
-            self.changed = true;
-        }
+        self.metrics.record(events);
         self.publish();
     }
 
@@ -302,166 +266,66 @@ impl StoreWriter {
             .store(now_ms, Ordering::Release);
     }
 
-    #[inline]
-    fn record_one(&mut self, event: &Event) {
-        let category = Category(event.category);
-        let name = event.name_bytes();
-        match effect(category, name) {
-            EventEffect::Builtin {
-                sum,
-                last,
-                histogram,
-            } => {
-                self.fixed[sum] = self.fixed[sum].saturating_add(event.value);
-                if let Some(l) = last {
-                    self.fixed[l] = event.value;
-                }
-                if let Some(h) = histogram {
-                    let b = self.buckets.index(event.value);
-                    self.histograms[h][b] += 1;
-                    self.histogram_touched[h] = true;
-                }
-            }
-            EventEffect::PerName => self.per_name(event, category, name),
-            EventEffect::Unmapped => self.fixed[UNMAPPED_READING] += 1,
-        }
-    }
-
-    #[inline]
-    fn per_name(&mut self, event: &Event, category: Category, name: &[u8]) {
-        let k = NameKey::new(event.category, name);
-        let index = match self.names.get(&k) {
-            Some(&i) => i,
-            None => self.map_name(k, category, name),
-        };
-        if index == UNMAPPED {
-            self.fixed[UNMAPPED_READING] += 1;
-            return;
-        }
-        let i = index as usize;
-        let amount = if category == Category::ERROR {
-            1
-        } else {
-            event.value
-        };
-        self.values[i] = self.values[i].saturating_add(amount);
-        if !self.is_dirty[i] {
-            self.is_dirty[i] = true;
-            self.dirty.push(index);
-        }
-    }
-
-    /// Maps a name seen for the first time, as the single-process exporter
-    /// does: past [`MAX_NAMES_PER_AGENT`] names, only errors whose status
-    /// already has a series still count there (unremembered).
-    #[cold]
-    fn map_name(&mut self, k: NameKey, category: Category, name: &[u8]) -> u32 {
-        let series = series_for(category, name);
-        if self.names_taken >= MAX_NAMES_PER_AGENT {
-            if let Some(s @ SeriesName::Error(_)) = &series {
-                if let Some(&i) = self.series_index.get(&(s.clone(), category.0)) {
-                    return i;
-                }
-            }
-            if !self.warned_limit {
-                self.warned_limit = true;
-                tracing::warn!(
-                    store = %self.path.display(),
-                    name = %String::from_utf8_lossy(name),
-                    limit = MAX_NAMES_PER_AGENT,
-                    "too many distinct event names; further ones are counted in agent_telemetry_unmapped_events_total"
-                );
-            }
-            return UNMAPPED;
-        }
-        self.names_taken += 1;
-        let index = match series {
-            Some(s) => match self.series_index.get(&(s.clone(), category.0)) {
-                Some(&i) => i,
-                None if layout::encode_text(series_text(&s), text_len::SERIES_NAME).is_some() => {
-                    self.push_series(s, category)
-                }
-                None => UNMAPPED,
-            },
-            None => UNMAPPED,
-        };
-        self.names.insert(k, index);
-        index
-    }
-
-    /// Adds a series entry and makes it visible (value 0).
-    fn push_series(&mut self, name: SeriesName, category: Category) -> u32 {
-        let index = self.values.len();
-        assert!(index < MAX_SERIES, "bounded by MAX_NAMES_PER_AGENT");
-        let at = layout::series(index);
-        let (kind, text) = match &name {
-            SeriesName::Error(s) => (layout::KIND_ERROR, s),
-            SeriesName::Counter(s) => (layout::KIND_COUNTER, s),
-        };
-        let bytes =
-            layout::encode_text(text, text_len::SERIES_NAME).expect("checked by the caller");
-        self.map.write_bytes(at + entry::NAME, &bytes);
-        self.map
-            .u64_at(at + entry::VALUE)
-            .store(0, Ordering::Relaxed);
-        self.map
-            .u32_at(at + entry::CATEGORY)
-            .store(category.0 as u32, Ordering::Relaxed);
-        self.map
-            .u32_at(at + entry::KIND)
-            .store(kind, Ordering::Relaxed);
-        // The entry is complete before the count that shows it.
-        self.map
-            .u32_at(off::SERIES_COUNT)
-            .store(index as u32 + 1, Ordering::Release);
-        self.values.push(0);
-        self.is_dirty.push(false);
-        self.series_index.insert((name, category.0), index as u32);
-        index as u32
-    }
-
-    /// Copies what changed into the store under the sequence lock.
+    /// Copies what changed into the store: new series entries first (each
+    /// complete before the count that shows it), then the numbers under the
+    /// sequence lock.
     fn publish(&mut self) {
-        if !std::mem::take(&mut self.changed) {
-            return;
-        }
+        let changes = self.metrics.changes();
+        let totals = self.metrics.totals();
         let map = &self.map;
-        let seq = map.u64_at(off::SEQ);
-        let s = seq.load(Ordering::Relaxed);
-        seq.store(s.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
-        for (dst, &v) in map
-            .u64_slice(layout::fixed(0), FIXED_READINGS)
-            .iter()
-            .zip(&self.fixed)
-        {
-            dst.store(v, Ordering::Relaxed);
+        for index in changes.new_series() {
+            write_entry(map, index, &totals.series_list()[index]);
         }
-        for h in 0..2 {
-            if std::mem::take(&mut self.histogram_touched[h]) {
-                let n = self.buckets.bounds().len() + 1;
-                let dst = map.u64_slice(layout::bucket(h, 0), n);
-                for (d, &v) in dst.iter().zip(&self.histograms[h][..n]) {
-                    d.store(v, Ordering::Relaxed);
+        if !changes.is_empty() {
+            let seq = map.u64_at(off::SEQ);
+            let s = seq.load(Ordering::Relaxed);
+            seq.store(s.wrapping_add(1), Ordering::Relaxed);
+            fence(Ordering::Release);
+            for (dst, &v) in map
+                .u64_slice(layout::fixed(0), FIXED_READINGS)
+                .iter()
+                .zip(totals.fixed_readings())
+            {
+                dst.store(v, Ordering::Relaxed);
+            }
+            for h in 0..nixl_telemetry_metrics::histogram::COUNT {
+                if changes.histogram_changed(h) {
+                    let counts = totals.histogram(h).counts();
+                    let dst = map.u64_slice(layout::bucket(h, 0), counts.len());
+                    for (d, &v) in dst.iter().zip(counts) {
+                        d.store(v, Ordering::Relaxed);
+                    }
                 }
             }
+            let values = totals.series_values();
+            for i in changes.changed_values() {
+                map.u64_at(layout::series(i) + entry::VALUE)
+                    .store(values[i], Ordering::Relaxed);
+            }
+            seq.store(s.wrapping_add(2), Ordering::Release);
         }
-        for &i in &self.dirty {
-            let i = i as usize;
-            map.u64_at(layout::series(i) + entry::VALUE)
-                .store(self.values[i], Ordering::Relaxed);
-            self.is_dirty[i] = false;
-        }
-        self.dirty.clear();
-        seq.store(s.wrapping_add(2), Ordering::Release);
+        self.metrics.clear_changes();
     }
 }
 
-/// The text a series entry holds.
-fn series_text(name: &SeriesName) -> &str {
-    match name {
-        SeriesName::Error(s) | SeriesName::Counter(s) => s,
-    }
+/// Writes series entry `index` (value 0) and makes it visible.
+fn write_entry(map: &StoreMapping, index: usize, series: &Series) {
+    assert!(index < MAX_SERIES, "bounded by the model's MAX_SERIES");
+    let at = layout::series(index);
+    let kind = match series {
+        Series::Error { .. } => layout::KIND_ERROR,
+        Series::Counter { .. } => layout::KIND_COUNTER,
+    };
+    let bytes = layout::encode_text(series.name(), text_len::SERIES_NAME)
+        .expect("the model's series names fit the field (MAX_SERIES_NAME_LEN)");
+    map.write_bytes(at + entry::NAME, &bytes);
+    map.u64_at(at + entry::VALUE).store(0, Ordering::Relaxed);
+    map.u32_at(at + entry::CATEGORY)
+        .store(series.category().0 as u32, Ordering::Relaxed);
+    map.u32_at(at + entry::KIND).store(kind, Ordering::Relaxed);
+    // The entry is complete before the count that shows it.
+    map.u32_at(off::SERIES_COUNT)
+        .store(index as u32 + 1, Ordering::Release);
 }
 
 #[cfg(test)]
@@ -484,7 +348,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let buckets = Buckets::new(&[1.0, 2.0]).unwrap();
         let mut w = StoreWriter::create_in(dir.path(), &identity(), &buckets, unnamed).unwrap();
-        w.record(&[Event::new(1, Category::PERFORMANCE, "agent_xfer_time", 2)]);
+        w.record(&[Event::new(
+            1,
+            nixl_telemetry_abi::Category::PERFORMANCE,
+            "agent_xfer_time",
+            2,
+        )]);
         // Exactly the store, under its final name: nothing temporary is left.
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -501,7 +370,7 @@ mod tests {
         let read = read_store(&file).unwrap();
         assert_eq!(read.agent_instance, 7);
         assert_eq!(read.local_rank.as_deref(), Some("2"));
-        assert_eq!(read.reading.histograms[0], [0, 1, 0]);
+        assert_eq!(read.totals.histogram(0).counts(), [0, 1, 0]);
         drop(w);
         file.try_lock().unwrap();
     }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_core::{Buckets, Format, Settings};
+use nixl_telemetry_prometheus_http::{Buckets, Format, Settings};
 use telemetry_exporter_prometheus_mp::layout::{self, FILE_SIZE};
 use telemetry_exporter_prometheus_mp::scan::{open_store, read_store, Collector, Skip};
 use telemetry_exporter_prometheus_mp::{
@@ -68,12 +68,12 @@ fn a_store_reads_back_what_was_recorded() {
     let store = read_store(&file).unwrap();
     assert_eq!(store.pid, std::process::id());
     assert_eq!(store.local_rank.as_deref(), Some("0"));
-    assert_eq!(store.reading.bounds, [10.0, 100.0]);
-    assert_eq!(store.reading.histograms[0], [0, 1, 0]);
+    assert_eq!(store.totals.histogram(0).bounds(), [10.0, 100.0]);
+    assert_eq!(store.totals.histogram(0).counts(), [0, 1, 0]);
     let text = String::from_utf8(exporter.render(Format::Text)).unwrap();
     let labels = format!(
         "agent_name=\"rank-a\",hostname=\"{}\",pid=\"{}\",agent_instance=\"{}\",local_rank=\"0\"",
-        nixl_telemetry_prometheus_core::external::hostname(),
+        nixl_telemetry_metrics::hostname(),
         std::process::id(),
         store.agent_instance
     );
@@ -328,10 +328,10 @@ fn readers_never_see_a_publish_half_done() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 match read_store(&file) {
                     Ok(s) => {
-                        let f = s.reading.fixed;
+                        let f = s.totals.fixed_readings();
                         // bytes and requests slots of the single-process table
                         assert_eq!(f[0], f[2] * 4096);
-                        assert_eq!(s.reading.histograms[0].iter().sum::<u64>(), f[2]);
+                        assert_eq!(s.totals.histogram(0).counts().iter().sum::<u64>(), f[2]);
                         reads += 1;
                     }
                     Err(Skip::Busy) => {}
