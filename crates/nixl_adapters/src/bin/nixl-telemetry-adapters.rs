@@ -34,7 +34,7 @@ enum Command {
     /// exporter interface, and which exporters an adapter gives it.
     Detect(Target),
     /// Links the adapters of the installation's generation into NIXL's own
-    /// plug-in directory: a job then sets only NIXL_TELEMETRY_EXPORTER=<name>.
+    /// plug-in directory: a job then sets only NIXL_TELEMETRY_EXPORTER=NAME.
     Link(Placing),
     /// Removes the links `link` made.
     Unlink(Target),
@@ -48,9 +48,9 @@ enum Command {
         dir: Option<PathBuf>,
     },
     /// Copies the adapters this build made under every exporter's name into
-    /// DIR/<generation>/ (what scripts/install.sh runs).
+    /// DIR/GENERATION/ (what scripts/install.sh runs).
     Stage {
-        /// The adapters' directory, e.g. <prefix>/lib/nixl/nixl_adapters.
+        /// The adapters' directory, e.g. PREFIX/lib/nixl/nixl_adapters.
         dir: PathBuf,
         /// Our plug-ins to give NIXL (csv, otlp, prometheus, ...).
         #[arg(required = true)]
@@ -77,7 +77,7 @@ struct Target {
 struct Placing {
     #[command(flatten)]
     target: Target,
-    /// Where the adapters are [default: <this program>/../lib/nixl/nixl_adapters].
+    /// Where the adapters are [default: ../lib/nixl/nixl_adapters from this program's directory].
     #[arg(long)]
     adapters: Option<PathBuf>,
 }
