@@ -49,29 +49,31 @@ fn main() {
         .cargo_metadata(false)
         .cargo_warnings(false)
         .get_compiler();
+    // Every C++ compilation: optimised, NIXL's string ABI, our headers.
+    let cxx = || {
+        let mut command = compiler.to_command();
+        command
+            .args(["-std=c++17", "-O2", "-g1", "-Wall", "-Wextra"])
+            // NIXL's wheels use libstdc++'s C++11 ABI (std::__cxx11::basic_string).
+            .arg("-D_GLIBCXX_USE_CXX11_ABI=1")
+            .arg("-I")
+            .arg(&include);
+        command
+    };
     let version = std::env::var("CARGO_PKG_VERSION").expect("cargo sets it");
     for (generation, source) in GENERATIONS {
         let dir = out.join(generation);
         std::fs::create_dir_all(&dir).expect("create the output directory");
         let library = dir.join("nixl_adapter.so");
-        let mut command = compiler.to_command();
+        let mut command = cxx();
         command
             .args([
-                "-std=c++17",
-                "-O2",
-                "-g1",
                 "-fPIC",
                 "-shared",
                 "-fvisibility=hidden",
                 "-fvisibility-inlines-hidden",
-                // NIXL's wheels use libstdc++'s C++11 ABI (std::__cxx11::basic_string).
-                "-D_GLIBCXX_USE_CXX11_ABI=1",
-                "-Wall",
-                "-Wextra",
             ])
             .arg(format!("-DNIXL_TELEMETRY_VERSION=\"{version}\""))
-            .arg("-I")
-            .arg(&include)
             .arg(cpp.join(source));
         command.args(SHARED.iter().map(|file| cpp.join(file)));
         command

@@ -46,36 +46,36 @@ std::unique_ptr<Forwarder> start_forwarding(const AdapterIdentity &me, const std
 // Our plug-in is unloaded once the adapter is and its last exporter is gone.
 void release_our_plugin() noexcept;
 
-// An exporter of a generation without batch hooks.
-template <class G> class Adapter3 final : public NixlExporter3<typename G::Event> {
+// An exporter of NIXL's interface `Base` that converts each event and hands it
+// to a forwarder.
+template <class G, class Base> class Forwarding : public Base {
 public:
-    Adapter3(size_t max_events, std::unique_ptr<Forwarder> forwarder) noexcept
-        : NixlExporter3<typename G::Event>(max_events), forwarder_(std::move(forwarder)) {}
+    Forwarding(size_t max_events, std::unique_ptr<Forwarder> forwarder) noexcept
+        : Base(max_events), forwarder_(std::move(forwarder)) {}
 
     NixlStatus exportEvent(const typename G::Event &event) noexcept override {
         forwarder_->push([&event](nixl_telemetry_event_t &ours) { G::convert(event, ours); });
         return kNixlSuccess;
     }
 
-private:
+protected:
     std::unique_ptr<Forwarder> forwarder_;
 };
 
-// An exporter of a generation with batch hooks.
-template <class G> class Adapter5 final : public NixlExporter5<typename G::Event> {
+// An exporter of a generation without batch hooks.
+template <class G>
+class Adapter3 final : public Forwarding<G, NixlExporter3<typename G::Event>> {
 public:
-    Adapter5(size_t max_events, std::unique_ptr<Forwarder> forwarder) noexcept
-        : NixlExporter5<typename G::Event>(max_events), forwarder_(std::move(forwarder)) {}
+    using Forwarding<G, NixlExporter3<typename G::Event>>::Forwarding;
+};
 
-    NixlStatus exportEvent(const typename G::Event &event) noexcept override {
-        forwarder_->push([&event](nixl_telemetry_event_t &ours) { G::convert(event, ours); });
-        return kNixlSuccess;
-    }
-    void onBatchBegin() noexcept override { forwarder_->begin_batch(); }
-    void onBatchEnd() noexcept override { forwarder_->end_batch(); }
-
-private:
-    std::unique_ptr<Forwarder> forwarder_;
+// An exporter of a generation with batch hooks.
+template <class G>
+class Adapter5 final : public Forwarding<G, NixlExporter5<typename G::Event>> {
+public:
+    using Forwarding<G, NixlExporter5<typename G::Event>>::Forwarding;
+    void onBatchBegin() noexcept override { this->forwarder_->begin_batch(); }
+    void onBatchEnd() noexcept override { this->forwarder_->end_batch(); }
 };
 
 template <class G> struct Entry {

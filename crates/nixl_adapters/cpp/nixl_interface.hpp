@@ -59,20 +59,13 @@ private:
 };
 
 // The exporter base class of 1.5: the same, then two functions NIXL calls
-// around each export pass (private in NIXL; their place in the table is what counts).
-template <class Event> class NixlExporter5 {
+// around each export pass (private in NIXL; their place in the table is what
+// counts: after exportEvent, as a class derived from the 1.4 one adds them).
+template <class Event> class NixlExporter5 : public NixlExporter3<Event> {
 public:
-    explicit NixlExporter5(size_t max_events_buffered) noexcept
-        : max_events_buffered_(max_events_buffered) {}
-    NixlExporter5(const NixlExporter5 &) = delete;
-    NixlExporter5 &operator=(const NixlExporter5 &) = delete;
-    virtual ~NixlExporter5() = default;                 // slots 0, 1
-    virtual NixlStatus exportEvent(const Event &) = 0;  // slot 2
-    virtual void onBatchBegin() noexcept {}             // slot 3
-    virtual void onBatchEnd() noexcept {}               // slot 4
-
-private:
-    const size_t max_events_buffered_;
+    using NixlExporter3<Event>::NixlExporter3;
+    virtual void onBatchBegin() noexcept {}  // slot 3
+    virtual void onBatchEnd() noexcept {}    // slot 4
 };
 
 // What nixl_telemetry_plugin_init returns: API version, creator, then the

@@ -223,34 +223,29 @@ fn entry_points(
 ) -> Result<EntryPoints, PluginError> {
     // SAFETY: the ABI fixes this symbol's type as `PluginInitFn`; the pointer is
     // only called while `library` stays loaded (both live in `LoadedLibrary`).
-    match unsafe { library.get::<PluginInitFn>(INIT_SYMBOL) } {
-        Ok(init) => {
-            let init = *init;
-            // SAFETY: as above, for `PluginFiniFn`.
-            let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(FINI_SYMBOL) }
-                .map_err(|cause| missing("nixl_telemetry_exporter_plugin_fini", cause))?;
-            Ok(EntryPoints {
-                init,
-                fini,
-                legacy: false,
-            })
-        }
-        Err(cause) => {
-            // SAFETY: as above: the legacy names have the same types.
-            let Ok(init) = (unsafe { library.get::<PluginInitFn>(LEGACY_INIT_SYMBOL) }) else {
-                return Err(missing("nixl_telemetry_exporter_plugin_init", cause));
-            };
-            let init = *init;
-            // SAFETY: as above.
-            let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(LEGACY_FINI_SYMBOL) }
-                .map_err(|cause| missing("nixl_telemetry_plugin_fini", cause))?;
-            Ok(EntryPoints {
-                init,
-                fini,
-                legacy: true,
-            })
-        }
-    }
+    let (init, fini_symbol, fini_name, legacy) =
+        match unsafe { library.get::<PluginInitFn>(INIT_SYMBOL) } {
+            Ok(init) => (
+                *init,
+                FINI_SYMBOL,
+                "nixl_telemetry_exporter_plugin_fini",
+                false,
+            ),
+            // SAFETY: as above: the legacy name has the same type.
+            Err(cause) => match unsafe { library.get::<PluginInitFn>(LEGACY_INIT_SYMBOL) } {
+                Ok(init) => (
+                    *init,
+                    LEGACY_FINI_SYMBOL,
+                    "nixl_telemetry_plugin_fini",
+                    true,
+                ),
+                Err(_) => return Err(missing("nixl_telemetry_exporter_plugin_init", cause)),
+            },
+        };
+    // SAFETY: as above, for `PluginFiniFn`.
+    let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(fini_symbol) }
+        .map_err(|cause| missing(fini_name, cause))?;
+    Ok(EntryPoints { init, fini, legacy })
 }
 
 /// Opens `path`, checks its symbols and descriptor. Nothing of the plug-in runs
