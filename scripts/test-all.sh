@@ -42,8 +42,11 @@ bash scripts/test-export.sh
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
-echo "== sanitizers and models: loom models, ASan/LSan on the C API (scripts/sanitizers.sh)"
-bash scripts/sanitizers.sh loom asan
+echo "== service: SQLite, a throw-away PostgreSQL, TAO's client (scripts/test-service.sh)"
+bash scripts/test-service.sh
+
+echo "== sanitizers and models: loom models, ASan/LSan on the C API, ASan on the Python package (scripts/sanitizers.sh)"
+bash scripts/sanitizers.sh loom asan python-asan
 
 echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
 bash scripts/fuzz.sh ci
