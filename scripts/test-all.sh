@@ -27,6 +27,9 @@ bash scripts/test-capi.sh
 echo "== NIXL releases: compatibility matrix against the oldest and newest release"
 bash scripts/test-nixl-releases.sh
 
+echo "== NIXL adapters: installed with install.sh, failing exporters, valgrind, in NIXL 1.0.0 and 1.5.1"
+bash scripts/test-nixl-adapters.sh
+
 echo "== prometheus_mp parity with NIXL 1.5.1 (installs nixl-cu12 into the cache)"
 bash scripts/test-prometheus-mp.sh
 
@@ -39,8 +42,11 @@ bash scripts/test-export.sh
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
-echo "== sanitizers and models: loom models, ASan/LSan on the C API (scripts/sanitizers.sh)"
-bash scripts/sanitizers.sh loom asan
+echo "== service: SQLite, a throw-away PostgreSQL, TAO's client (scripts/test-service.sh)"
+bash scripts/test-service.sh
+
+echo "== sanitizers and models: loom models, ASan/LSan on the C API, ASan on the Python package (scripts/sanitizers.sh)"
+bash scripts/sanitizers.sh loom asan python-asan
 
 echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
 bash scripts/fuzz.sh ci

@@ -218,3 +218,14 @@ impl MetricProcessor {
         self.process(metrics, &record, context)
     }
 }
+
+#[cfg(test)]
+mod send_tests {
+    /// A processor moves between threads (a service's worker, a lock shared by
+    /// the threads of a Python host).
+    #[test]
+    fn a_processor_is_send() {
+        fn send<T: Send>() {}
+        send::<super::MetricProcessor>();
+    }
+}
