@@ -247,3 +247,67 @@ fn a_writer_that_laps_top_is_flagged() {
     assert!(note.contains("producer wrote"), "{note}");
     let _ = side.stop("TERM");
 }
+
+/// What a ring held when `top` came, consumed by the sidecar already, is
+/// read (its totals show: memory registered, errors) but is no rate: the
+/// rates of the first interval count only what was written in it. Here
+/// 3000 transfers and an error were written before `top` came, and the
+/// writers then only flush (their trailer's heartbeat, which lets `top`
+/// trust the slots the sidecar gave back): every table says 0 events/s.
+#[test]
+fn what_a_ring_held_before_top_came_is_no_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let agents = ["ours", "typed"];
+    let mut rings = vec![
+        ring(dir.path(), "ours", 16384, &layout::V1),
+        ring(dir.path(), "typed", 16384, &layout::V4),
+    ];
+    let mut backlog = vec![
+        Event::new(1, Category::MEMORY, "agent_memory_registered", 1 << 20),
+        Event::new(1, Category::ERROR, "NIXL_ERR_NOT_FOUND", 1),
+    ];
+    backlog.extend((0..3000).flat_map(|i| transfer(i, true, 4096, 30)));
+    for ring in &mut rings {
+        ring.push_batch(&backlog);
+        ring.update_trailer(&TrailerCounts::default());
+    }
+    let side = sidecar(dir.path(), logs.path(), 20);
+    for agent in agents {
+        let path = dir.path().join(agent);
+        assert!(wait_until(Duration::from_secs(10), || {
+            let (read, write) = positions(&path);
+            read == write
+        }));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flushing = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(10));
+                for ring in &mut rings {
+                    ring.update_trailer(&TrailerCounts::default());
+                }
+            }
+        })
+    };
+    let (mut top, lines) = start(dir.path(), &[]);
+    wait_tables(&lines, 3);
+    stop.store(true, Ordering::Relaxed);
+    flushing.join().unwrap();
+    kill(top.id(), "TERM");
+    assert!(top.wait().unwrap().success());
+    let all = tables(&lines);
+    for agent in agents {
+        for t in &all[..3] {
+            let row = t.row(agent);
+            assert_eq!(row[2..6], ["0.0", "0.0", "0.0", "0.0"], "{agent}: {row:?}");
+            assert_eq!(row[8], "1(not_found:1)", "{agent}: {row:?}");
+            assert_eq!(row[9], "1048576", "{agent}: {row:?}");
+            assert_eq!(t.note(agent), "", "{agent}: {row:?}");
+        }
+    }
+    let (status, log) = side.stop("TERM");
+    assert!(status.success(), "{log}");
+}

@@ -85,6 +85,9 @@ pub struct Feed {
     slots: Vec<u8>,
     /// Events read (well-formed or not).
     read: u64,
+    /// Events the ring held for this reader when it was opened: written
+    /// before `top` looked, they are no rate ([`Feed::caught_up`]).
+    backlog: u64,
     /// Events the producer had written before this reader's first slot
     /// (rings with a trailer): what `read` plus what was missed, waiting or
     /// lapped must reach, added to it, to make the trailer's count.
@@ -141,6 +144,7 @@ impl Feed {
             reader,
             slots: Vec::new(),
             read: 0,
+            backlog: waiting,
             written_base,
             missed: Missed::default(),
             full: false,
@@ -171,6 +175,19 @@ impl Feed {
     /// its producer drops what it records.
     pub fn is_full(&self) -> bool {
         self.full
+    }
+
+    /// Whether every event the ring held for this reader when it was opened
+    /// has been read or counted missed. Until then the events read are
+    /// older than the feed: a peeking reader starts at the oldest event a
+    /// ring holds, and the slots a consumer took already are handed out
+    /// only once the writer is seen to move on, a look or more later.
+    pub fn caught_up(&self) -> bool {
+        let seen = self
+            .read
+            .saturating_add(self.missed.drained)
+            .saturating_add(self.missed.wrapped);
+        seen >= self.backlog
     }
 
     /// When the ring is to be looked at next.
@@ -299,6 +316,31 @@ mod tests {
         poll(&mut feed, &mut out);
         assert_eq!(out.len(), 23);
         assert_eq!(feed.missed(), Missed::default());
+    }
+
+    #[test]
+    fn a_feed_catches_up_once_what_the_ring_held_at_open_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RingWriter::create(dir.path(), "a", 64).unwrap();
+        w.push_batch(&events(20));
+        drain(w.path());
+        w.push_batch(&events(3));
+        flush(&mut w);
+        let mut feed = open_feed(dir.path(), "a", ReadMode::Peek);
+        assert!(!feed.caught_up());
+        let mut out = Vec::new();
+        // The 20 the consumer took are held until the writer moves on.
+        poll(&mut feed, &mut out);
+        assert!(!feed.caught_up());
+        w.push_batch(&events(2));
+        poll(&mut feed, &mut out);
+        assert_eq!(out.len(), 25);
+        assert!(feed.caught_up());
+        // An empty ring: nothing to catch up with.
+        let w = RingWriter::create(dir.path(), "b", 64).unwrap();
+        let feed = open_feed(dir.path(), "b", ReadMode::Peek);
+        assert!(feed.caught_up());
+        drop(w);
     }
 
     #[test]

@@ -150,8 +150,9 @@ impl Clock {
 
     /// Scans and reads what is due; at a refresh, every ring is read first,
     /// so that the interval's rates hold everything written up to it.
-    /// Returns the time since the last refresh, when a refresh is due.
-    fn tick(&mut self, agents: &mut Agents) -> Option<Duration> {
+    /// Returns, when a refresh is due, its time and the time since the
+    /// last refresh.
+    fn tick(&mut self, agents: &mut Agents) -> Option<(Instant, Duration)> {
         let now = Instant::now();
         if now >= self.next_scan {
             agents.scan();
@@ -168,7 +169,7 @@ impl Clock {
         self.next_refresh = (self.next_refresh + self.interval).max(now);
         let elapsed = now - self.last_refresh;
         self.last_refresh = now;
-        Some(elapsed)
+        Some((now, elapsed))
     }
 
     /// Time until the next thing to do.
@@ -189,8 +190,8 @@ fn run_plain(args: &TopArgs, agents: &mut Agents, stop: &StopFlag) -> anyhow::Re
     let mut out = std::io::stdout().lock();
     let mut refreshes = 0u64;
     while !stop.is_set() {
-        if let Some(elapsed) = clock.tick(agents) {
-            let rows = agents.refresh(elapsed);
+        if let Some((now, elapsed)) = clock.tick(agents) {
+            let rows = agents.refresh(now, elapsed);
             let gone = rows.iter().filter(|r| r.gone).count();
             let title = format!(
                 "nixl-telemetry top at {}: interval {:.3} s, {} agents{}, {}",
@@ -248,8 +249,12 @@ fn run_screen(
         let mut refreshes = 0u64;
         let mut dirty = true;
         while !stop.is_set() {
-            if let Some(elapsed) = clock.tick(agents) {
-                screen.update(agents.refresh(elapsed), agents.skipped().len(), now_text());
+            if let Some((now, elapsed)) = clock.tick(agents) {
+                screen.update(
+                    agents.refresh(now, elapsed),
+                    agents.skipped().len(),
+                    now_text(),
+                );
                 dirty = true;
                 refreshes += 1;
                 if args.iterations.is_some_and(|n| refreshes >= n) {

@@ -38,6 +38,19 @@ pub struct Flags {
     pub full: bool,
     /// The ring could not be read (the message says why).
     pub problem: Option<String>,
+    /// Why an agent just found has no rates yet.
+    pub starting: Option<Starting>,
+}
+
+/// Why an agent just found has no rates yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Starting {
+    /// The events its ring held when `top` found it are still being read
+    /// (those a consumer took wait until the writer is seen to move on).
+    ReadingWhatTheRingHeld,
+    /// It was found, or its ring's old events read, late in the interval:
+    /// too little time to make a rate of.
+    LateInTheInterval,
 }
 
 impl Flags {
@@ -46,6 +59,15 @@ impl Flags {
         let mut parts = Vec::new();
         if let Some(problem) = &self.problem {
             parts.push(format!("unreadable: {problem}"));
+        }
+        match self.starting {
+            Some(Starting::ReadingWhatTheRingHeld) => {
+                parts.push("reading what the ring held when top came: rates follow".to_owned())
+            }
+            Some(Starting::LateInTheInterval) => {
+                parts.push("just found: rates at the next refresh".to_owned())
+            }
+            None => {}
         }
         if self.missed.drained > 0 {
             parts.push(format!(
@@ -86,9 +108,10 @@ pub struct Row {
     pub version: Option<i32>,
     /// The ring file is gone (the agent vanished).
     pub gone: bool,
-    /// The interval's rates; `None` before a whole interval was seen, for a
-    /// gone agent, and when events were missed (the flags say why): never
-    /// wrong rates.
+    /// The interval's rates; `None` before the agent was seen for half an
+    /// interval, after what its ring held when `top` found it (older
+    /// events), for a gone agent, and when events were missed (the flags
+    /// say why): never wrong rates.
     pub rates: Option<Rates>,
     /// Events per second written by the producer, from the trailer, when
     /// the rates are not shown but the ring's trailer counts them.
