@@ -23,6 +23,7 @@ mod pace;
 mod plain;
 mod row;
 mod screen;
+mod terminal_input;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -31,13 +32,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use nixl_telemetry::ring::{ReadMode, ScanRules};
-use ratatui::crossterm::event::{self, Event as TermEvent};
+use ratatui::crossterm::event::Event as TermEvent;
 
 use crate::read::local_date_time;
 use crate::ring_files::RingSources;
 use crate::signal::StopFlag;
 use agents::Agents;
 use screen::{Action, Screen};
+use terminal_input::{Input, TerminalInput};
 
 /// How often the directories are scanned for rings that appeared or went
 /// (each ring is read at its own pace: `pace.rs`).
@@ -243,6 +245,7 @@ fn run_screen(
         agents.consuming(),
         HISTORY.as_secs_f64(),
     );
+    let mut input = TerminalInput::open().context("cannot read the terminal's keys")?;
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
     let result = (|| -> anyhow::Result<()> {
         let mut clock = Clock::new(args.interval);
@@ -266,17 +269,16 @@ fn run_screen(
                 dirty = false;
             }
             // Keys, or the next thing to do; at most 50 ms so that SIGTERM
-            // is seen soon.
-            if event::poll(clock.wait().min(Duration::from_millis(50)))? {
-                match event::read()? {
-                    TermEvent::Key(key) => match screen.key(key) {
-                        Action::Quit => break,
-                        Action::Redraw => dirty = true,
-                        Action::Nothing => {}
-                    },
-                    TermEvent::Resize(..) => dirty = true,
-                    _ => {}
-                }
+            // is seen soon. A terminal that went away ends top.
+            match input.wait(clock.wait().min(Duration::from_millis(50)))? {
+                Input::Event(TermEvent::Key(key)) => match screen.key(key) {
+                    Action::Quit => break,
+                    Action::Redraw => dirty = true,
+                    Action::Nothing => {}
+                },
+                Input::Event(TermEvent::Resize(..)) => dirty = true,
+                Input::Event(_) | Input::Nothing => {}
+                Input::Gone => break,
             }
         }
         Ok(())
