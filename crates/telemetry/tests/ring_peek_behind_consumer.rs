@@ -70,6 +70,34 @@ fn write_unpublished(path: &Path, slot: u64, capacity: u64, seqs: &[u64]) {
     }
 }
 
+/// A copy held while the writer publishes again: `pending` counts the
+/// slots held and those written since apart, though together they fill the
+/// ring (from the positions alone, modulo the capacity, nothing would be
+/// waiting).
+#[test]
+fn pending_counts_a_held_copy_and_what_was_written_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = RingWriter::create(dir.path(), "a", 16).unwrap();
+    let path = w.path().to_owned();
+    w.push_batch(&events(0, 15));
+    drain(&path);
+    let mut peeker = follower(&path);
+    peeker.resume_peek_at(0).unwrap();
+    assert_eq!(peeker.pending().unwrap(), 15);
+    // Copied, held: still waiting.
+    assert_eq!(read_seqs(&mut peeker), Vec::<u64>::new());
+    assert_eq!(peeker.pending().unwrap(), 15);
+    // One more published: write_pos is back at the copy's first slot.
+    w.push_batch(&events(15, 1));
+    assert_eq!(peeker.pending().unwrap(), 16);
+    // The writer did not reach the slots held: all read, then the new one.
+    assert_eq!(read_seqs(&mut peeker), (0..15).collect::<Vec<_>>());
+    assert_eq!(peeker.pending().unwrap(), 1);
+    assert_eq!(read_seqs(&mut peeker), [15]);
+    assert_eq!(peeker.overtaken(), 0);
+    assert_eq!(peeker.pending().unwrap(), 0);
+}
+
 #[test]
 fn the_events_a_consumer_took_are_read_once_the_writer_moves_on() {
     let dir = tempfile::tempdir().unwrap();

@@ -526,10 +526,20 @@ impl RingReader {
         self.following.is_some()
     }
 
-    /// Events waiting to be read by this reader.
+    /// Events waiting to be read by this reader. Following the writer
+    /// ([`RingReader::follow_writer`]): the slots copied and held, then those
+    /// after them up to `write_pos`, counted apart (together they may come
+    /// to the capacity or more, which the positions alone would show as
+    /// nothing waiting); some held may yet be skipped, the writer having
+    /// come round to them.
     pub fn pending(&mut self) -> Result<u64, RingError> {
         self.check_size()?;
         let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
+        if let Some(following) = &self.following {
+            let held = following.held_slots(self.layout.slot.size);
+            let after = write.wrapping_sub(self.peek_pos.wrapping_add(held)) & self.mask;
+            return Ok(held + after);
+        }
         let read = self.read_position(write)?;
         Ok(write.wrapping_sub(read) & self.mask)
     }
