@@ -34,9 +34,11 @@ use crate::read::describe_ring_error;
 use crate::ring_files::{Candidate, RingSources};
 
 /// Events read from one ring in one poll at most (the rest wait for the next).
+/// Read in one go: following the writer, slots a consumer took are copied,
+/// then held until the writer is seen to move on (for this project's
+/// writer, up to a flush period), once per read; so a ring's whole backlog
+/// is copied at once, not a batch per flush period.
 const MAX_PER_POLL: usize = 1 << 16;
-/// Events read at a time.
-const BATCH: usize = 8192;
 
 /// What a feed could not see, since it was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -215,7 +217,7 @@ impl Feed {
         while budget > 0 {
             let n = self
                 .reader
-                .read_slot_bytes(&mut self.slots, budget.min(BATCH))
+                .read_slot_bytes(&mut self.slots, budget)
                 .map_err(describe)?;
             if n == 0 {
                 break;
@@ -341,6 +343,43 @@ mod tests {
         let feed = open_feed(dir.path(), "b", ReadMode::Peek);
         assert!(feed.caught_up());
         drop(w);
+    }
+
+    #[test]
+    fn a_whole_ring_held_while_the_writer_moves_on_is_no_lap() {
+        // A ring the writer went round, all consumed: top starts at its
+        // oldest event, the slot after write_pos, and holds a copy of the
+        // whole ring while the writer publishes 10 more onto its oldest
+        // slots (positions back where the copy started).
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RingWriter::create(dir.path(), "a", 64).unwrap();
+        for _ in 0..10 {
+            w.push_batch(&events(10));
+            drain(w.path());
+        }
+        flush(&mut w);
+        let mut feed = open_feed(dir.path(), "a", ReadMode::Peek);
+        let mut out = Vec::new();
+        poll(&mut feed, &mut out);
+        assert!(out.is_empty(), "held");
+        w.push_batch(&events(10));
+        drain(w.path());
+        flush(&mut w);
+        poll(&mut feed, &mut out);
+        poll(&mut feed, &mut out);
+        flush(&mut w);
+        poll(&mut feed, &mut out);
+        // The 63 slots held less the 9 written over (the tenth went into
+        // the slot at write_pos), then the 10 new.
+        assert_eq!(
+            feed.missed(),
+            Missed {
+                drained: 9,
+                ..Missed::default()
+            }
+        );
+        assert_eq!(out.len(), 64);
+        assert!(feed.caught_up());
     }
 
     #[test]
