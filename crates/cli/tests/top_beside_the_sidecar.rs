@@ -34,6 +34,16 @@ fn sidecar(dir: &Path, log_dir: &Path, interval_ms: u32) -> Sidecar {
     )
 }
 
+/// Whether the sidecar has consumed everything in `agent`'s ring within
+/// `limit`.
+fn consumed_within(dir: &Path, agent: &str, limit: Duration) -> bool {
+    let path = dir.join(agent);
+    wait_until(limit, || {
+        let (read, write) = positions(&path);
+        read == write
+    })
+}
+
 /// A writer thread: every `tick` (on a fixed schedule, catching up when
 /// late), `batch` into each ring, the rings without a trailer an event at a
 /// time (NIXL's writer publishes each); this project's writers flush their
@@ -114,11 +124,7 @@ fn beside_the_sidecar_top_shows_the_true_rates() {
     }
     let side = sidecar(dir.path(), logs.path(), 20);
     for agent in agents {
-        let path = dir.path().join(agent);
-        assert!(wait_until(Duration::from_secs(10), || {
-            let (read, write) = positions(&path);
-            read == write
-        }));
+        assert!(consumed_within(dir.path(), agent, Duration::from_secs(10)));
     }
     let (mut top, lines) = start(dir.path(), &[]);
     wait_tables(&lines, 1);
@@ -133,14 +139,10 @@ fn beside_the_sidecar_top_shows_the_true_rates() {
     assert!(ticks > 400, "{ticks} batches written");
     // The sidecar consumed them all: the rings were not just peeked at.
     for agent in agents {
-        let path = dir.path().join(agent);
         assert!(
-            wait_until(Duration::from_secs(5), || {
-                let (read, write) = positions(&path);
-                read == write
-            }),
+            consumed_within(dir.path(), agent, Duration::from_secs(5)),
             "{agent}: the sidecar did not consume its ring: {:?}\n{}",
-            positions(&path),
+            positions(&dir.path().join(agent)),
             side.log()
         );
     }
@@ -274,11 +276,7 @@ fn what_a_ring_held_before_top_came_is_no_rate() {
     }
     let side = sidecar(dir.path(), logs.path(), 20);
     for agent in agents {
-        let path = dir.path().join(agent);
-        assert!(wait_until(Duration::from_secs(10), || {
-            let (read, write) = positions(&path);
-            read == write
-        }));
+        assert!(consumed_within(dir.path(), agent, Duration::from_secs(10)));
     }
     let stop = Arc::new(AtomicBool::new(false));
     let flushing = {

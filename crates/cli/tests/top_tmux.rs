@@ -37,6 +37,28 @@ impl Tmux {
             .expect("run tmux")
     }
 
+    /// Starts the session `top`, `width` × `height`, running `command`.
+    fn start(&self, width: u16, height: u16, command: &[&str]) {
+        let (width, height) = (width.to_string(), height.to_string());
+        let mut args = vec![
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            &width,
+            "-y",
+            &height,
+        ];
+        args.extend_from_slice(command);
+        let started = self.run(&args);
+        assert!(
+            started.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&started.stderr)
+        );
+    }
+
     fn screen(&self) -> String {
         let out = self.run(&["capture-pane", "-p", "-t", "top"]);
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -113,22 +135,7 @@ fn keys_sort_select_pause_help_and_quit_on_a_real_terminal() {
         dir.path().display(),
         status_file.display()
     );
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "top",
-        "-x",
-        "150",
-        "-y",
-        "30",
-        &command,
-    ]);
-    assert!(
-        started.status.success(),
-        "tmux: {}",
-        String::from_utf8_lossy(&started.stderr)
-    );
+    tmux.start(150, 30, &[&command]);
 
     // The view: title, both agents with rates, sorted by agent name.
     let screen = tmux.wait_for("both agents with rates", |s| {
@@ -236,25 +243,16 @@ fn top_ends_when_its_terminal_goes_away() {
     let mut alpha = ring(dir.path(), "alpha", 4096, &layout::V1);
     alpha.push_batch(&transfer(1, true, 100, 20));
     let tmux = Tmux::new("hang-up");
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "top",
-        "-x",
-        "120",
-        "-y",
-        "20",
-        env!("CARGO_BIN_EXE_nixl-telemetry"),
-        "top",
-        "--interval",
-        "0.5",
-        &dir.path().display().to_string(),
-    ]);
-    assert!(
-        started.status.success(),
-        "tmux: {}",
-        String::from_utf8_lossy(&started.stderr)
+    tmux.start(
+        120,
+        20,
+        &[
+            env!("CARGO_BIN_EXE_nixl-telemetry"),
+            "top",
+            "--interval",
+            "0.5",
+            &dir.path().display().to_string(),
+        ],
     );
     tmux.wait_for("the view", |s| s.contains("alpha") && s.contains("B/s"));
     let out = tmux.run(&["display-message", "-p", "-t", "top", "#{pane_pid}"]);
