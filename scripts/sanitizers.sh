@@ -261,8 +261,11 @@ pub extern "C" fn planted_overflow(index: usize) -> u8 {
         --interpreter "$VENV/bin/python" --out "$work/wheel" || fail "the ASan build of the extension"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
         --target "$work/site" "$work/wheel"/nixl_telemetry-*.whl || fail "unpacking the ASan wheel"
-    nm -D "$work/site/nixl_telemetry/_native.abi3.so" | grep -q __asan_report \
-        || fail "the extension is not instrumented"
+    # Not `| grep -q`: grep would stop at the first match and nm, still writing,
+    # would die of SIGPIPE, which pipefail reports as a failure.
+    nm -D "$work/site/nixl_telemetry/_native.abi3.so" > "$work/native.symbols" \
+        || fail "nm -D on the extension"
+    grep -q __asan_report "$work/native.symbols" || fail "the extension is not instrumented"
     PYTHONPATH="$work/site" NIXL_TELEMETRY_READER="$root/target/debug/telemetry_reader" \
         HYPOTHESIS_STORAGE_DIRECTORY="$work/hypothesis" \
         "${python[@]}" -m pytest crates/python/tests -q -p no:cacheprovider \
