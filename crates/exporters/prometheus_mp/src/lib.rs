@@ -15,9 +15,12 @@
 //! See `docs/prometheus-mp.md`.
 //!
 //! The parts: [`settings`] (environment), `layout` (the store's bytes),
-//! `sys` (the only unsafe code: the mapping), [`store`] (the writer),
+//! `sys` (the only unsafe code: the mapping; denied everywhere else),
+//! [`store`] (the writer),
 //! [`scan`] (the owner's reading of the directory), `election` (who serves),
 //! `files` (the directory and its names).
+
+#![deny(unsafe_code)]
 
 mod election;
 pub mod error;

@@ -128,7 +128,7 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
 /// Opens `path` as an untrusted store and checks its kind, owner and size.
 pub fn open_store(path: &Path, uid: u32) -> Result<File, Skip> {
     let file = files::open_untrusted(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
             Skip::NotRegular("a symbolic link")
         } else if e.kind() == io::ErrorKind::NotFound {
             Skip::Vanished
