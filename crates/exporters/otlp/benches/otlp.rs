@@ -8,7 +8,7 @@
 //!    `otlp` plug-in exporting to an unreachable endpoint, against the
 //!    built-in `nop` exporter, rounds alternating in one run (within 5%).
 //!
-//! Run: `cargo build --release -p nixl-telemetry-exporter-otlp && cargo bench -p nixl-telemetry-exporter-otlp`
+//! Run: `cargo build --release -p nixl-telemetry-exporter-otlp && cargo bench -p nixl-telemetry-otlp`
 //! (the third part loads `target/release/libtelemetry_exporter_otlp.so`).
 //! `OTLP_BENCH_QUICK=1` shortens every part.
 
@@ -21,8 +21,8 @@ use nixl_telemetry::{Direction, Telemetry};
 use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_benchsupport::{pin, thread_cpu_time, unpin};
 use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
-use telemetry_exporter_otlp::encode::{self, AgentView};
-use telemetry_exporter_otlp::{Buckets, ExportStats, OtlpExporter, Settings};
+use nixl_telemetry_otlp::encode::{self, AgentView};
+use nixl_telemetry_otlp::{Buckets, ExportStats, OtlpExporter, Settings};
 
 /// An address nothing listens on (TCP port 9, discard, on loopback).
 const UNREACHABLE: &str = "http://127.0.0.1:9";

@@ -1,7 +1,7 @@
 //! Speed of the multi-process plug-in (figures in docs/PERFORMANCE.md).
 //!
 //! ```text
-//! cargo bench -p nixl-telemetry-exporter-prometheus-mp --bench prometheus_mp \
+//! cargo bench -p nixl-telemetry-prometheus-mp --bench prometheus_mp \
 //!     [-- [write] [scrape] [--seconds S] [--processes N] [--scrapes K]]
 //! ```
 //!
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_benchsupport::thread_cpu_time;
 use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
-use telemetry_exporter_prometheus_mp::{MpSettings, MultiProcessExporter};
+use nixl_telemetry_prometheus_mp::{MpSettings, MultiProcessExporter};
 
 const BATCH: usize = 4096;
 

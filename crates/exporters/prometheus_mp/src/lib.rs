@@ -1,6 +1,7 @@
-//! The multi-process Prometheus exporter plug-in:
-//! `libtelemetry_exporter_prometheus_mp.so`, selected with
-//! `NIXL_TELEMETRY_EXPORTER=prometheus_mp`.
+//! The multi-process Prometheus exporter, without plug-in entry points: the
+//! plug-in `libtelemetry_exporter_prometheus_mp.so` (selected with
+//! `NIXL_TELEMETRY_EXPORTER=prometheus_mp`) is `crates/plugins/prometheus_mp`,
+//! an `export_plugin!` around [`MultiProcessExporter`].
 //!
 //! Every process of a run (one agent per GPU process, say) writes its totals
 //! into its own memory-mapped store in the run's directory
@@ -177,9 +178,3 @@ impl RustPluginExporter for MultiProcessExporter {
         Ok(())
     }
 }
-
-nixl_telemetry_abi::export_plugin!(
-    MultiProcessExporter,
-    name = "prometheus_mp",
-    version = env!("CARGO_PKG_VERSION")
-);
