@@ -10,7 +10,7 @@
 //! it (its lock can be taken) and whose last update is older than the stale
 //! TTL is reaped; a file that is not a store of ours is never removed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -316,6 +316,39 @@ pub struct Collector {
     /// Whether failing to list the directory was reported (until it works again).
     warned_listing: AtomicBool,
     renders: AtomicU64,
+    /// Each store's labels, escaped and laid out once (a store's identity
+    /// never changes), by (pid, agent instance); only the stores of the last
+    /// rendering are kept.
+    labels: Mutex<HashMap<(u32, u32), CachedLabels>>,
+}
+
+/// A store's labels and what they were made from.
+#[derive(Debug)]
+struct CachedLabels {
+    agent_name: String,
+    hostname: String,
+    local_rank: Option<String>,
+    bounds: Vec<f64>,
+    labels: AgentLabels,
+}
+
+impl CachedLabels {
+    fn of(store: &StoreReading) -> CachedLabels {
+        CachedLabels {
+            agent_name: store.agent_name.clone(),
+            hostname: store.hostname.clone(),
+            local_rank: store.local_rank.clone(),
+            bounds: store.totals.histogram(0).bounds().to_vec(),
+            labels: store.labels(),
+        }
+    }
+
+    fn matches(&self, store: &StoreReading) -> bool {
+        self.agent_name == store.agent_name
+            && self.hostname == store.hostname
+            && self.local_rank == store.local_rank
+            && self.bounds == store.totals.histogram(0).bounds()
+    }
 }
 
 impl Collector {
@@ -329,6 +362,7 @@ impl Collector {
             warned: Mutex::new(HashSet::new()),
             warned_listing: AtomicBool::new(false),
             renders: AtomicU64::new(0),
+            labels: Mutex::new(HashMap::new()),
         }
     }
 
@@ -430,11 +464,19 @@ impl BodySource for Collector {
 
     fn render(&self, format: Format) -> Vec<u8> {
         let stores = self.collect();
-        let labels: Vec<AgentLabels> = stores.iter().map(StoreReading::labels).collect();
-        let agents: Vec<(&AgentLabels, &Totals)> = labels
+        let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
+        let live: HashSet<(u32, u32)> = stores.iter().map(|s| (s.pid, s.agent_instance)).collect();
+        cache.retain(|key, _| live.contains(key));
+        for store in &stores {
+            let key = (store.pid, store.agent_instance);
+            if !cache.get(&key).is_some_and(|c| c.matches(store)) {
+                // New, or a reused pid: lay its labels out (again).
+                cache.insert(key, CachedLabels::of(store));
+            }
+        }
+        let agents: Vec<(&AgentLabels, &Totals)> = stores
             .iter()
-            .zip(&stores)
-            .map(|(l, s)| (l, &s.totals))
+            .map(|s| (&cache[&(s.pid, s.agent_instance)].labels, &s.totals))
             .collect();
         nixl_telemetry_metrics::render(&agents, format)
     }
