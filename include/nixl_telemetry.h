@@ -47,8 +47,21 @@
  *     library accepts a larger settings struct whose bytes past the fields it
  *     knows are zero, and a smaller one (an older header's) whose missing
  *     fields then take their defaults; it fills the stats fields both sides
- *     know and zeroes the rest. Smaller than version 1 (or over 4096 bytes)
- *     is NIXL_TELEMETRY_ERR_INVALID_ARGUMENT.
+ *     know and zeroes the rest. A struct_size that is no version's sizeof -
+ *     smaller than version 1, over 4096 bytes, or not a multiple of 8 (it
+ *     would end inside a field) - is NIXL_TELEMETRY_ERR_INVALID_ARGUMENT, and
+ *     nothing past struct_size bytes is ever read or written.
+ *  8. Fork. In a child made by fork() without exec, every telemetry and
+ *     handle inherited from the parent acts as disabled telemetry: each call
+ *     returns at once and does nothing (records return NIXL_TELEMETRY_OK,
+ *     nixl_telemetry_is_enabled 0, nixl_telemetry_stats all zeros, a new
+ *     handle records nothing), and destroying it returns NIXL_TELEMETRY_OK
+ *     without flushing, stopping or closing anything (the parent's flush
+ *     thread does not exist in the child and its ring or plug-in is the
+ *     parent's; the object's memory stays until the child exits). Telemetry
+ *     the child creates with the buffer or nop exporter works as usual (give
+ *     it an agent name of its own); plug-in exporters keep per-process state
+ *     of their own and are not fork-aware yet (see docs/c-api.md).
  */
 #ifndef NIXL_TELEMETRY_H
 #define NIXL_TELEMETRY_H

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fuzz targets of fuzz/ (cargo-fuzz: libFuzzer + AddressSanitizer), on the
-# installed stable toolchain. See docs/RELIABILITY.md ("Fuzzing").
+# installed stable toolchain. See docs/testing.md ("Fuzzing").
 #
 #   bash scripts/fuzz.sh ci                     every target FUZZ_CI_SECONDS (default 5) s on its corpus (unoptimised build)
 #   bash scripts/fuzz.sh long SECONDS [TARGET…] each target (default: all) SECONDS s, one after another

@@ -15,7 +15,8 @@
 #   scripts/nixl-releases.sh fixtures VER OUTDIR     small rings + the release reader's output
 #   scripts/nixl-releases.sh list                     the known releases
 #
-# ARGS go to scripts/nixl_workload.py (e.g. --writes 5). Cache:
+# ARGS go to scripts/nixl_workload.py (e.g. --writes 5; `write` understands
+# --agent-prefix=P, rings DIR/Pinitiator, DIR/Ptarget). Cache:
 # ${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry/nixl/<VER>. Rings are written with
 # NIXL_TELEMETRY_BUFFER_SIZE=${NIXL_TELEMETRY_BUFFER_SIZE:-64}.
 #
@@ -101,20 +102,23 @@ run_workload() {
 
 cmd_write() {
     [ $# -ge 2 ] || die "usage: write VER DIR [workload args]"
-    local v="$1" dir="$2"
+    local v="$1" dir="$2" arg prefix=""
     shift 2
     check_release "$v"
     site_packages "$v" >/dev/null
+    for arg in "$@"; do
+        case "$arg" in --agent-prefix=*) prefix="${arg#--agent-prefix=}" ;; esac
+    done
     mkdir -p "$dir"
     # NIXL opens an existing ring without truncating it: start from no file.
-    rm -f "$dir/initiator" "$dir/target"
+    rm -f "$dir/${prefix}initiator" "$dir/${prefix}target"
     (
         unset NIXL_TELEMETRY_EXPORTER NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH
         export NIXL_TELEMETRY_ENABLE=y NIXL_TELEMETRY_DIR="$dir"
         export NIXL_TELEMETRY_BUFFER_SIZE="${NIXL_TELEMETRY_BUFFER_SIZE:-64}"
         run_workload "$v" "$@" >&2
     )
-    [ -f "$dir/initiator" ] && [ -f "$dir/target" ] || die "release $v wrote no rings into $dir"
+    [ -f "$dir/${prefix}initiator" ] && [ -f "$dir/${prefix}target" ] || die "release $v wrote no rings into $dir"
 }
 
 signal_name() {

@@ -6,7 +6,8 @@ telemetry variables set (``NIXL_TELEMETRY_ENABLE=y`` plus ``NIXL_TELEMETRY_DIR``
 rings, or ``NIXL_TELEMETRY_EXPORTER=prometheus`` ...). What it does, always in the same
 order:
 
-1. creates agent ``initiator`` and agent ``target`` (backend UCX);
+1. creates agent ``initiator`` and agent ``target`` (backend UCX; ``--agent-prefix P``
+   names them ``Pinitiator`` and ``Ptarget``);
 2. each registers one DRAM region of ``--region`` bytes;
 3. the initiator loads the target's metadata;
 4. ``--writes`` WRITE transfers of ``--write-size`` bytes, one after the other;
@@ -39,6 +40,8 @@ def parse_args():
     p.add_argument("--read-size", type=int, default=8192, help="bytes per READ")
     p.add_argument("--errors", type=int, default=0,
                    help="number of refused transfer requests (NIXL_ERR_NOT_FOUND)")
+    p.add_argument("--agent-prefix", default="",
+                   help="prefix of both agents' names (several runs into one ring directory)")
     p.add_argument("--settle", type=float, default=0.6, help="seconds to let telemetry flush")
     p.add_argument("--scrape", help="URL to fetch after the transfers (Prometheus /metrics)")
     p.add_argument("--scrape-out", help="file the scraped text is written to")
@@ -94,8 +97,9 @@ def main():
     from nixl_cu12 import nixl_agent, nixl_agent_config
 
     config = nixl_agent_config(backends=["UCX"])
-    initiator = nixl_agent("initiator", config)
-    target = nixl_agent("target", nixl_agent_config(backends=["UCX"]))
+    target_name = args.agent_prefix + "target"
+    initiator = nixl_agent(args.agent_prefix + "initiator", config)
+    target = nixl_agent(target_name, nixl_agent_config(backends=["UCX"]))
 
     src = np.arange(args.region, dtype=np.uint8)
     dst = np.zeros(args.region, dtype=np.uint8)
@@ -111,14 +115,14 @@ def main():
     w_local = initiator.get_xfer_descs([(src_addr, args.write_size, 0)], "DRAM")
     w_remote = initiator.get_xfer_descs([(dst_addr, args.write_size, 0)], "DRAM")
     for _ in range(args.writes):
-        transfer(initiator, "WRITE", w_local, w_remote, "target")
+        transfer(initiator, "WRITE", w_local, w_remote, target_name)
     if args.writes and not (dst[: args.write_size] == src[: args.write_size]).all():
         raise RuntimeError("WRITE did not move the data")
 
     r_local = initiator.get_xfer_descs([(src_addr, args.read_size, 0)], "DRAM")
     r_remote = initiator.get_xfer_descs([(dst_addr, args.read_size, 0)], "DRAM")
     for _ in range(args.reads):
-        transfer(initiator, "READ", r_local, r_remote, "target")
+        transfer(initiator, "READ", r_local, r_remote, target_name)
 
     for _ in range(args.errors):
         try:
@@ -129,7 +133,7 @@ def main():
         else:
             raise RuntimeError("a transfer to an unknown agent was accepted")
 
-    initiator.remove_remote_agent("target")
+    initiator.remove_remote_agent(target_name)
     initiator.deregister_memory(src_reg)
     target.deregister_memory(dst_reg)
     time.sleep(args.settle)

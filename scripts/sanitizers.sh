@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sanitizers and models of the concurrency and the C API (docs/RELIABILITY.md,
+# Sanitizers and models of the concurrency and the C API (docs/testing.md,
 # "Sanitizers and models").
 #
-#   scripts/sanitizers.sh [loom] [tsan] [asan] [lsan]   (no argument: all four)
+#   scripts/sanitizers.sh [loom] [tsan] [asan] [lsan] [python-asan]
+#                                     (no argument: the first four)
 #
 #  loom  the loom models of the staging queue (the shipped code, built with
 #        --cfg loom) and of the ring's publish/consume protocol:
@@ -16,15 +17,22 @@
 #        -Zbuild-std): scripts/tsan-suppressions.txt silences the reports that
 #        causes, all inside std and the test harness.
 #  asan  AddressSanitizer: libnixl_telemetry built with -Zsanitizer=address,
-#        the C API's bad-input and threads programs built with gcc
+#        the C API's bad-input, threads and fork programs built with gcc
 #        -fsanitize=address against it and run with LeakSanitizer on; and the
 #        C API crate's Rust unit tests under -Zsanitizer=address.
 #  lsan  LeakSanitizer alone (-Zsanitizer=leak) on the C API crate's and the
 #        staging's Rust unit tests.
+#  python-asan  AddressSanitizer on the Python package: the extension (and the
+#        crates it links) built with -Zsanitizer=address, its pytest suite run
+#        by the test environment's CPython with gcc's ASan runtime preloaded
+#        (LD_PRELOAD; leak detection off: CPython keeps memory to its exit);
+#        the RSS test is left out (ASan's quarantine holds freed memory).
+#        The planted fault: an instrumented Rust library reading past a heap
+#        buffer, loaded into that same CPython through ctypes.
 #
 # Each mode first checks that its tool reports a planted error (a model or a
 # program with a known bug must fail), so a tool that silently checks nothing
-# fails the script. Builds go to target/{loom,loom-canary,tsan,asan,lsan}. Installs gcc
+# fails the script. Builds go to target/{loom,loom-canary,tsan,asan,lsan,python-asan}. Installs gcc
 # with apt-get when missing (its libasan is the C programs' runtime).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +43,9 @@ modes=("$@")
 [ ${#modes[@]} -gt 0 ] || modes=(loom tsan asan lsan)
 for mode in "${modes[@]}"; do
     case "$mode" in
-        loom | tsan | asan | lsan) ;;
+        loom | tsan | asan | lsan | python-asan) ;;
         *)
-            echo "sanitizers.sh: unknown mode '$mode' (accepted: loom, tsan, asan, lsan)" >&2
+            echo "sanitizers.sh: unknown mode '$mode' (accepted: loom, tsan, asan, lsan, python-asan)" >&2
             exit 2
             ;;
     esac
@@ -144,9 +152,19 @@ fn main() {
         || fail "TSan: the staging unit tests"
     # collector_accounting is not run: its state sits behind std's Mutex,
     # whose contended path is uninstrumented, so every guarded access is
-    # reported (docs/RELIABILITY.md has the report).
+    # reported (crates/bench/results/reliability.md has the report).
     env "${flags[@]}" cargo test -p nixl-telemetry --target "$host" \
         --test ring_concurrency || fail "TSan: ring_concurrency"
+}
+
+install_gcc() {
+    if ! command -v gcc > /dev/null 2>&1; then
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        export DEBIAN_FRONTEND=noninteractive
+        $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+        $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends gcc libc6-dev > /dev/null
+    fi
 }
 
 build_c_program() {
@@ -159,13 +177,7 @@ build_c_program() {
 run_asan() {
     echo "== sanitizers: AddressSanitizer + LeakSanitizer (C API)"
     runtime_present asan
-    if ! command -v gcc > /dev/null 2>&1; then
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="sudo"
-        export DEBIAN_FRONTEND=noninteractive
-        $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-        $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends gcc libc6-dev > /dev/null
-    fi
+    install_gcc
     canary heap-overflow "AddressSanitizer: heap-buffer-overflow" \
         '#include <stdlib.h>
 int main(void) { char *p = malloc(8); p[8] = 1; free(p); return 0; }'
@@ -182,9 +194,13 @@ int main(void) { kept = malloc(64); kept = 0; return 0; }'
     ln -s "$root/target/asan/$host/debug/libnixl_telemetry_capi.so" "$lib/libnixl_telemetry.so"
     ln -s "$root/target/asan/$host/debug/libnixl_telemetry_capi.so" "$lib/libnixl_telemetry.so.1"
     export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1"
-    for program in bad_inputs threads; do
+    # fork: its children leave through _exit (what they inherited is kept on
+    # purpose, and a child's exit-time leak check would report it).
+    for program in bad_inputs threads "fork _exit"; do
+        read -r program extra <<< "$program"
         build_c_program "$program" "$lib"
-        LD_LIBRARY_PATH="$lib" "$work/$program" "$work/rings" > "$work/$program.out" 2>&1 \
+        # shellcheck disable=SC2086 # $extra is zero or one word
+        LD_LIBRARY_PATH="$lib" "$work/$program" "$work/rings" $extra > "$work/$program.out" 2>&1 \
             || { cat "$work/$program.out"; fail "$program under ASan/LSan"; }
         cat "$work/$program.out"
     done
@@ -209,8 +225,53 @@ run_lsan() {
         || fail "the staging unit tests under LSan"
 }
 
+run_python_asan() {
+    echo "== sanitizers: AddressSanitizer (the Python package's pytest suite)"
+    install_gcc
+    local runtime
+    runtime="$(gcc -print-file-name=libasan.so)"
+    [ -e "$runtime" ] || fail "gcc has no shared ASan runtime (libasan.so)"
+    # shellcheck source=scripts/python-venv.sh
+    . scripts/python-venv.sh
+    local python=("env" "LD_PRELOAD=$runtime" "ASAN_OPTIONS=detect_leaks=0:halt_on_error=1"
+        "$VENV/bin/python")
+
+    # The planted fault: an instrumented library read past its buffer in this CPython.
+    printf '%s\n' '#[no_mangle]
+pub extern "C" fn planted_overflow(index: usize) -> u8 {
+    let buffer = vec![0u8; 8];
+    // SAFETY: none: a read past the buffer, for ASan to report.
+    unsafe { *buffer.as_ptr().add(index) }
+}' > "$work/planted.rs"
+    RUSTC_BOOTSTRAP=1 rustc --edition 2021 -g --crate-type cdylib --target "$host" \
+        -Zsanitizer=address -Cunsafe-allow-abi-mismatch=sanitizer \
+        -o "$work/libplanted.so" "$work/planted.rs" || fail "rustc -Zsanitizer=address planted.rs"
+    if "${python[@]}" -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1]).planted_overflow(8)' \
+        "$work/libplanted.so" > "$work/planted.out" 2>&1; then
+        fail "the planted overflow was not reported: ASan checks nothing in this CPython"
+    fi
+    grep -q "AddressSanitizer: heap-buffer-overflow" "$work/planted.out" \
+        || fail "the planted overflow: $(head -5 "$work/planted.out")"
+
+    cargo build --quiet --locked -p nixl-telemetry-cli --bin telemetry_reader \
+        || fail "building telemetry_reader"
+    RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address -Cunsafe-allow-abi-mismatch=sanitizer" \
+        CARGO_TARGET_DIR=target/python-asan "$VENV/bin/maturin" build --quiet --locked \
+        --target "$host" --manifest-path crates/python/Cargo.toml \
+        --interpreter "$VENV/bin/python" --out "$work/wheel" || fail "the ASan build of the extension"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+        --target "$work/site" "$work/wheel"/nixl_telemetry-*.whl || fail "unpacking the ASan wheel"
+    nm -D "$work/site/nixl_telemetry/_native.abi3.so" | grep -q __asan_report \
+        || fail "the extension is not instrumented"
+    PYTHONPATH="$work/site" NIXL_TELEMETRY_READER="$root/target/debug/telemetry_reader" \
+        HYPOTHESIS_STORAGE_DIRECTORY="$work/hypothesis" \
+        "${python[@]}" -m pytest crates/python/tests -q -p no:cacheprovider \
+        -k "not test_processors_used_on_a_worker_thread_leave_nothing_behind" \
+        || fail "the Python package's tests under ASan"
+}
+
 for mode in "${modes[@]}"; do
     start=$SECONDS
-    "run_$mode"
+    "run_${mode//-/_}"
     echo "== sanitizers: $mode passed in $((SECONDS - start)) s"
 done

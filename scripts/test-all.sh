@@ -16,6 +16,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== cargo doc (broken or private intra-doc links fail)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+echo "== doc links (relative links and anchors of README, CONTRIBUTING, docs/)"; python3 scripts/check-links.py
 
 echo "== python reader tests"
 python3 -m unittest discover -s python/tests
@@ -32,14 +33,19 @@ bash scripts/test-prometheus-mp.sh
 echo "== OTLP exporter against a real receiver (Python venv with opentelemetry-proto)"
 bash scripts/test-otlp.sh
 
+echo "== export sidecar: deployment examples; NIXL 1.0, 1.1, 1.3, 1.5 exported at once (Prometheus parity, OTLP)"
+bash scripts/test-export.sh
+
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
-echo "== sanitizers and models: loom models, ASan/LSan on the C API (scripts/sanitizers.sh)"
-bash scripts/sanitizers.sh loom asan
+echo "== sanitizers and models: loom models, ASan/LSan on the C API, ASan on the Python package (scripts/sanitizers.sh)"
+bash scripts/sanitizers.sh loom asan python-asan
 
 echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
 bash scripts/fuzz.sh ci
+
+bash scripts/test-view.sh
 
 echo "== cargo test"
 cargo test --workspace --locked

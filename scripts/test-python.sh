@@ -8,22 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry"
-VENV="$CACHE/python-venv"
-PYTHON="${PYTHON:-python3}"
-
-if [ ! -x "$VENV/bin/python" ]; then
-    echo "== creating $VENV"
-    mkdir -p "$CACHE"
-    "$PYTHON" -m venv "$VENV"
-fi
-echo "== installing the test tools into $VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "maturin>=1.9,<2" pytest hypothesis prometheus_client
-# The reference implementation of nvidia_tao_core.telemetry (pure Python; its
-# processor needs no other package, hence --no-deps).
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
-    "nvidia-tao-core==6.26.3"
+# shellcheck source=scripts/python-venv.sh
+. scripts/python-venv.sh
 
 echo "== building telemetry_reader (the reading tests compare with it)"
 cargo build --quiet --locked -p nixl-telemetry-cli --bin telemetry_reader

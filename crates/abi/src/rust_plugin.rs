@@ -1,10 +1,10 @@
 //! Writing an exporter plug-in in Rust: implement [`RustPluginExporter`] and call
 //! [`export_plugin!`](crate::export_plugin).
 //!
-//! The generated C functions catch every panic: a panicking exporter answers
-//! [`EXPORT_PANICKED`] from then on and is never
-//! called again, and a panic in `create` becomes a creation error. Nothing
-//! unwinds into the host.
+//! The generated C functions catch every panic: each runs its whole body
+//! inside [`guard`]; a panicking exporter answers [`EXPORT_PANICKED`] from
+//! then on and is never called again, and a panic in `create` becomes a
+//! creation error. Nothing unwinds into the host.
 //!
 //! ```
 //! use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
@@ -87,6 +87,22 @@ pub fn full_message(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The panic guard every C function of a Rust plug-in runs its body in: a
+/// panic inside `body` becomes `on_panic()` instead of unwinding into the
+/// host (which, out of an `extern "C"` function, would abort it). The
+/// payload is dropped inside a second guard (a payload whose drop panics
+/// must not escape either). Used by [`export_plugin!`](crate::export_plugin).
+#[doc(hidden)]
+pub fn guard<R>(on_panic: impl FnOnce() -> R, body: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(payload) => {
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+            on_panic()
+        }
+    }
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
@@ -122,42 +138,44 @@ pub unsafe extern "C" fn create_exporter<T: RustPluginExporter>(
     err: *mut c_char,
     err_len: usize,
 ) -> *mut c_void {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        if params.is_null() {
-            return Err("params is NULL".to_owned());
-        }
-        // SAFETY: non-null and valid per the caller's contract.
-        let raw = unsafe { &*params };
-        // SAFETY: the host passes NUL-terminated strings that outlive this call.
-        let agent_name = unsafe { c_str(raw.agent_name, "agent_name") }?
-            .ok_or_else(|| "agent_name is NULL".to_owned())?;
-        // SAFETY: as above.
-        let output_path = unsafe { c_str(raw.output_path, "output_path") }?;
-        let params = RustPluginParams {
-            agent_name,
-            max_events_buffered: raw.max_events_buffered,
-            output_path,
+    guard(core::ptr::null_mut, || {
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            if params.is_null() {
+                return Err("params is NULL".to_owned());
+            }
+            // SAFETY: non-null and valid per the caller's contract.
+            let raw = unsafe { &*params };
+            // SAFETY: the host passes NUL-terminated strings that outlive this call.
+            let agent_name = unsafe { c_str(raw.agent_name, "agent_name") }?
+                .ok_or_else(|| "agent_name is NULL".to_owned())?;
+            // SAFETY: as above.
+            let output_path = unsafe { c_str(raw.output_path, "output_path") }?;
+            let params = RustPluginParams {
+                agent_name,
+                max_events_buffered: raw.max_events_buffered,
+                output_path,
+            };
+            T::create(&params)
+        }));
+        let message = match result {
+            Ok(Ok(exporter)) => {
+                let cell = Box::new(ExporterCell {
+                    inner: exporter,
+                    poisoned: false,
+                    last_error: None,
+                });
+                return Box::into_raw(cell).cast();
+            }
+            Ok(Err(message)) => message,
+            Err(payload) => format!(
+                "exporter panicked while being created: {}",
+                panic_message(&*payload)
+            ),
         };
-        T::create(&params)
-    }));
-    let message = match result {
-        Ok(Ok(exporter)) => {
-            let cell = Box::new(ExporterCell {
-                inner: exporter,
-                poisoned: false,
-                last_error: None,
-            });
-            return Box::into_raw(cell).cast();
-        }
-        Ok(Err(message)) => message,
-        Err(payload) => format!(
-            "exporter panicked while being created: {}",
-            panic_message(&*payload)
-        ),
-    };
-    // SAFETY: per the caller's contract on `err` and `err_len`.
-    unsafe { write_error(err, err_len, &message) };
-    core::ptr::null_mut()
+        // SAFETY: per the caller's contract on `err` and `err_len`.
+        unsafe { write_error(err, err_len, &message) };
+        core::ptr::null_mut()
+    })
 }
 
 /// Runs `f` on the exporter behind `exporter`, turning errors and panics into codes.
@@ -169,27 +187,32 @@ unsafe fn with_exporter<T: RustPluginExporter>(
     exporter: *mut c_void,
     f: impl FnOnce(&mut T) -> Result<(), String>,
 ) -> i32 {
-    if exporter.is_null() {
-        return EXPORT_FAILED;
-    }
-    // SAFETY: per the caller's contract the pointer came from Box<ExporterCell<T>>
-    // and no other thread uses it now.
-    let cell = unsafe { &mut *exporter.cast::<ExporterCell<T>>() };
-    if cell.poisoned {
-        return EXPORT_PANICKED;
-    }
-    match catch_unwind(AssertUnwindSafe(|| f(&mut cell.inner))) {
-        Ok(Ok(())) => EXPORT_OK,
-        Ok(Err(reason)) => {
-            cell.last_error = Some(reason);
-            EXPORT_FAILED
-        }
-        Err(payload) => {
-            cell.poisoned = true;
-            cell.last_error = Some(format!("panicked: {}", panic_message(&*payload)));
-            EXPORT_PANICKED
-        }
-    }
+    guard(
+        || EXPORT_PANICKED,
+        || {
+            if exporter.is_null() {
+                return EXPORT_FAILED;
+            }
+            // SAFETY: per the caller's contract the pointer came from
+            // Box<ExporterCell<T>> and no other thread uses it now.
+            let cell = unsafe { &mut *exporter.cast::<ExporterCell<T>>() };
+            if cell.poisoned {
+                return EXPORT_PANICKED;
+            }
+            match catch_unwind(AssertUnwindSafe(|| f(&mut cell.inner))) {
+                Ok(Ok(())) => EXPORT_OK,
+                Ok(Err(reason)) => {
+                    cell.last_error = Some(reason);
+                    EXPORT_FAILED
+                }
+                Err(payload) => {
+                    cell.poisoned = true;
+                    cell.last_error = Some(format!("panicked: {}", panic_message(&*payload)));
+                    EXPORT_PANICKED
+                }
+            }
+        },
+    )
 }
 
 /// `nixl_telemetry_exporter_last_error` for `T`: the reason of the exporter's
@@ -204,20 +227,25 @@ pub unsafe extern "C" fn last_error<T: RustPluginExporter>(
     err: *mut c_char,
     err_len: usize,
 ) -> usize {
-    if exporter.is_null() {
-        return 0;
-    }
-    // SAFETY: per the caller's contract the pointer came from Box<ExporterCell<T>>
-    // and no other thread uses it now.
-    let cell = unsafe { &*exporter.cast::<ExporterCell<T>>() };
-    match &cell.last_error {
-        Some(reason) => {
-            // SAFETY: per the caller's contract on `err` and `err_len`.
-            unsafe { write_error(err, err_len, reason) };
-            reason.len()
-        }
-        None => 0,
-    }
+    guard(
+        || 0,
+        || {
+            if exporter.is_null() {
+                return 0;
+            }
+            // SAFETY: per the caller's contract the pointer came from
+            // Box<ExporterCell<T>> and no other thread uses it now.
+            let cell = unsafe { &*exporter.cast::<ExporterCell<T>>() };
+            match &cell.last_error {
+                Some(reason) => {
+                    // SAFETY: per the caller's contract on `err` and `err_len`.
+                    unsafe { write_error(err, err_len, reason) };
+                    reason.len()
+                }
+                None => 0,
+            }
+        },
+    )
 }
 
 /// `export_event` for `T`.
@@ -230,13 +258,20 @@ pub unsafe extern "C" fn export_event<T: RustPluginExporter>(
     exporter: *mut c_void,
     event: *const Event,
 ) -> i32 {
-    if event.is_null() {
-        return EXPORT_FAILED;
-    }
-    // SAFETY: non-null and valid per the caller's contract.
-    let event = unsafe { &*event };
-    // SAFETY: per the caller's contract.
-    unsafe { with_exporter::<T>(exporter, |e| e.export_batch(core::slice::from_ref(event))) }
+    guard(
+        || EXPORT_PANICKED,
+        || {
+            if event.is_null() {
+                return EXPORT_FAILED;
+            }
+            // SAFETY: non-null and valid per the caller's contract.
+            let event = unsafe { &*event };
+            // SAFETY: per the caller's contract.
+            unsafe {
+                with_exporter::<T>(exporter, |e| e.export_batch(core::slice::from_ref(event)))
+            }
+        },
+    )
 }
 
 /// `export_batch` for `T`.
@@ -250,16 +285,21 @@ pub unsafe extern "C" fn export_batch<T: RustPluginExporter>(
     events: *const Event,
     count: usize,
 ) -> i32 {
-    let events = if count == 0 {
-        &[][..]
-    } else if events.is_null() {
-        return EXPORT_FAILED;
-    } else {
-        // SAFETY: valid for `count` events per the caller's contract.
-        unsafe { core::slice::from_raw_parts(events, count) }
-    };
-    // SAFETY: per the caller's contract.
-    unsafe { with_exporter::<T>(exporter, |e| e.export_batch(events)) }
+    guard(
+        || EXPORT_PANICKED,
+        || {
+            let events = if count == 0 {
+                &[][..]
+            } else if events.is_null() {
+                return EXPORT_FAILED;
+            } else {
+                // SAFETY: valid for `count` events per the caller's contract.
+                unsafe { core::slice::from_raw_parts(events, count) }
+            };
+            // SAFETY: per the caller's contract.
+            unsafe { with_exporter::<T>(exporter, |e| e.export_batch(events)) }
+        },
+    )
 }
 
 /// `flush` for `T`.
@@ -278,14 +318,17 @@ pub unsafe extern "C" fn flush<T: RustPluginExporter>(exporter: *mut c_void) -> 
 /// `exporter` must be NULL or a pointer returned by [`create_exporter::<T>`],
 /// destroyed only once.
 pub unsafe extern "C" fn destroy_exporter<T: RustPluginExporter>(exporter: *mut c_void) {
-    if exporter.is_null() {
-        return;
-    }
-    // SAFETY: the pointer came from Box::into_raw in create_exporter::<T> and is
-    // destroyed once per the caller's contract.
-    let cell = unsafe { Box::from_raw(exporter.cast::<ExporterCell<T>>()) };
     // A panic in T's Drop must not unwind into the host either.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(cell)));
+    guard(
+        || (),
+        || {
+            if !exporter.is_null() {
+                // SAFETY: the pointer came from Box::into_raw in
+                // create_exporter::<T> and is destroyed once per the caller's contract.
+                drop(unsafe { Box::from_raw(exporter.cast::<ExporterCell<T>>()) });
+            }
+        },
+    )
 }
 
 /// Exports a [`RustPluginExporter`] as a NIXL telemetry plug-in: defines
@@ -313,12 +356,17 @@ macro_rules! export_plugin {
         /// Returns this plug-in's descriptor.
         #[no_mangle]
         pub extern "C" fn nixl_telemetry_plugin_init() -> *const $crate::c_abi::PluginDescriptor {
-            &NIXL_TELEMETRY_PLUGIN_DESCRIPTOR
+            $crate::rust_plugin::guard(::core::ptr::null, || {
+                ::core::ptr::addr_of!(NIXL_TELEMETRY_PLUGIN_DESCRIPTOR)
+            })
         }
 
         /// Called once before the host unloads the library.
         #[no_mangle]
-        pub extern "C" fn nixl_telemetry_plugin_fini() {}
+        pub extern "C" fn nixl_telemetry_plugin_fini() {
+            // Nothing to do; guarded all the same, as every entry point is.
+            $crate::rust_plugin::guard(|| (), || ())
+        }
 
         /// The reason of an exporter's most recent failed call.
         ///

@@ -7,10 +7,16 @@
 //! and not yet destroyed; a string is NULL or NUL-terminated; `err` is NULL or
 //! points to `err_len` writable bytes; an output pointer is NULL or writable.
 //! NULL is always checked; the rest is the caller's promise.
+//!
+//! Objects remember the fork generation of the process that created them
+//! (`nixl_telemetry::fork`): in a child forked without exec, an inherited
+//! telemetry acts as disabled telemetry (every call returns at once and does
+//! nothing) and is never flushed, joined or closed there.
 
 use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
 
-use nixl_telemetry::{EventHandle, Telemetry};
+use nixl_telemetry::{fork, EventHandle, Telemetry};
 
 use crate::boundary;
 use crate::create;
@@ -25,11 +31,29 @@ use crate::status::{self, CapiError, ERR_NULL, OK};
 /// `nixl_telemetry_t`: one agent's telemetry (opaque to C).
 pub struct NixlTelemetry {
     telemetry: Telemetry,
+    /// The fork generation of the process that created it.
+    generation: u64,
 }
 
 /// `nixl_telemetry_handle_t`: a pre-resolved (category, name) pair (opaque to C).
 pub struct NixlTelemetryHandle {
     handle: EventHandle,
+    /// The fork generation of the process that created it.
+    generation: u64,
+}
+
+/// What an object inherited through `fork()` stands in for: telemetry that
+/// records nothing. Made when the first object is created (so never for the
+/// first time in a child, where a parent thread might have been making it).
+fn inherited_stand_in() -> &'static Telemetry {
+    static DISABLED: OnceLock<Telemetry> = OnceLock::new();
+    DISABLED.get_or_init(Telemetry::disabled)
+}
+
+/// Whether an object of `generation` was inherited through `fork()`.
+#[inline(always)]
+fn inherited(generation: u64) -> bool {
+    generation != fork::generation()
 }
 
 // ---------------------------------------------------------------------------
@@ -49,14 +73,57 @@ unsafe fn c_bytes<'a>(ptr: *const c_char) -> Option<&'a [u8]> {
     }
 }
 
-/// The telemetry behind `ptr`, or `None` for NULL.
+/// The telemetry behind `ptr`, or `None` for NULL; in a forked child, a
+/// disabled stand-in for the parent's.
 ///
 /// # Safety
 /// `ptr` is NULL or was returned by a `nixl_telemetry_create*` and not destroyed.
 #[inline(always)]
 unsafe fn telemetry<'a>(ptr: *const NixlTelemetry) -> Option<&'a Telemetry> {
     // SAFETY: NULL or a live, properly aligned object by the contract.
-    unsafe { ptr.as_ref() }.map(|t| &t.telemetry)
+    unsafe { ptr.as_ref() }.map(|t| {
+        if inherited(t.generation) {
+            inherited_stand_in()
+        } else {
+            &t.telemetry
+        }
+    })
+}
+
+/// The handle behind `ptr`, or `None` for NULL; in a forked child, a handle
+/// that records nothing.
+///
+/// # Safety
+/// `ptr` is NULL or was returned by `nixl_telemetry_handle_create` and not destroyed.
+#[inline(always)]
+unsafe fn handle<'a>(ptr: *const NixlTelemetryHandle) -> Option<&'a EventHandle> {
+    static INHERITED: EventHandle = EventHandle::noop(nixl_telemetry::Category::CUSTOM, "");
+    // SAFETY: NULL or a live, properly aligned object by the contract.
+    unsafe { ptr.as_ref() }.map(|h| {
+        if inherited(h.generation) {
+            &INHERITED
+        } else {
+            &h.handle
+        }
+    })
+}
+
+/// Frees an object created by [`finish`]; one inherited through `fork()` is
+/// not dropped (its flush thread does not exist in this process, its locks
+/// may be held forever, its exporter is the parent's): its memory stays.
+///
+/// # Safety
+/// `ptr` is non-NULL, created by `finish` and not yet destroyed.
+unsafe fn destroy<T>(ptr: *mut T, generation: impl FnOnce(&T) -> u64) {
+    // SAFETY: created by Box::into_raw in `finish` and not yet destroyed, as
+    // promised; ownership comes back here once.
+    let object = unsafe { Box::from_raw(ptr) };
+    if inherited(generation(&object)) {
+        // The box's own allocation is freed; what the object owns is not.
+        std::mem::forget(*object);
+    } else {
+        drop(object);
+    }
 }
 
 /// Writes `message`, cut to fit at a character boundary and NUL-terminated,
@@ -88,6 +155,15 @@ unsafe fn fail(error: &CapiError, err: *mut c_char, err_len: usize) -> i32 {
     // SAFETY: passed on from the caller.
     unsafe { write_message(err, err_len, &error.to_string()) };
     error.status()
+}
+
+/// A created telemetry, of this process's fork generation.
+fn new_telemetry(telemetry: Telemetry) -> NixlTelemetry {
+    inherited_stand_in();
+    NixlTelemetry {
+        telemetry,
+        generation: fork::generation(),
+    }
 }
 
 /// Stores a created object into `*out` (as a raw pointer the caller owns), or
@@ -189,7 +265,7 @@ pub unsafe extern "C" fn nixl_telemetry_create_from_env(
         }
         // SAFETY: agent_name NULL or NUL-terminated, as promised.
         let agent = unsafe { c_bytes(agent_name) };
-        let result = create::from_env(agent).map(|telemetry| NixlTelemetry { telemetry });
+        let result = create::from_env(agent).map(new_telemetry);
         // SAFETY: out checked non-NULL, writable as promised; err as promised.
         unsafe { finish(result, out, err, err_len) }
     })
@@ -237,7 +313,7 @@ pub unsafe extern "C" fn nixl_telemetry_create(
                 create::from_settings(agent, &s, text)
             })
         };
-        let result = result.map(|telemetry| NixlTelemetry { telemetry });
+        let result = result.map(new_telemetry);
         // SAFETY: out checked non-NULL, writable as promised; err as promised.
         unsafe { finish(result, out, err, err_len) }
     })
@@ -252,9 +328,8 @@ pub unsafe extern "C" fn nixl_telemetry_create(
 pub unsafe extern "C" fn nixl_telemetry_destroy(telemetry: *mut NixlTelemetry) -> i32 {
     boundary::status("nixl_telemetry_destroy", || {
         if !telemetry.is_null() {
-            // SAFETY: created by Box::into_raw in `finish` and not yet
-            // destroyed, as promised; ownership comes back here once.
-            drop(unsafe { Box::from_raw(telemetry) });
+            // SAFETY: created by `finish` and not yet destroyed, as promised.
+            unsafe { destroy(telemetry, |t| t.generation) };
         }
         OK
     })
@@ -287,9 +362,10 @@ pub unsafe extern "C" fn nixl_telemetry_handle_create(
                 accepted:
                     "a telemetry from nixl_telemetry_create or nixl_telemetry_create_from_env",
             }),
-            Some(t) => {
-                create::handle(t, category, name).map(|handle| NixlTelemetryHandle { handle })
-            }
+            Some(t) => create::handle(t, category, name).map(|handle| NixlTelemetryHandle {
+                handle,
+                generation: fork::generation(),
+            }),
         };
         // SAFETY: out checked non-NULL, writable as promised; err as promised.
         unsafe { finish(result, out, err, err_len) }
@@ -304,8 +380,8 @@ pub unsafe extern "C" fn nixl_telemetry_handle_create(
 pub unsafe extern "C" fn nixl_telemetry_handle_destroy(handle: *mut NixlTelemetryHandle) -> i32 {
     boundary::status("nixl_telemetry_handle_destroy", || {
         if !handle.is_null() {
-            // SAFETY: created by Box::into_raw in `finish`, not yet destroyed.
-            drop(unsafe { Box::from_raw(handle) });
+            // SAFETY: created by `finish` and not yet destroyed, as promised.
+            unsafe { destroy(handle, |h| h.generation) };
         }
         OK
     })
@@ -325,9 +401,9 @@ pub unsafe extern "C" fn nixl_telemetry_handle_record(
 ) -> i32 {
     boundary::status("nixl_telemetry_handle_record", || {
         // SAFETY: NULL or live, as promised.
-        match unsafe { handle.as_ref() } {
+        match unsafe { self::handle(handle) } {
             Some(h) => {
-                h.handle.record(value);
+                h.record(value);
                 OK
             }
             None => ERR_NULL,
@@ -348,9 +424,9 @@ pub unsafe extern "C" fn nixl_telemetry_handle_record_at(
 ) -> i32 {
     boundary::status("nixl_telemetry_handle_record_at", || {
         // SAFETY: NULL or live, as promised.
-        match unsafe { handle.as_ref() } {
+        match unsafe { self::handle(handle) } {
             Some(h) => {
-                h.handle.record_at(timestamp_us, value);
+                h.record_at(timestamp_us, value);
                 OK
             }
             None => ERR_NULL,

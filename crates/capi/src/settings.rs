@@ -82,21 +82,30 @@ impl NixlTelemetrySettings {
 /// The largest `struct_size` looked at (a guard against garbage in the field).
 pub const MAX_STRUCT_SIZE: usize = 4096;
 
-/// Checks a caller's `struct_size` for a struct whose known size is `known`:
-/// at least `minimum`, at most [`MAX_STRUCT_SIZE`].
+/// The alignment of every sized struct of the C API (they hold 64-bit fields),
+/// so the `sizeof` of any version of them is a multiple of it: a size that is
+/// not ends inside a field (or its padding).
+pub const STRUCT_ALIGN: usize = 8;
+
+const _: () = assert!(std::mem::align_of::<NixlTelemetrySettings>() == STRUCT_ALIGN);
+
+/// Checks a caller's `struct_size`: the `sizeof` some version of the struct
+/// can have — a multiple of [`STRUCT_ALIGN`] from `minimum` (version 1) to
+/// [`MAX_STRUCT_SIZE`]. Any other size would end inside a field, whose bytes
+/// would be half the caller's and half not.
 pub fn check_struct_size(
     what: &'static str,
     size: u32,
     minimum: usize,
 ) -> Result<usize, CapiError> {
     let size = size as usize;
-    if (minimum..=MAX_STRUCT_SIZE).contains(&size) {
+    if (minimum..=MAX_STRUCT_SIZE).contains(&size) && size.is_multiple_of(STRUCT_ALIGN) {
         Ok(size)
     } else {
         Err(CapiError::InvalidArgument {
             what,
             value: size.to_string(),
-            accepted: format!("sizeof the struct as declared by nixl_telemetry.h: at least {minimum} (version 1), at most {MAX_STRUCT_SIZE}"),
+            accepted: format!("sizeof the struct as declared by nixl_telemetry.h: a multiple of {STRUCT_ALIGN} from {minimum} (version 1) to {MAX_STRUCT_SIZE}"),
         })
     }
 }
@@ -329,11 +338,33 @@ mod tests {
     }
 
     #[test]
+    fn every_accepted_size_up_to_the_known_one_ends_a_field() {
+        use std::mem::{offset_of, size_of};
+        let ends = [
+            offset_of!(NixlTelemetrySettings, struct_size) + size_of::<u32>(),
+            offset_of!(NixlTelemetrySettings, enabled) + size_of::<u32>(),
+            offset_of!(NixlTelemetrySettings, buffer_size) + size_of::<u64>(),
+            offset_of!(NixlTelemetrySettings, run_interval_ms) + size_of::<u64>(),
+            offset_of!(NixlTelemetrySettings, exporter) + size_of::<usize>(),
+            offset_of!(NixlTelemetrySettings, ring_directory) + size_of::<usize>(),
+            offset_of!(NixlTelemetrySettings, output_path) + size_of::<usize>(),
+            offset_of!(NixlTelemetrySettings, plugin_dirs) + size_of::<usize>(),
+            offset_of!(NixlTelemetrySettings, enabled_metrics) + size_of::<usize>(),
+            offset_of!(NixlTelemetrySettings, ring_version) + size_of::<usize>(),
+        ];
+        for size in 0..=SETTINGS_KNOWN_SIZE as u32 {
+            if check_struct_size("s", size, SETTINGS_V1_SIZE).is_ok() {
+                assert!(ends.contains(&(size as usize)), "{size} ends no field");
+            }
+        }
+    }
+
+    #[test]
     fn struct_sizes() {
         assert_eq!(SETTINGS_KNOWN_SIZE, SETTINGS_V2_SIZE);
         assert!(check_struct_size("s", 64, 64).is_ok());
         assert!(check_struct_size("s", 128, 64).is_ok());
-        for bad in [0, 63, 4097, u32::MAX] {
+        for bad in [0, 63, 65, 71, 76, 4097, 4100, u32::MAX] {
             let err = check_struct_size("settings.struct_size", bad, 64).unwrap_err();
             assert_eq!(err.status(), status::ERR_INVALID_ARGUMENT);
             assert!(

@@ -49,6 +49,7 @@ pub const STATS_V2_SIZE: usize = 88;
 pub const STATS_KNOWN_SIZE: usize = std::mem::size_of::<NixlTelemetryStats>();
 
 const _: () = assert!(STATS_KNOWN_SIZE >= STATS_V1_SIZE);
+const _: () = assert!(std::mem::align_of::<NixlTelemetryStats>() == crate::settings::STRUCT_ALIGN);
 
 impl NixlTelemetryStats {
     /// The C form of `stats`, with `struct_size` set to what the caller gave.

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use nixl_telemetry_cli::{emit, process, read, signal};
+use nixl_telemetry_cli::{emit, export, process, read, report, signal, top};
 
 mod demo;
 
@@ -30,6 +30,12 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Turn usage records (JSON lines) into metrics, as sorted JSON or Prometheus text.
     Process(process::ProcessArgs),
+    /// The sidecar: follow every ring of a directory and feed an exporter plug-in.
+    Export(export::ExportArgs),
+    /// A live view of every agent: rates, transfer times, errors, losses (full screen or --plain).
+    Top(top::TopArgs),
+    /// Charts of a run (rings or a `telemetry_reader --json` capture) as one HTML page, and PNGs.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +45,9 @@ fn main() -> ExitCode {
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
         Command::Demo(args) => demo::run(args),
         Command::Process(args) => process::run(args),
+        Command::Export(args) => export::run(args),
+        Command::Top(args) => top::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,

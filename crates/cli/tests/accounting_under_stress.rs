@@ -12,7 +12,7 @@
 //!
 //! The CI size is 8 threads × 100 000 events (`STRESS_EVENTS_PER_THREAD`
 //! overrides it); the full size, 8 × 1 000 000, is the ignored test
-//! `full_size_8_threads_x_1m_events` (see docs/RELIABILITY.md for the command
+//! `full_size_8_threads_x_1m_events` (see docs/testing.md for the command
 //! and its figures).
 
 mod read_support;

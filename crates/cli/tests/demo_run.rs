@@ -26,7 +26,9 @@ fn number_after(text: &str, label: &str) -> u64 {
 fn two_seconds_of_demo_leave_rings_the_readers_decode() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("rings");
-    let out = run(cli().args(["demo", "--duration", "2", "--dir"]).arg(&dir));
+    let out = run(cli()
+        .args(["demo", "--no-export", "--duration", "2", "--dir"])
+        .arg(&dir));
     let text = ok(&out);
     assert!(text.contains("2 agents (initiator, target)"), "{text}");
     assert!(
@@ -205,4 +207,39 @@ fn bad_settings_are_named() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn the_export_sidecar_serves_the_demo_and_exports_every_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plugins = tmp.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let built = nixl_telemetry_testsupport::build_rust_plugin("nixl-telemetry-exporter-prometheus");
+    std::fs::copy(built, plugins.join("libtelemetry_exporter_prometheus.so")).unwrap();
+    let dir = tmp.path().join("rings");
+    let out = run(cli()
+        .env("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR", &plugins)
+        .args(["demo", "--duration", "2", "--dir"])
+        .arg(&dir));
+    let text = ok(&out);
+    let served = text
+        .lines()
+        .find(|l| l.starts_with("Export sidecar: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(served.contains("curl -s http://127.0.0.1:"), "{served}");
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("1 s")),
+        "a live row:\n{text}"
+    );
+    // Every event each producer wrote reached the exporter through the sidecar.
+    let exported = text
+        .lines()
+        .find(|l| l.starts_with("Events exported by the sidecar: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(exported.ends_with("(every event written)."), "{exported}");
+    assert!(number_after(exported, "initiator ") > 0, "{exported}");
+    assert!(text.contains("export --dir"), "{text}");
+    // The rings were consumed to their end, as NIXL's reader consumes.
+    let rust = run(reader().args(["--once", "--peek", "--json"]).arg(&dir));
+    assert_eq!(ok(&rust), "");
 }

@@ -244,6 +244,10 @@ fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
             .ok()
             .filter(|(s, _)| *s == 200)
     });
+    // The store is released when the rank exits, somewhere between its start and
+    // the return of `wait`: the TTL runs from a moment after `started` and
+    // before `left`.
+    let started = Instant::now();
     let mut leaving = rank(tmp.path(), &plugins, &dir, port, 1, "0", "3");
     let status = leaving.child.wait().unwrap();
     assert!(status.success(), "{}", leaving.log());
@@ -283,7 +287,10 @@ fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
             (tx_bytes_by_rank(&body) == [("0".to_owned(), rank_bytes(0))]).then_some(())
         },
     );
-    assert!(left.elapsed().as_secs_f64() >= ttl, "reaped before the TTL");
+    assert!(
+        started.elapsed().as_secs_f64() >= ttl,
+        "reaped before the TTL"
+    );
     assert_eq!(stores(), 1, "its store is removed");
     assert!(owner.running());
 }

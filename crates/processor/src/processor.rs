@@ -127,7 +127,7 @@ impl MetricProcessor {
     /// Whether the built-in builders may replay what they wrote for a combination of
     /// values seen before (on by default). With it off every record's keys are built
     /// and looked up again. The metrics are the same either way; only the speed
-    /// differs (`docs/PERFORMANCE.md`, "Metric processor: one rule, one place").
+    /// differs (`docs/PERFORMANCE.md`, "Metric processor").
     pub fn set_memo(&mut self, on: bool) {
         self.memo = on;
     }
@@ -216,5 +216,16 @@ impl MetricProcessor {
     ) -> Result<(), ProcessError> {
         let record = Record::parse(record)?;
         self.process(metrics, &record, context)
+    }
+}
+
+#[cfg(test)]
+mod send_tests {
+    /// A processor moves between threads (a service's worker, a lock shared by
+    /// the threads of a Python host).
+    #[test]
+    fn a_processor_is_send() {
+        fn send<T: Send>() {}
+        send::<super::MetricProcessor>();
     }
 }

@@ -22,7 +22,7 @@ fn only(builders: &str) -> MetricProcessor {
 
 /// Records the context each record was built with.
 #[derive(Default)]
-struct Spy(std::rc::Rc<std::cell::RefCell<Vec<BuildContext>>>);
+struct Spy(std::sync::Arc<std::sync::Mutex<Vec<BuildContext>>>);
 
 impl MetricBuilder for Spy {
     fn name(&self) -> &str {
@@ -34,17 +34,17 @@ impl MetricBuilder for Spy {
         _data: &TelemetryData<'_>,
         context: &BuildContext,
     ) -> Result<(), BuildError> {
-        self.0.borrow_mut().push(*context);
+        self.0.lock().unwrap().push(*context);
         Ok(())
     }
 }
 
 #[test]
 fn now_and_old_now_follow_the_reference() {
-    let seen = std::rc::Rc::default();
+    let seen = std::sync::Arc::default();
     let mut processor = only("");
     processor
-        .add_builder(Spy(std::rc::Rc::clone(&seen)))
+        .add_builder(Spy(std::sync::Arc::clone(&seen)))
         .unwrap();
     let mut metrics = Metrics::new();
 
@@ -90,7 +90,7 @@ fn now_and_old_now_follow_the_reference() {
         .unwrap();
     let after = chrono::Local::now().naive_local();
 
-    let seen = seen.borrow();
+    let seen = seen.lock().unwrap();
     let pairs: Vec<(String, String)> = seen[..5]
         .iter()
         .map(|c| (c.now.to_string(), c.old_now.to_string()))

@@ -5,6 +5,11 @@
 //! A `pthread_atfork` child handler bumps a process-wide generation; every object
 //! remembers the generation it was created in and does nothing once it differs.
 //! The check on the hot path is one relaxed atomic load.
+//!
+//! The crate's only unsafe code is here: registering the handler (and, in the
+//! unit test, forking).
+
+#![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;

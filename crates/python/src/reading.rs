@@ -3,7 +3,8 @@
 //! Every ring version (1–4) is read through the core reader: batches of slot
 //! bytes ([`RingReader::read_slot_bytes`]) whose fields [`SlotView`] reads in
 //! place, each event made straight from its slot (the name or event type
-//! looked up in a [`KeyCache`] per ring). The results are those of
+//! looked up in a [`KeyCache`] per ring); a directory is scanned by the
+//! core's [`RingDirectory`] under the readers' rules. The results are those of
 //! `telemetry_reader --once --json`: the same events in the same order (a
 //! directory's rings in the order Python sorts their names, each drained
 //! oldest first), `None` for a timestamp or category the version lacks, event
@@ -11,26 +12,25 @@
 //! malformed slots (a name without NUL) skipped and counted, invalid UTF-8 in
 //! names replaced by U+FFFD.
 
-use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::io::ErrorKind;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use nixl_telemetry::ring::{
-    layout::{self as ring_layout, RingLayout},
-    ReadMode, RingError as RustRingError, RingReader, SlotView, TrailerInfo,
+    agent_name, layout::RingLayout, python_sort_key, DirectoryError, FileIdentity, ReadMode,
+    RingDirectory, RingError as RustRingError, RingReader, ScanRules, SlotView, TrailerInfo,
 };
 use nixl_telemetry_abi::Category;
 use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::errors::RingError;
-use crate::event::{event_type, new_event, EventList, EventSource};
+use crate::event::Event;
 use crate::key_cache::{KeyCache, NameStrings};
 
 /// Slots taken from a ring file at a time: 2,048 keeps the bytes read (115 KB
@@ -146,29 +146,22 @@ fn ring_error(err: &RustRingError) -> PyErr {
     RingError::new_err(err.to_string())
 }
 
-/// The order Python sorts file names in: by code point, an undecodable byte `b`
-/// counting as U+DC00 + `b` (its surrogate escape).
-fn python_sort_key(name: &OsStr) -> Vec<u32> {
-    let mut key = Vec::with_capacity(name.len());
-    for chunk in name.as_bytes().utf8_chunks() {
-        key.extend(chunk.valid().chars().map(u32::from));
-        key.extend(chunk.invalid().iter().map(|&b| 0xDC00 + u32::from(b)));
+/// A Python exception for a directory that cannot be listed (as [`ring_error`]).
+fn directory_error(err: &DirectoryError) -> PyErr {
+    match err.source.kind() {
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(err.to_string()),
+        ErrorKind::PermissionDenied => PyPermissionError::new_err(err.to_string()),
+        _ => RingError::new_err(err.to_string()),
     }
-    key
-}
-
-/// A ring writer's temporary file (`.<name>.<…>.tmp`), never a ring.
-fn is_writer_temp_file(name: &OsStr) -> bool {
-    let bytes = name.as_bytes();
-    bytes.starts_with(b".") && bytes.ends_with(b".tmp")
 }
 
 /// One open ring file.
 struct OneRing {
     reader: Option<RingReader>,
-    path: PathBuf,
+    /// The file's name (in its directory).
+    name: OsString,
     agent: String,
-    ident: (u64, u64),
+    identity: FileIdentity,
     retiring: bool,
     events_read: u64,
     malformed: u64,
@@ -178,7 +171,22 @@ struct OneRing {
 }
 
 impl OneRing {
-    fn open(path: &Path, agent: String, mode: ReadMode) -> Result<OneRing, RustRingError> {
+    fn new(reader: RingReader, name: OsString, identity: FileIdentity) -> OneRing {
+        OneRing {
+            last_trailer: reader.trailer(),
+            layout: reader.layout(),
+            reader: Some(reader),
+            agent: agent_name(&name),
+            name,
+            identity,
+            retiring: false,
+            events_read: 0,
+            malformed: 0,
+        }
+    }
+
+    /// A ring file named by the caller.
+    fn open(path: &Path, mode: ReadMode) -> Result<OneRing, RustRingError> {
         // Look before opening: a FIFO or a device must not be opened at all.
         let meta = std::fs::metadata(path).map_err(|source| RustRingError::Io {
             path: path.to_owned(),
@@ -191,19 +199,12 @@ impl OneRing {
             });
         }
         let reader = RingReader::open(path, mode)?;
-        let last_trailer = reader.trailer();
-        let layout = reader.layout();
-        Ok(OneRing {
-            reader: Some(reader),
-            path: path.to_owned(),
-            agent,
-            ident: (meta.dev(), meta.ino()),
-            retiring: false,
-            events_read: 0,
-            malformed: 0,
-            last_trailer,
-            layout,
-        })
+        let name = path.file_name().unwrap_or(path.as_os_str()).to_owned();
+        let identity = FileIdentity {
+            device: meta.dev(),
+            inode: meta.ino(),
+        };
+        Ok(OneRing::new(reader, name, identity))
     }
 
     fn trailer(&mut self) -> Option<TrailerInfo> {
@@ -233,8 +234,8 @@ impl OneRing {
 }
 
 struct RingState {
-    path: PathBuf,
-    directory: bool,
+    /// Directory mode: the directory, scanned under the readers' rules.
+    directory: Option<RingDirectory>,
     mode: ReadMode,
     rings: Vec<OneRing>,
     /// Directory mode: files that are not rings, with the reason.
@@ -251,13 +252,13 @@ impl RingState {
             })
         })?;
         let mut state = RingState {
-            path: path.to_owned(),
-            directory: meta.is_dir(),
+            directory: None,
             mode,
             rings: Vec::new(),
             skipped: Vec::new(),
         };
-        if state.directory {
+        if meta.is_dir() {
+            state.directory = Some(RingDirectory::new(path, ScanRules::Readers));
             state.scan()?;
             if state.rings.is_empty() {
                 return Err(RingError::new_err(format!(
@@ -268,66 +269,52 @@ impl RingState {
                 )));
             }
         } else {
-            let agent =
-                String::from_utf8_lossy(path.file_name().unwrap_or(path.as_os_str()).as_bytes())
-                    .into_owned();
-            let ring = OneRing::open(path, agent, mode).map_err(|e| ring_error(&e))?;
+            let ring = OneRing::open(path, mode).map_err(|e| ring_error(&e))?;
             state.rings.push(ring);
         }
         Ok(state)
     }
 
-    /// Directory mode: opens rings that appeared, marks those removed or replaced.
+    /// Directory mode: opens the rings of files that appeared (and tries again
+    /// those that were not rings), marks the rings whose file was removed or
+    /// replaced for retirement.
     fn scan(&mut self) -> PyResult<()> {
-        let entries = std::fs::read_dir(&self.path).map_err(|source| {
-            ring_error(&RustRingError::Io {
-                path: self.path.clone(),
-                op: "list the directory",
-                source,
-            })
-        })?;
-        let mut present = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if is_writer_temp_file(&name) {
-                continue;
-            }
-            let Ok(meta) = std::fs::metadata(entry.path()) else {
-                continue;
-            };
-            if meta.is_file() {
-                present.push((python_sort_key(&name), name, (meta.dev(), meta.ino())));
-            }
-        }
-        present.sort();
+        let Some(directory) = self.directory.as_mut() else {
+            return Ok(());
+        };
+        let scan = directory.scan().map_err(|e| directory_error(&e))?;
         for ring in &mut self.rings {
-            let name = ring.path.file_name().unwrap_or_default();
-            if !present
+            if !scan
+                .files
                 .iter()
-                .any(|(_, n, ident)| n == name && *ident == ring.ident)
+                .any(|f| f.name == ring.name && f.identity == ring.identity)
             {
                 ring.retiring = true;
             }
         }
         self.skipped.clear();
-        for (_, name, _) in &present {
+        for file in &scan.files {
             if self
                 .rings
                 .iter()
-                .any(|r| !r.retiring && r.path.file_name() == Some(name.as_os_str()))
+                .any(|r| !r.retiring && r.name == file.name)
             {
                 continue;
             }
-            let path = self.path.join(name);
-            let agent = String::from_utf8_lossy(name.as_bytes()).into_owned();
-            match OneRing::open(&path, agent.clone(), self.mode) {
-                Ok(ring) => self.rings.push(ring),
-                Err(e) => self.skipped.push((agent, e.to_string())),
+            match directory.open_reader(file, self.mode) {
+                Ok(reader) => {
+                    self.rings
+                        .push(OneRing::new(reader, file.name.clone(), file.identity))
+                }
+                Err(e) => self.skipped.push((file.agent(), e.to_string())),
             }
         }
-        self.rings
-            .sort_by_cached_key(|r| python_sort_key(r.path.file_name().unwrap_or_default()));
+        self.rings.sort_by_cached_key(|r| python_sort_key(&r.name));
         Ok(())
+    }
+
+    fn is_directory(&self) -> bool {
+        self.directory.is_some()
     }
 
     /// Closes rings whose file was removed or replaced (after their last read).
@@ -365,7 +352,7 @@ impl Ring {
     fn plan(&self, py: Python<'_>) -> PyResult<Vec<Planned>> {
         py.detach(|| {
             self.with_state(|state| {
-                if state.directory {
+                if state.is_directory() {
                     state.scan()?;
                 }
                 state
@@ -447,6 +434,33 @@ impl Ring {
         read.and(finished)
     }
 
+    /// Reads the planned events as [`Ring::read_planned`] does, handing `each`
+    /// every well-formed slot with its name (one `str` shared by the events
+    /// of that name) and the index of its ring in `plan`; malformed slots are
+    /// skipped and counted.
+    fn read_named(
+        &self,
+        py: Python<'_>,
+        plan: &[Planned],
+        max: usize,
+        mut each: impl FnMut(&SlotView<'_>, &Py<PyString>, usize) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let mut names = NameStrings::default();
+        let mut caches: Vec<KeyCache<Py<PyString>>> =
+            plan.iter().map(|_| KeyCache::default()).collect();
+        self.read_planned(py, plan, max, |slots, layout, ring| {
+            let cache = &mut caches[ring];
+            let mut malformed = 0;
+            for slot in SlotView::all(layout, slots) {
+                match cache.get(layout, slot.key(), |field| Ok(names.get(py, field)))? {
+                    Some(name) => each(&slot, name, ring)?,
+                    None => malformed += 1,
+                }
+            }
+            Ok(malformed)
+        })
+    }
+
     /// Reads into Python events.
     fn read_events<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
         let plan = self.plan(py)?;
@@ -454,28 +468,19 @@ impl Ring {
             .iter()
             .map(|p| self.directory.then(|| PyString::new(py, &p.agent).unbind()))
             .collect();
-        let kind = event_type(py)?;
-        let mut names = NameStrings::default();
-        let mut sources: Vec<KeyCache<EventSource>> =
-            plan.iter().map(|_| KeyCache::default()).collect();
-        let mut events = EventList::with_capacity(py, expected_events(&plan, max))?;
-        self.read_planned(py, &plan, max, |slots, layout, ring| {
-            let mut batch = EventBatch {
-                py,
-                kind,
-                events: &mut events,
-                sources: &mut sources[ring],
-                names: &mut names,
-                agent: agents[ring].as_ref().map(|a| a.bind(py)),
-            };
-            // Version 1 (the common case) with its offsets known to the compiler.
-            if std::ptr::eq(layout, &ring_layout::V1) {
-                batch.push(&ring_layout::V1, slots)
-            } else {
-                batch.push(layout, slots)
-            }
+        let mut events: Vec<Bound<'py, Event>> = Vec::with_capacity(expected_events(&plan, max));
+        self.read_named(py, &plan, max, |slot, name, ring| {
+            let event = Event::new(
+                slot.timestamp_us(),
+                slot.category(),
+                name.clone_ref(py),
+                slot.value(),
+                agents[ring].as_ref().map(|a| a.clone_ref(py)),
+            );
+            events.push(Bound::new(py, event)?);
+            Ok(())
         })?;
-        events.finish()
+        PyList::new(py, events)
     }
 
     /// Reads into columns: `array.array`s of the numbers, lists of the names
@@ -497,30 +502,18 @@ impl Ring {
             expected,
         );
         let mut values = Vec::with_capacity(expected * 8);
-        let mut names = NameStrings::default();
-        let mut name_caches: Vec<KeyCache<Py<PyString>>> =
-            plan.iter().map(|_| KeyCache::default()).collect();
         let mut name_list = Vec::with_capacity(expected);
         let mut agent_list = Vec::new();
         let directory = self.directory;
-        self.read_planned(py, &plan, max, |slots, layout, ring| {
-            let cache = &mut name_caches[ring];
-            let mut malformed = 0;
-            for slot in SlotView::all(layout, slots) {
-                let Some(name) = cache.get(layout, slot.key(), |field| Ok(names.get(py, field)))?
-                else {
-                    malformed += 1;
-                    continue;
-                };
-                name_list.push(name.clone_ref(py));
-                timestamps.push(slot.timestamp_us());
-                categories.push(slot.category());
-                values.extend_from_slice(&slot.value().to_ne_bytes());
-                if directory {
-                    agent_list.push(agents[ring].clone_ref(py));
-                }
+        self.read_named(py, &plan, max, |slot, name, ring| {
+            name_list.push(name.clone_ref(py));
+            timestamps.push(slot.timestamp_us());
+            categories.push(slot.category());
+            values.extend_from_slice(&slot.value().to_ne_bytes());
+            if directory {
+                agent_list.push(agents[ring].clone_ref(py));
             }
-            Ok(malformed)
+            Ok(())
         })?;
         let array = py
             .import(intern!(py, "array"))?
@@ -539,45 +532,6 @@ impl Ring {
             d.set_item("agent", PyList::new(py, agent_list)?)?;
         }
         Ok(d)
-    }
-}
-
-/// Where one batch's events go, and what they share.
-struct EventBatch<'a, 'py> {
-    py: Python<'py>,
-    kind: &'a Bound<'py, PyType>,
-    events: &'a mut EventList<'py>,
-    sources: &'a mut KeyCache<EventSource>,
-    names: &'a mut NameStrings,
-    agent: Option<&'a Bound<'py, PyString>>,
-}
-
-impl EventBatch<'_, '_> {
-    /// Makes an `Event` of each well-formed slot of `slots` (of `layout`);
-    /// returns how many were malformed (skipped).
-    #[inline(always)]
-    fn push(&mut self, layout: &RingLayout, slots: &[u8]) -> PyResult<u64> {
-        let py = self.py;
-        let mut malformed = 0;
-        for slot in SlotView::all(layout, slots) {
-            let (names, agent) = (&mut *self.names, self.agent);
-            let Some(source) = self.sources.get(layout, slot.key(), |field| {
-                EventSource::new(py, names.get(py, field).bind(py), agent)
-            })?
-            else {
-                malformed += 1;
-                continue;
-            };
-            self.events.push(new_event(
-                py,
-                self.kind,
-                source,
-                slot.timestamp_us(),
-                slot.category(),
-                slot.value(),
-            )?)?;
-        }
-        Ok(malformed)
     }
 }
 
@@ -707,7 +661,7 @@ impl Ring {
         };
         let state = py.detach(|| RingState::open(&path, mode))?;
         Ok(Ring {
-            directory: state.directory,
+            directory: state.is_directory(),
             state: Mutex::new(Some(state)),
             path: path.display().to_string(),
             peek,
@@ -783,7 +737,7 @@ impl Ring {
     /// `v4`); None for a directory (see `layouts`).
     #[getter]
     fn layout(&self) -> PyResult<Option<&'static str>> {
-        self.with_state(|state| Ok((!state.directory).then(|| state.rings[0].layout.name)))
+        self.with_state(|state| Ok((!state.is_directory()).then(|| state.rings[0].layout.name)))
     }
 
     /// Every ring's layout, by agent, in reading order.
@@ -809,7 +763,7 @@ impl Ring {
     #[getter]
     fn trailer(&self) -> PyResult<Option<Trailer>> {
         self.with_state(|state| {
-            Ok(if state.directory {
+            Ok(if state.is_directory() {
                 None
             } else {
                 state.rings[0].trailer().map(Trailer::from)

@@ -4,12 +4,26 @@ import os
 import pathlib
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 DATA = HERE / "data"
 TAO_DATA = REPO / "tests" / "data" / "tao_processor"
 STDLIB_READER = REPO / "python" / "telemetry_reader.py"
+
+# The hypothesis tests' profiles: `ci` (the default) runs a fixed number of
+# examples with a fixed seed; `long` (HYPOTHESIS_PROFILE=long) a long random
+# run. No example database: nothing is written into the work tree.
+settings.register_profile(
+    "ci", max_examples=150, derandomize=True, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.register_profile(
+    "long", max_examples=20000, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

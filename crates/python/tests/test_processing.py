@@ -290,9 +290,8 @@ def test_process_many_sees_caller_changes_between_batches():
 
 
 def test_process_many_text_of_every_kind():
-    """Strings are read without copying where the interpreter allows: non-ASCII
-    text, str subclasses and strings made for the call only give the same
-    metrics as plain literals."""
+    """Non-ASCII text, str subclasses and strings made for the call only give
+    the same metrics as plain literals."""
     class Tagged(str):
         pass
 
@@ -308,8 +307,8 @@ def test_process_many_text_of_every_kind():
 
 
 def test_datetimes_of_every_kind_are_read_exactly():
-    """`now` is read from a plain datetime's pickle state, and field by field
-    (or through isoformat) from subclasses and aware datetimes: all agree."""
+    """`now` is read field by field from naive datetimes (subclasses too) and
+    through isoformat from aware ones: all agree with isoformat."""
     class Stamped(datetime):
         pass
 
@@ -322,24 +321,11 @@ def test_datetimes_of_every_kind_are_read_exactly():
         assert m["last_updated"] == now.isoformat(), now
 
 
-def test_the_benchmarks_floor_reads_every_field():
-    """_visit_records (bench_python.py's floor) reads each str key, each value,
-    and each element of a list or tuple value; it converts and keeps nothing."""
-    from nixl_telemetry import _native
-
-    now = datetime(2025, 1, 1)
-    records = [({"a": "x", "b": [1, "y"], 3: None}, now), {"c": 1.5, "d": ("p", True)}]
-    # a, "x", b, [1, "y"] (the list and its two items), None; c, 1.5, d, ("p", True)
-    assert _native._visit_records(records) == 1 + 1 + 1 + 3 + 1 + 1 + 1 + 1 + 3
-    assert _native._visit_records([]) == 0
-    assert _native._visit_records(iter([{"k": 1 << 80}])) == 2
-
-
 def test_process_many_reads_lists_and_other_inputs_alike():
-    """An exact list of plain records is read with borrowed references, anything
-    else (an iterator, subclasses, values of other types, dict contexts) the
-    general way, also when such an item comes after plain ones: the same
-    metrics, the same errors, the dict left unchanged on an error."""
+    """A list of plain records and the same items as an iterator, with odd
+    items anywhere (subclasses, values of other types, dict contexts), give
+    the same metrics and the same errors, and the dict is left unchanged on an
+    error."""
     class Tagged(str):
         pass
 
@@ -367,8 +353,7 @@ def test_process_many_reads_lists_and_other_inputs_alike():
         ({"action": "train"}, datetime(2025, 4, 2, 11, tzinfo=timezone.utc)),
         {"action": "shared context"},
     ]
-    # One processor and one dict through every batch below too: the vectors a
-    # listed batch reuses from batch to batch hold records of every shape.
+    # One processor and one dict through every batch below too.
     service, service_m = MetricProcessor(), {}
     service_ref, service_ref_m = MetricProcessor(), {}
     for odd in odd_items:
@@ -423,17 +408,139 @@ def test_process_many_reads_lists_and_other_inputs_alike():
             assert m == reference, bad
 
 
-def test_process_many_takes_equal_values_as_unchanged():
-    """Between batches the dict is compared with the kept copy: identical
-    entries at once, else with `==`: a value replaced by an equal one (even a
-    float) counts as unchanged, and a batch writes the int back."""
-    items = corpus()
-    p, m = MetricProcessor(), {}
-    p.process_many(m, items[:150])
-    key = "total_action_train_pass"
-    assert key in m
-    reference = dict(m)
-    m[key] = float(m[key])
-    p.process_many(m, items[150:])
-    MetricProcessor().process_many(reference, items[150:])
-    assert m == reference and type(m[key]) is int
+class _OwnHash(str):
+    """A str subclass with its own hash: a dict holds it beside the plain str
+    of the same text as two keys."""
+
+    def __hash__(self):
+        return hash(("own", str(self)))
+
+    def __eq__(self, other):
+        return type(other) is _OwnHash and str.__eq__(self, other)
+
+    __ne__ = lambda self, other: not self.__eq__(other)  # noqa: E731
+
+
+def test_keys_of_the_same_text_are_told_apart_as_the_reference_does():
+    """A plain-str key and a str-subclass key with its own hash and the same
+    text: the processors read and write the metric under the plain key (a
+    lookup by the metric's text), never under the other one, one record at a
+    time and in a batch."""
+    from nvidia_tao_core.telemetry.processor import MetricProcessor as Reference
+
+    now = datetime(2025, 1, 13, 10)
+    record = {"action": "train", "success": True}
+
+    def fresh():
+        return {"aaa": 7, _OwnHash("aaa"): 8, "total_action_train_pass": 100}
+
+    reference = Reference(builders=[]).process(fresh(), record, {"now": now})
+    single = MetricProcessor(builders=[]).process(fresh(), record, {"now": now})
+    assert single == reference
+    for builders in ([], ["legacy"], None):
+        single = MetricProcessor(builders).process(fresh(), record, {"now": now})
+        batch = MetricProcessor(builders).process_many(fresh(), [(record, now)])
+        assert batch == single, builders
+        assert batch["total_action_train_pass"] == (101 if builders != [] else 100)
+        assert batch["aaa"] == 7 and batch[_OwnHash("aaa")] == 8, builders
+    # The subclass key alone is found by a plain lookup when it hashes and
+    # compares as a str does: it is then the metric's key, as in the reference.
+    class Tagged(str):
+        pass
+
+    m = {Tagged("total_action_train_pass"): 5}
+    ref = Reference(builders=None).process(
+        {Tagged("total_action_train_pass"): 5}, record, {"now": now})
+    MetricProcessor().process_many(m, [(record, now)])
+    assert m == ref and m["total_action_train_pass"] == 6
+    assert [type(k) for k in m if k == "total_action_train_pass"] == [Tagged]
+
+
+class _RaisingKey:
+    """A dict key that hashes like a str the processor writes and whose
+    comparison raises: the write of that str into the dict fails."""
+
+    def __init__(self, like):
+        self.like = like
+
+    def __hash__(self):
+        return hash(self.like)
+
+    def __eq__(self, other):
+        raise RuntimeError("comparison refused")
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["process", "process_many"])
+def test_a_failed_write_back_leaves_the_dict_unchanged(batch):
+    """The write-back into the caller's dict fails half-way (a key whose
+    `__eq__` raises collides with `last_updated`, written last): every value
+    already written is put back, the dict is as before, and the error is a
+    ProcessingError naming the key."""
+    now = datetime(2025, 1, 13, 10)
+    m = {_RaisingKey("last_updated"): "hostile", "total_action_train_pass": 3}
+    before = list(m.items())
+    p = MetricProcessor()
+    with pytest.raises(ProcessingError, match="last_updated") as info:
+        if batch:
+            p.process_many(m, [({"action": "train", "success": True}, now)] * 3)
+        else:
+            p.process(m, {"action": "train", "success": True}, {"now": now})
+    assert list(m.items()) == before
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+class _SneakyInt(int):
+    """An int outside the 64-bit range whose conversion to float adds a key to
+    the record being read."""
+
+    record = None
+
+    def __float__(self):
+        type(self).record["added_%d" % len(type(self).record)] = 1
+        return float(int(self))
+
+
+@pytest.mark.parametrize("call", ["process", "process_many", "to_prometheus"])
+def test_a_record_mutated_while_read_is_an_error_or_read_never_a_panic(call):
+    """Python code that changes the record (or the metrics) while it is read
+    gives a result or a ProcessingError, never pyo3's PanicException."""
+    now = datetime(2025, 1, 13, 10)
+    record = {"action": "train", "extra": _SneakyInt(1 << 70), "more": 1}
+    _SneakyInt.record = record
+    p = MetricProcessor()
+    m = {}
+    try:
+        if call == "process":
+            p.process(m, record, {"now": now})
+        elif call == "process_many":
+            p.process_many(m, [(record, now), (record, now)])
+        else:
+            _SneakyInt.record = m
+            m.update({"total_action_train_pass": 1, "x": _SneakyInt(1 << 70)})
+            p.to_prometheus(m)
+    except ProcessingError:
+        pass
+    except BaseException as e:  # PanicException derives from BaseException
+        pytest.fail("%s raised %s: %s" % (call, type(e).__name__, e))
+
+
+@pytest.mark.parametrize("where", ["record", "metrics"])
+def test_out_of_range_ints_are_processing_errors_naming_the_key(where):
+    """An int outside what a key accepts is a ProcessingError naming the key,
+    from process() as from process_many()."""
+    now = datetime(2025, 1, 13, 10)
+    for value in (1 << 64, -(1 << 63) - 1, 1 << 200, 10**400):
+        if where == "record":
+            m, record = {}, {"time_lapsed": value}
+            key = "time_lapsed"
+            if value == 10**400:  # beyond a float too, under a key no attribute reads
+                record, key = {"time_lapsed": 1, "extra": value}, "extra"
+        else:
+            m, record = {"time_lapsed_today": value}, {"time_lapsed": 1}
+            key = "time_lapsed_today"
+        for run in (lambda: MetricProcessor().process(m, record, {"now": now}),
+                    lambda: MetricProcessor().process_many(m, [(record, now)])):
+            before = dict(m)
+            with pytest.raises(ProcessingError, match=key):
+                run()
+            assert m == before

@@ -214,7 +214,7 @@ def test_event_type_contract():
     assert Event(1, 99, "n", 0).category == 99 and "UNKNOWN_CATEGORY_99" in repr(Event(1, 99, "n", 0))
     for call, error, needle in [
         (lambda: Event(1, 2, "n"), TypeError, "value"),
-        (lambda: Event(1, 2, "n", 3, None, 6), TypeError, "at most 5"),
+        (lambda: Event(1, 2, "n", 3, None, 6), TypeError, "from 4 to 5 positional"),
         (lambda: Event(1, 2, "n", 3, bogus=1), TypeError, "bogus"),
         (lambda: Event(1, 2, "n", 3, name="m"), TypeError, "multiple values"),
         (lambda: Event(1, 2, 3, 4), TypeError, "str"),
@@ -274,7 +274,10 @@ def test_events_made_from_freed_events_blocks_are_whole(tmp_path):
 
 def test_producer_and_reader_in_two_processes(tmp_path):
     """A producer process records 20 000 events through a 1024-slot ring; this
-    process consumes it meanwhile and gets every one, in order."""
+    process consumes it meanwhile and gets every one, in order, or (on a
+    machine too slow to keep up) every one the producer did not count as
+    lost. Events telemetry generates itself about its losses are in the ring
+    too, under their own names."""
     count = 20000
     producer = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent("""
@@ -291,7 +294,8 @@ def test_producer_and_reader_in_two_processes(tmp_path):
                         while t.stats()["pending"]:
                             time.sleep(0.001)
                         time.sleep(0.01)
-            print(t.stats()["dropped"], flush=True)
+            stats = t.stats()
+            print(stats["dropped"], stats["generated"], flush=True)
         """), str(tmp_path), str(count)],
         stdout=subprocess.PIPE, text=True,
     )
@@ -300,15 +304,16 @@ def test_producer_and_reader_in_two_processes(tmp_path):
     ring = Ring(tmp_path / "producer")
     try:
         while producer.poll() is None:
-            got.extend(e.value for e in ring.read())
-        got.extend(e.value for e in ring.read())
-        dropped = int(producer.stdout.read().strip())
+            got.extend(ring.read())
+        got.extend(ring.read())
+        dropped, generated = map(int, producer.stdout.read().split())
     finally:
         producer.kill()
         producer.wait()
     assert producer.returncode == 0
     assert dropped == ring.events_lost
-    assert len(got) + dropped == count
-    assert got == sorted(got)
+    assert len(got) + dropped == count + generated
+    seq = [e.value for e in got if e.name == "seq"]
+    assert seq == sorted(set(seq))
     if dropped == 0:
-        assert got == list(range(count))
+        assert seq == list(range(count))

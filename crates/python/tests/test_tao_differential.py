@@ -24,11 +24,10 @@ random run: `HYPOTHESIS_PROFILE=long bash scripts/test-python.sh -k differential
 """
 
 import json
-import os
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from nixl_telemetry import tao
@@ -41,16 +40,6 @@ from nvidia_tao_core.telemetry import processor as ref_processor
 from nvidia_tao_core.telemetry import utils as ref_utils
 from nvidia_tao_core.telemetry.builders import LabeledMetricsBuilder as RefLabeled
 
-# No example database: nothing is written into the work tree.
-settings.register_profile(
-    "ci", max_examples=150, derandomize=True, deadline=None, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-settings.register_profile(
-    "long", max_examples=20000, deadline=None, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REF_LABELED = RefLabeled()
 

@@ -7,7 +7,7 @@
 //! exporter. Prints events/s per configuration (median and best of the rounds).
 //!
 //! Run: `cargo bench -p nixl-telemetry --bench plugin_flush`
-//! (needs `cc` to build tests/c/noop.c; results in docs/PERFORMANCE.md (Plug-in flush path (issue 4))).
+//! (needs `cc` to build tests/c/noop.c; results in docs/PERFORMANCE.md, "Exporter throughput").
 
 use nixl_telemetry_testsupport as support;
 

@@ -8,8 +8,9 @@
 //! the system wall clock and refines the TSC frequency over an ever longer
 //! baseline. Elsewhere [`now_us`] falls back to the system clock.
 
+use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Fixed-point shift of the scale (µs per tick · 2^SCALE_SHIFT).
@@ -164,6 +165,33 @@ pub fn recalibrate() {
         let (base_tsc, base_us) = paired_reading();
         publish(base_tsc, base_us, scale);
     }
+}
+
+thread_local! {
+    /// The calibration lock, held by the thread calling `fork()` from just
+    /// before the fork until just after it (in the parent and in the child).
+    static HELD_ACROSS_FORK: RefCell<Option<MutexGuard<'static, Anchor>>> =
+        const { RefCell::new(None) };
+}
+
+/// Just before `fork()` (the prepare handler of [`crate::fork`]): waits for a
+/// first calibration or a re-anchoring in progress on another thread and
+/// holds the calibration lock, so the child never sees the seqlock half
+/// written (where [`now_us`] would wait forever) or the lock held by a
+/// thread it does not have.
+pub(crate) fn before_fork() {
+    init();
+    if let Some(anchor) = ANCHOR.get() {
+        let guard = anchor.lock().unwrap_or_else(PoisonError::into_inner);
+        // Fails only while this thread exits: then the guard is released here.
+        let _ = HELD_ACROSS_FORK.try_with(|held| *held.borrow_mut() = Some(guard));
+    }
+}
+
+/// Just after `fork()`, in the parent and in the child: releases what
+/// [`before_fork`] holds.
+pub(crate) fn after_fork() {
+    let _ = HELD_ACROSS_FORK.try_with(|held| held.borrow_mut().take());
 }
 
 /// Whether [`now_us`] reads the TSC (otherwise the system clock).

@@ -10,6 +10,7 @@
 //!   `nop` exporters, and plug-ins loaded through the C ABI.
 //! * [`ring`]: the version-1 ring file, writer and reader.
 //! * [`clock`]: the cheap wall clock of the hot path.
+//! * [`fork`]: telling telemetry inherited through `fork()` from the child's own.
 
 pub mod clock;
 mod collector;
@@ -17,6 +18,7 @@ pub mod config;
 mod error;
 pub mod exporter;
 pub mod filter;
+pub mod fork;
 pub mod local_time;
 pub mod ring;
 mod staging;

@@ -196,6 +196,7 @@ impl Telemetry {
         exporter: Option<Box<dyn Exporter>>,
     ) -> Result<Telemetry, TelemetryError> {
         clock::init();
+        crate::fork::install();
         let has_exporter = exporter.is_some();
         let shared = Arc::new(Shared {
             agent: agent.to_owned(),

@@ -7,13 +7,16 @@
 //! * [`capture`]: a `tracing` subscriber that keeps every event;
 //! * [`child`]: running one test again in a child process;
 //! * [`c_values`]: what a C program prints of a header's constants and
-//!   layout, checked against the Rust side.
+//!   layout, checked against the Rust side;
+//! * [`panic_boundary`]: every `extern "C"` entry point of a boundary runs
+//!   inside a panic guard, checked in the source.
 
 #![forbid(unsafe_code)]
 
 pub mod c_values;
 pub mod capture;
 pub mod child;
+pub mod panic_boundary;
 pub mod plugins;
 
 pub use plugins::*;

@@ -3,11 +3,15 @@
 //! memory regions, with a live table read back through the rings.
 //!
 //! With nothing set up, telemetry goes to rings in a fresh temporary
-//! directory (kept at exit). When `NIXL_TELEMETRY_EXPORTER` or
+//! directory (kept at exit), and the export sidecar (`nixl-telemetry export`,
+//! a process of its own) serves them on one Prometheus endpoint, from which
+//! the live table is read ([`sidecar`]); `--no-export`, or a missing
+//! Prometheus plug-in, has the demo read the rings itself. When `NIXL_TELEMETRY_EXPORTER` or
 //! `NIXL_TELEMETRY_DIR` is set, the environment's configuration is used (with
 //! telemetry forced on); `--dir` always selects rings in that directory.
 
 mod monitor;
+mod sidecar;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,11 +21,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use nixl_telemetry::config::{ENV_DIR, ENV_EXPORTER};
+use nixl_telemetry::ring::{ReadMode, RingReader};
 use nixl_telemetry::{ExporterChoice, Telemetry, TelemetryConfig};
 use nixl_telemetry_workload::{agent_roles, Workload, WorkloadConfig};
 
 use crate::signal::StopFlag;
 use monitor::{RingMonitor, StatsMonitor};
+use sidecar::{DemoSidecar, EndpointMonitor};
 
 /// Events per ring (and per staging buffer) when the demo picks the settings.
 const DEMO_BUFFER_SIZE: usize = 1 << 16;
@@ -53,6 +59,10 @@ pub struct DemoArgs {
     /// Directory for the ring files (default: a fresh temporary directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Read the rings with the demo's own reader instead of serving them
+    /// through the export sidecar's Prometheus endpoint.
+    #[arg(long)]
+    pub no_export: bool,
 }
 
 /// Parses `4096`, `4K`, `4KiB`, `4M`, `4MiB`, `1G`, `1GiB` (binary multiples).
@@ -125,6 +135,24 @@ fn python_reader() -> String {
         Ok(path) => shell_quote(&path.to_string_lossy()),
         Err(_) => "python/telemetry_reader.py".to_owned(),
     }
+}
+
+/// The ring files of `names` in `dir`, quoted for a shell.
+fn ring_paths(dir: &Path, names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| shell_quote(&dir.join(n).to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `agent n, agent n, ...`.
+fn per_agent(counts: &[(String, u64)]) -> String {
+    counts
+        .iter()
+        .map(|(agent, n)| format!("{agent} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn print(text: &str) {
@@ -225,12 +253,35 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             workload_config.threads
         ));
     }
+    // The rings exist now: the sidecar can serve them.
+    let mut served = None;
+    if let (Some(dir), false) = (&ring_dir, args.no_export) {
+        match sidecar::find_plugin().or_else(sidecar::build_plugin_with_cargo) {
+            Some(plugin_dir) => {
+                let sidecar = DemoSidecar::start(dir, &plugin_dir)?;
+                print(&format!(
+                    "Export sidecar: `{cli} export` serves every agent on one Prometheus endpoint; \
+                     while the demo runs: curl -s http://{addr}/metrics\n",
+                    cli = command_for("nixl-telemetry"),
+                    addr = sidecar.addr
+                ));
+                let monitor = EndpointMonitor::new(&sidecar, &names);
+                served = Some((sidecar, monitor));
+            }
+            None => print(&format!(
+                "Export sidecar: not started ({} not found; build it with cargo build --release -p {}): \
+                 the demo reads the rings itself\n",
+                sidecar::PLUGIN_FILE,
+                sidecar::PLUGIN_PACKAGE
+            )),
+        }
+    }
     let width = names.iter().map(String::len).max().unwrap_or(5);
     print(&format!("{}\n", monitor::header(width)));
 
-    let mut rings = match &ring_dir {
-        Some(dir) => Some(RingMonitor::open(dir, &names)?),
-        None => None,
+    let mut rings = match (&ring_dir, &served) {
+        (Some(dir), None) => Some(RingMonitor::open(dir, &names)?),
+        _ => None,
     };
     let mut stats = StatsMonitor::new(&workload);
     let stop_workers = AtomicBool::new(false);
@@ -254,9 +305,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
                 let now = Instant::now();
                 if now - last_table >= TABLE_EVERY {
                     let elapsed = now - last_table;
-                    let rows = match rings.as_mut() {
-                        Some(r) => r.rows(elapsed),
-                        None => stats.rows(&workload, elapsed),
+                    let rows = match (rings.as_mut(), served.as_mut()) {
+                        (Some(r), _) => r.rows(elapsed),
+                        (None, Some((sidecar, monitor))) => monitor.rows(sidecar, elapsed),
+                        (None, None) => stats.rows(&workload, elapsed),
                     };
                     let label = format!("{:.0} s", (now - run_start).as_secs_f64());
                     print(&monitor::render(&label, &rows));
@@ -290,17 +342,44 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ));
         return Ok(ExitCode::SUCCESS);
     };
+    if let Some((sidecar, mut monitor)) = served {
+        let written: std::collections::BTreeMap<String, u64> = names
+            .iter()
+            .filter_map(|n| {
+                let reader = RingReader::open(&dir.join(n), ReadMode::Peek).ok()?;
+                Some((n.clone(), reader.trailer()?.events_written))
+            })
+            .collect();
+        let (rows, exported) = monitor.finish(&sidecar, &written, run_time);
+        print(&format!("{}\n", monitor::header(width)));
+        print(&monitor::render("total", &rows));
+        let all = exported
+            .iter()
+            .all(|(agent, n)| written.get(agent) == Some(n));
+        let addr = sidecar.addr;
+        let plugin_dir = sidecar.plugin_dir.clone();
+        sidecar.stop();
+        print(&format!(
+            "\nEvents exported by the sidecar: {}{}.\n\
+             Ring files (kept, read to their end): {}\n\
+             The sidecar served http://{addr}/metrics while the demo ran, and has stopped. Serve the rings of\n\
+             any NIXL job the same way (docs/export.md):\n  \
+             {cli} export --dir {dir_text} --exporter prometheus --plugin-dir {plugins} --output-path 127.0.0.1:9464\nLook at agents live, or chart a run: {cli} top DIR, {cli} report --input DIR --output report.html (docs/top-and-report.md)\n",
+            per_agent(&exported),
+            if all { " (every event written)" } else { "" },
+            ring_paths(&dir, &names),
+            cli = command_for("nixl-telemetry"),
+            dir_text = shell_quote(&dir.to_string_lossy()),
+            plugins = shell_quote(&plugin_dir.to_string_lossy()),
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
     let rings = rings
         .as_mut()
         .expect("ring monitor exists with a ring directory");
     let (rows, left) = rings.finish(run_time)?;
     print(&format!("{}\n", monitor::header(width)));
     print(&monitor::render("total", &rows));
-    let read: Vec<String> = rings
-        .totals()
-        .iter()
-        .map(|(agent, n)| format!("{agent} {n}"))
-        .collect();
     let dir_text = shell_quote(&dir.to_string_lossy());
     print(&format!(
         "\nEvents read back through the rings: {}.\n\
@@ -308,13 +387,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
          The live reader consumed all but the newest events; {left} are still in the rings. Look at them with:\n  \
          {reader} --once {dir_text}\n  \
          python3 {python} --once --telemetry_path {dir_text}\n  \
-         {cli} read --once --peek --summary {dir_text}\n",
-        read.join(", "),
-        names
-            .iter()
-            .map(|n| shell_quote(&dir.join(n).to_string_lossy()))
-            .collect::<Vec<_>>()
-            .join(" "),
+         {cli} read --once --peek --summary {dir_text}\nLook at agents live, or chart a run: {cli} top DIR, {cli} report --input {dir_text} --output report.html (docs/top-and-report.md)\n",
+        per_agent(&rings.totals()),
+        ring_paths(&dir, &names),
         reader = command_for("telemetry_reader"),
         python = python_reader(),
         cli = command_for("nixl-telemetry"),

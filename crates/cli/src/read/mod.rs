@@ -15,7 +15,7 @@
 //! error.
 
 mod format;
-mod source;
+pub(crate) mod source;
 mod summary;
 
 use std::fmt;
@@ -34,6 +34,11 @@ use crate::signal::StopFlag;
 use format::{DateCache, NameCache, SlotView};
 use source::{InputError, Ring, Source};
 use summary::Summary;
+
+/// Names made safe to show (also in `top` and `report`), and local times.
+pub(crate) use format::{escape_control, local_date_time};
+/// The reader's message for a ring error (also `top`'s and `report`'s).
+pub(crate) use source::describe as describe_ring_error;
 
 /// Exit status: done, or stopped by SIGINT/SIGTERM.
 pub const EXIT_OK: u8 = 0;

@@ -1,13 +1,14 @@
 //! Where events come from: one ring file, or a directory of them (one per
 //! agent, picked up as they appear), and the messages for broken files.
 
-use std::ffi::{OsStr, OsString};
 use std::io::ErrorKind;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use nixl_telemetry::ring::{ReadMode, RingError, RingReader, TrailerInfo};
+use nixl_telemetry::ring::{
+    agent_name, python_sort_key, FileIdentity, ReadMode, RefusalCause, RingDirectory, RingError,
+    RingReader, ScanRules, TrailerInfo,
+};
 
 use super::format::Framing;
 use super::Log;
@@ -132,22 +133,6 @@ pub fn describe(err: &RingError, mode: ReadMode) -> String {
     }
 }
 
-/// An agent's display name: the file name, invalid UTF-8 replaced.
-pub fn agent_name_of(file_name: &OsStr) -> String {
-    String::from_utf8_lossy(file_name.as_bytes()).into_owned()
-}
-
-/// The order Python sorts file names in: by code point, an undecodable byte
-/// `b` counting as U+DC00 + `b` (its surrogate escape).
-pub fn python_sort_key(name: &OsStr) -> Vec<u32> {
-    let mut key = Vec::with_capacity(name.len());
-    for chunk in name.as_bytes().utf8_chunks() {
-        key.extend(chunk.valid().chars().map(u32::from));
-        key.extend(chunk.invalid().iter().map(|&b| 0xDC00 + u32::from(b)));
-    }
-    key
-}
-
 /// One open ring file and what was read from it.
 pub struct Ring {
     /// The reader; `None` once the file was retired (removed or replaced).
@@ -158,7 +143,7 @@ pub struct Ring {
     pub agent: String,
     /// The bytes around each of its events.
     pub framing: Framing,
-    ident: (u64, u64),
+    ident: FileIdentity,
     /// The slot the next batch starts at (used in warnings).
     pub cursor: u64,
     /// Well-formed events read.
@@ -182,27 +167,24 @@ pub struct Ring {
 
 impl Ring {
     /// Opens and validates `path`.
-    pub fn open(path: &Path, agent: String, mode: ReadMode, tagged: bool) -> Result<Ring, String> {
+    pub fn open(
+        path: &Path,
+        agent: String,
+        mode: ReadMode,
+        tagged: bool,
+    ) -> Result<Ring, RingError> {
         // Look before opening: a FIFO or a device must not be opened at all.
-        let meta = std::fs::metadata(path).map_err(|e| {
-            describe(
-                &RingError::Open {
-                    path: path.to_owned(),
-                    source: e,
-                },
-                mode,
-            )
+        let meta = std::fs::metadata(path).map_err(|e| RingError::Open {
+            path: path.to_owned(),
+            source: e,
         })?;
         if !meta.is_file() {
-            return Err(describe(
-                &RingError::NotRegularFile {
-                    path: path.to_owned(),
-                },
-                mode,
-            ));
+            return Err(RingError::NotRegularFile {
+                path: path.to_owned(),
+            });
         }
-        let reader = RingReader::open(path, mode).map_err(|e| describe(&e, mode))?;
-        let header = reader.header().map_err(|e| describe(&e, mode))?;
+        let reader = RingReader::open(path, mode)?;
+        let header = reader.header()?;
         let framing = Framing::new(tagged.then_some(agent.as_str()));
         let capacity = reader.capacity();
         let last_trailer = reader.trailer();
@@ -211,7 +193,7 @@ impl Ring {
             path: path.to_owned(),
             agent,
             framing,
-            ident: (meta.dev(), meta.ino()),
+            ident: identity_of(&meta),
             cursor: header.read_pos & (capacity - 1),
             events_read: 0,
             malformed: 0,
@@ -245,7 +227,7 @@ impl Ring {
             return Ok(());
         }
         let same_file = std::fs::metadata(&self.path)
-            .map(|m| (m.dev(), m.ino()) == self.ident)
+            .map(|m| identity_of(&m) == self.ident)
             .unwrap_or(false);
         if !same_file {
             self.retiring = true;
@@ -298,11 +280,12 @@ impl Ring {
     }
 }
 
-/// Whether a directory entry is a ring writer's temporary file
-/// (`.nixl-ring.<pid>.<µs>.<n>.tmp`, renamed into place once it is initialised).
-fn is_writer_temp_file(name: &OsStr) -> bool {
-    let bytes = name.as_bytes();
-    bytes.starts_with(b".") && bytes.ends_with(b".tmp")
+/// The identity of the file `meta` describes.
+fn identity_of(meta: &std::fs::Metadata) -> FileIdentity {
+    FileIdentity {
+        device: meta.dev(),
+        inode: meta.ino(),
+    }
 }
 
 /// The rings being read: one file, or every ring of a directory.
@@ -335,7 +318,7 @@ impl FileSource {
         let Ok(meta) = std::fs::metadata(&self.path) else {
             return;
         };
-        if (meta.dev(), meta.ino()) == self.ring.ident {
+        if identity_of(&meta) == self.ring.ident {
             return;
         }
         if meta.is_file() {
@@ -362,7 +345,7 @@ impl FileSource {
             return;
         }
         let agent = self.ring.agent.clone();
-        match Ring::open(&self.path, agent, self.mode, false) {
+        match Ring::open(&self.path, agent, self.mode, false).map_err(|e| describe(&e, self.mode)) {
             Ok(new) => {
                 self.rejected = None;
                 let mut old = std::mem::replace(&mut self.ring, new);
@@ -399,8 +382,9 @@ impl Source {
         if path.is_dir() {
             return DirSource::open(path, mode, log).map(Source::Dir);
         }
-        let agent = agent_name_of(path.file_name().unwrap_or(path.as_os_str()));
-        let mut ring = Ring::open(path, agent, mode, false).map_err(InputError)?;
+        let agent = agent_name(path.file_name().unwrap_or(path.as_os_str()));
+        let mut ring =
+            Ring::open(path, agent, mode, false).map_err(|e| InputError(describe(&e, mode)))?;
         log.info(format_args!("Telemetry path: {}", path.display()));
         log.info(format_args!("Ring version: {}", ring.version));
         log.info(format_args!("Buffer capacity: {} events", ring.capacity));
@@ -477,23 +461,21 @@ impl Source {
 /// ring is closed after it was read and opened again for its next read, so
 /// any number of agents is read within the limit on open files.
 pub struct DirSource {
-    path: PathBuf,
+    directory: RingDirectory,
     mode: ReadMode,
     budget: usize,
     open: Vec<Ring>,
     done: Vec<Ring>,
-    rejected: Vec<(OsString, String)>,
 }
 
 impl DirSource {
     fn open(path: &Path, mode: ReadMode, log: &Log) -> Result<DirSource, InputError> {
         let mut dir = DirSource {
-            path: path.to_owned(),
+            directory: RingDirectory::new(path, ScanRules::Readers),
             mode,
             budget: Source::ring_budget(),
             open: Vec::new(),
             done: Vec::new(),
-            rejected: Vec::new(),
         };
         dir.scan(log, false)?;
         if dir.open.is_empty() {
@@ -501,7 +483,7 @@ impl DirSource {
                 "{}: directory holds no ring files ({} other files skipped); accepted: a \
                  directory with at least one NIXL ring file",
                 path.display(),
-                dir.rejected.len()
+                dir.directory.refusals().count()
             )));
         }
         log.info(format_args!("Telemetry directory: {}", path.display()));
@@ -512,81 +494,57 @@ impl DirSource {
     }
 
     fn scan(&mut self, log: &Log, announce_new: bool) -> Result<(), InputError> {
-        let entries = std::fs::read_dir(&self.path).map_err(|e| {
-            InputError(if e.kind() == ErrorKind::NotFound {
-                format!(
-                    "{}: directory no longer exists; expected a directory of ring files",
-                    self.path.display()
-                )
+        let scan = self.directory.scan().map_err(|e| {
+            let path = self.directory.path().display();
+            InputError(if e.source.kind() == ErrorKind::NotFound {
+                format!("{path}: directory no longer exists; expected a directory of ring files")
             } else {
                 format!(
-                    "{}: cannot list the directory ({e}); expected a readable directory of \
+                    "{path}: cannot list the directory ({}); expected a readable directory of \
                      ring files",
-                    self.path.display()
+                    e.source
                 )
             })
         })?;
-        let mut present: Vec<(Vec<u32>, OsString, (u64, u64))> = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if is_writer_temp_file(&name) {
-                continue;
-            }
-            // Follows symbolic links, as opening the file will.
-            let Ok(meta) = std::fs::metadata(entry.path()) else {
-                continue;
-            };
-            if meta.is_file() {
-                present.push((python_sort_key(&name), name, (meta.dev(), meta.ino())));
-            }
-        }
-        present.sort();
+        let present = &scan.files;
         for ring in &mut self.open {
             let name = ring.path.file_name().unwrap_or_default();
             let still = present
                 .iter()
-                .any(|(_, n, ident)| n == name && *ident == ring.ident);
+                .any(|f| f.name == name && f.identity == ring.ident);
             if !still {
                 ring.retiring = true;
             }
         }
-        self.rejected
-            .retain(|(name, _)| present.iter().any(|(_, n, _)| n == name));
-        for (_, name, _) in &present {
+        for file in present {
             if self
                 .open
                 .iter()
-                .any(|r| r.path.file_name() == Some(name.as_os_str()))
+                .any(|r| r.path.file_name() == Some(file.name.as_os_str()))
             {
                 continue;
             }
-            let path = self.path.join(name);
             // Validating a new ring takes a descriptor: free one first.
             if self.open.iter().filter(|r| r.reader.is_some()).count() >= self.budget {
                 if let Some(ring) = self.open.iter_mut().find(|r| r.reader.is_some()) {
                     ring.park();
                 }
             }
-            match Ring::open(&path, agent_name_of(name), self.mode, true) {
+            match Ring::open(&file.path, file.agent(), self.mode, true) {
                 Ok(mut ring) => {
-                    self.rejected.retain(|(n, _)| n != name);
+                    self.directory.accept(&file.name);
                     if announce_new {
                         announce(&mut ring, log);
                     }
                     self.open.push(ring);
                 }
-                Err(reason) => {
-                    let known = self.rejected.iter_mut().find(|(n, _)| n == name);
-                    match known {
-                        Some((_, last)) if *last == reason => {}
-                        Some((_, last)) => {
-                            log.warn(format_args!("skipping {reason}"));
-                            *last = reason;
-                        }
-                        None => {
-                            log.warn(format_args!("skipping {reason}"));
-                            self.rejected.push((name.clone(), reason));
-                        }
+                Err(err) => {
+                    let reason = describe(&err, self.mode);
+                    if self
+                        .directory
+                        .refuse(&file.name, RefusalCause::of(&err), reason.clone())
+                    {
+                        log.warn(format_args!("skipping {reason}"));
                     }
                 }
             }
@@ -621,31 +579,4 @@ fn announce(ring: &mut Ring, log: &Log) {
     ));
     let prefix = format!("Agent {}: ", ring.agent);
     ring.log_trailer(log, &prefix);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn python_order_of_names() {
-        let mut names: Vec<OsString> = vec![
-            OsStr::from_bytes(b"b").into(),
-            OsStr::from_bytes(b"\xff").into(),
-            OsStr::from_bytes("\u{e000}".as_bytes()).into(),
-            OsStr::from_bytes("é".as_bytes()).into(),
-            OsStr::from_bytes(b"a").into(),
-        ];
-        names.sort_by_cached_key(|n| python_sort_key(n));
-        let want: Vec<&[u8]> = vec![b"a", b"b", "é".as_bytes(), b"\xff", "\u{e000}".as_bytes()];
-        assert_eq!(names.iter().map(|n| n.as_bytes()).collect::<Vec<_>>(), want);
-    }
-
-    #[test]
-    fn temp_files_are_recognised() {
-        assert!(is_writer_temp_file(OsStr::new(".nixl-ring.123.456.0.tmp")));
-        assert!(is_writer_temp_file(OsStr::new(".initiator.123.456.tmp")));
-        assert!(!is_writer_temp_file(OsStr::new("initiator")));
-        assert!(!is_writer_temp_file(OsStr::new(".hidden")));
-    }
 }

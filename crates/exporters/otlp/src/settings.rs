@@ -460,23 +460,22 @@ fn parse_headers(variable: &str, value: &str) -> Result<Vec<(String, String)>, S
     Ok(pairs)
 }
 
-/// Decodes `%XX` escapes (UTF-8); `None` on a bad escape or invalid UTF-8.
+/// Decodes `%XX` escapes (UTF-8); `None` on a bad escape (a `%` not followed
+/// by two hexadecimal digits) or invalid UTF-8.
 fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let escapes_are_whole = text.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_are_whole {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(|decoded| decoded.into_owned())
 }
 
 #[cfg(test)]
@@ -587,6 +586,9 @@ mod tests {
             ("=x", "empty key"),
             ("a b=1", "not a valid HTTP header name"),
             ("a=%zz", "percent"),
+            ("a=%2", "percent"),
+            ("a=x%", "percent"),
+            ("a=%ff", "percent"),
             ("a=%0a", "control"),
             ("content-type=text/plain", "cannot be replaced"),
         ] {
@@ -597,6 +599,17 @@ mod tests {
         }
         let err = settings(None, &[("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "x")]).unwrap_err();
         assert!(err.to_string().contains("OTEL_EXPORTER_OTLP_LOGS_HEADERS"));
+    }
+
+    #[test]
+    fn percent_escapes_decode_to_utf8() {
+        assert_eq!(percent_decode("a%2Fb%20c").as_deref(), Some("a/b c"));
+        assert_eq!(percent_decode("caf%C3%A9").as_deref(), Some("café"));
+        assert_eq!(percent_decode("plain").as_deref(), Some("plain"));
+        assert_eq!(percent_decode("%25").as_deref(), Some("%"));
+        for bad in ["%", "%4", "x%g0", "%C3", "%ff%fe"] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Posting encoded requests over HTTP (OTLP/HTTP, binary protobuf) and
 //! classifying the answer as the OTLP specification asks: 2xx delivered
 //! (maybe in part), 429/502/503/504 and network failures retried (honouring
-//! `Retry-After`), every other status given up.
+//! `Retry-After`), every other status given up. One call is one attempt: when
+//! to try again is the export thread's decision (`worker`).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -24,13 +25,18 @@ const MAX_RESPONSE_BYTES: u64 = 64 * 1024;
 pub(crate) enum Outcome {
     /// 2xx; the body, to be decoded for partial success.
     Delivered(Vec<u8>),
-    /// Worth another attempt; with the server's `Retry-After`, if any.
+    /// Worth another attempt after the backoff: the collector answered 429,
+    /// 502, 503 or 504, or no answer came within the timeout.
     Retry {
         /// Why the attempt failed.
         reason: String,
-        /// How long the server asked us to wait.
+        /// How long the server asked us to wait (a readable `Retry-After`).
         after: Option<Duration>,
     },
+    /// No answer at all: the connection was refused, reset or closed before
+    /// an answer (a kept-alive connection the collector closed after a
+    /// restart, say). Worth one more attempt at once, on a new connection.
+    NoAnswer(String),
     /// Given up for good.
     Fail(String),
 }
@@ -80,33 +86,8 @@ impl Transport {
         })
     }
 
-    /// Posts `body` (already compressed as `signal` asks) within `timeout`.
-    ///
-    /// A request that fails before any answer, other than by a timeout, is
-    /// sent once more at once: the usual cause is a kept-alive connection the
-    /// collector closed (after a restart, say), and the second try opens a
-    /// new one. (A collector that is down refuses both at once.)
+    /// Posts `body` (already compressed as `signal` asks) once, within `timeout`.
     pub(crate) fn post(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
-        let started = std::time::Instant::now();
-        match self.post_once(signal, body, timeout) {
-            Outcome::Retry {
-                after: None,
-                reason,
-            } if !reason.contains("timeout") && !reason.contains("timed out") => {
-                let left = timeout.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    return Outcome::Retry {
-                        after: None,
-                        reason,
-                    };
-                }
-                self.post_once(signal, body, left)
-            }
-            other => other,
-        }
-    }
-
-    fn post_once(&self, signal: &SignalSettings, body: &[u8], timeout: Duration) -> Outcome {
         let mut request = self
             .agent
             .post(&signal.url)
@@ -120,16 +101,13 @@ impl Transport {
         let request = request.config().timeout_global(Some(timeout)).build();
         let mut response = match request.send(body) {
             Ok(r) => r,
-            Err(e) => {
-                let reason = match e {
-                    ureq::Error::Timeout(_) => format!("{}: timeout", signal.url),
-                    e => format!("cannot reach {}: {e}", signal.url),
-                };
+            Err(ureq::Error::Timeout(_)) => {
                 return Outcome::Retry {
-                    reason,
+                    reason: format!("{}: timeout", signal.url),
                     after: None,
-                };
+                }
             }
+            Err(e) => return Outcome::NoAnswer(format!("cannot reach {}: {e}", signal.url)),
         };
         let status = response.status().as_u16();
         let retry_after = response
@@ -172,61 +150,18 @@ pub(crate) fn compress(compression: Compression, raw: &[u8], out: &mut Vec<u8>) 
     }
 }
 
-/// `Retry-After` as a delay: whole seconds, or an HTTP date (IMF-fixdate)
+/// `Retry-After` as a delay: whole seconds, or an HTTP date (IMF-fixdate, or
+/// the obsolete RFC 850 and asctime forms a recipient must also accept)
 /// counted from `now`; cut to [`MAX_RETRY_AFTER`]. `None` if unreadable.
 pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     let delay = if let Ok(secs) = value.parse::<u64>() {
         Duration::from_secs(secs)
     } else {
-        let at = parse_http_date(value)?;
+        let at = httpdate::parse_http_date(value).ok()?;
         at.duration_since(now).unwrap_or(Duration::ZERO)
     };
     Some(delay.min(MAX_RETRY_AFTER))
-}
-
-/// Parses `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn parse_http_date(value: &str) -> Option<SystemTime> {
-    let rest = value.split_once(", ")?.1;
-    let mut parts = rest.split(' ');
-    let day: u64 = parts.next()?.parse().ok()?;
-    let month = match parts.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':');
-    let h: u64 = hms.next()?.parse().ok()?;
-    let m: u64 = hms.next()?.parse().ok()?;
-    let s: u64 = hms.next()?.parse().ok()?;
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day as i64);
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + s;
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
-}
-
-/// Days from 1970-01-01 to the given proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
@@ -248,7 +183,25 @@ mod tests {
             Some(Duration::ZERO)
         );
         assert_eq!(parse_retry_after("99999", now), Some(MAX_RETRY_AFTER));
-        for bad in ["soon", "-1", "1.5", "Sun, 06 Foo 1994 08:49:37 GMT", ""] {
+        // The obsolete forms of the same moment.
+        assert_eq!(
+            parse_retry_after("Sunday, 06-Nov-94 08:49:47 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Sun Nov  6 08:49:47 1994", now),
+            Some(Duration::from_secs(10))
+        );
+        for bad in [
+            "soon",
+            "-1",
+            "1.5",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "",
+        ] {
             assert_eq!(parse_retry_after(bad, now), None, "{bad}");
         }
     }

@@ -316,14 +316,45 @@ impl Worker {
         }
     }
 
-    /// Sends the pending request of `signal` once. Returns whether it was delivered.
+    /// Counts one failed attempt of `signal` that is to be retried.
+    fn count_retried(&self, signal: Signal) {
+        let c = &self.pipeline.counters;
+        match signal {
+            Signal::Metrics => bump(&c.metric_requests_retried, 1),
+            Signal::Logs => bump(&c.log_requests_retried, 1),
+        }
+    }
+
+    /// Posts `body` of `signal` within `timeout`. A request that got no
+    /// answer at all is sent once more at once (counted as a retried
+    /// attempt): the usual cause is a kept-alive connection the collector
+    /// closed, and the second try opens a new one. A collector that is down
+    /// refuses both at once. Anything the collector answered waits for the
+    /// backoff instead.
+    fn post(&self, signal: Signal, body: &[u8], timeout: Duration) -> Outcome {
+        let started = Instant::now();
+        let settings = self.signal(signal);
+        match self.transport.post(settings, body, timeout) {
+            Outcome::NoAnswer(reason) => {
+                let left = timeout.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Outcome::NoAnswer(reason);
+                }
+                self.count_retried(signal);
+                tracing::debug!(?signal, %reason, "no answer; sending once more at once");
+                self.transport.post(settings, body, left)
+            }
+            other => other,
+        }
+    }
+
+    /// Sends the pending request of `signal` (a second time at once when the
+    /// first got no answer). Returns whether it was delivered.
     fn attempt(&mut self, signal: Signal, timeout: Duration) -> bool {
         let Some(pending) = self.state(signal).pending.take() else {
             return true;
         };
-        let outcome = self
-            .transport
-            .post(self.signal(signal), &pending.body, timeout);
+        let outcome = self.post(signal, &pending.body, timeout);
         let c = &self.pipeline.counters;
         match outcome {
             Outcome::Delivered(body) => {
@@ -368,21 +399,11 @@ impl Worker {
                 true
             }
             Outcome::Retry { reason, after } => {
-                match signal {
-                    Signal::Metrics => bump(&c.metric_requests_retried, 1),
-                    Signal::Logs => bump(&c.log_requests_retried, 1),
-                }
-                let state = self.state(signal);
-                let delay = state.backoff.next_delay().max(after.unwrap_or_default());
-                state.not_before = Instant::now() + delay;
-                state.server_wait = after.map(|a| Instant::now() + a);
-                state.pending = Some(pending);
-                if !state.failing {
-                    tracing::warn!(?signal, %reason, "OTLP export failed; retrying with backoff");
-                } else {
-                    tracing::debug!(?signal, %reason, ?delay, "OTLP export failed again");
-                }
-                state.failing = true;
+                self.retry_later(signal, pending, &reason, after);
+                false
+            }
+            Outcome::NoAnswer(reason) => {
+                self.retry_later(signal, pending, &reason, None);
                 false
             }
             Outcome::Fail(reason) => {
@@ -392,6 +413,29 @@ impl Worker {
                 false
             }
         }
+    }
+
+    /// Counts a failed attempt and keeps `pending` for the next one, after
+    /// the backoff's delay (or the collector's `Retry-After`, if longer).
+    fn retry_later(
+        &mut self,
+        signal: Signal,
+        pending: Pending,
+        reason: &str,
+        after: Option<Duration>,
+    ) {
+        self.count_retried(signal);
+        let state = self.state(signal);
+        let delay = state.backoff.next_delay().max(after.unwrap_or_default());
+        state.not_before = Instant::now() + delay;
+        state.server_wait = after.map(|a| Instant::now() + a);
+        state.pending = Some(pending);
+        if !state.failing {
+            tracing::warn!(?signal, %reason, "OTLP export failed; retrying with backoff");
+        } else {
+            tracing::debug!(?signal, %reason, ?delay, "OTLP export failed again");
+        }
+        state.failing = true;
     }
 
     /// Counts `pending` as dropped (and its events as lost).

@@ -1,7 +1,7 @@
 //! The endpoint's request-head parsing (`httparse`) on real scrape heads.
 //! The side-by-side run against the hand-written parser it replaced is in
-//! docs/PERFORMANCE.md ("Prometheus request parsing: httparse against the
-//! hand-written parser"), made with this file at commit `432f334`.
+//! crates/bench/results/prometheus.md ("Prometheus request parsing: httparse
+//! against the hand-written parser"), made with this file at commit `432f334`.
 //!
 //! ```text
 //! cargo bench -p nixl-telemetry-prometheus-http --bench request_parsers [-- --rounds R]

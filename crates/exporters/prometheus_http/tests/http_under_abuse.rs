@@ -7,7 +7,7 @@
 //! get (431, 400) or none where none is due, the server's memory stays within a
 //! bound, and its descriptors return to their baseline once the abusers leave.
 //! Functional only: no timing is asserted (the `prometheus-abuse measure`
-//! binary measures, see docs/RELIABILITY.md "HTTP under abuse").
+//! binary measures, see docs/testing.md "HTTP under abuse").
 //!
 //! The server's timeouts are shortened (request 3 s, write 3 s, linger 1 s) so
 //! slots held by slow clients come back within the test's time; the counts are

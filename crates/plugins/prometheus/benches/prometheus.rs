@@ -1,4 +1,4 @@
-//! Speed of the Prometheus plug-in (numbers in docs/PERFORMANCE.md (Prometheus plug-in (issue 5))).
+//! Speed of the Prometheus plug-in (numbers in docs/PERFORMANCE.md, "Scrape latency" and "Exporter throughput").
 //!
 //! ```text
 //! cargo bench -p nixl-telemetry-exporter-prometheus --bench prometheus \

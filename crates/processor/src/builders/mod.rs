@@ -59,7 +59,10 @@ impl MetricKind {
 /// `build` is then called for every record, in processor order. Any error from
 /// `build` (including one returned by [`MetricsUpdate::add`]) rejects the record and
 /// undoes every write made for it by every builder.
-pub trait MetricBuilder {
+///
+/// Builders are `Send`, so that a processor can move to (or be shared behind a
+/// lock by) another thread, as a service or the Python binding does.
+pub trait MetricBuilder: Send {
     /// A short name for error messages (`legacy`, `alerts`).
     fn name(&self) -> &str;
 

@@ -143,6 +143,13 @@ pub enum RingError {
         /// The layout's name.
         layout: &'static str,
     },
+    /// The name led to another file when it was opened than when its
+    /// directory was scanned (it was replaced in between).
+    #[error("{path}: the name was given to another file while it was being opened")]
+    Changed {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file shrank below the mapped size while it was being read.
     #[error("{path}: file was truncated to {size} bytes while being read (needs {needed})")]
     Truncated {

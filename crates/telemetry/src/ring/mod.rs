@@ -2,12 +2,15 @@
 //! [`RingWriter`] (the producer side of the built-in `buffer` exporter) and
 //! [`RingReader`] (consuming or peeking readers, handing out version-1
 //! [`Event`](crate::Event)s, version-aware [`RingRecord`]s, or slot bytes whose
-//! fields [`SlotView`] reads in place).
+//! fields [`SlotView`] reads in place), and [`RingDirectory`] (a directory of
+//! rings, one per agent: which files, in which order, what changed, what was
+//! refused and why).
 //!
 //! The layouts are defined once in [`nixl_telemetry_abi::ring`] (re-exported
 //! as [`layout`]); see `docs/ring-format.md`. All `unsafe` of the ring lives
 //! in its `mapping` module.
 
+mod directory;
 mod error;
 mod mapping;
 #[cfg(all(test, loom))]
@@ -16,6 +19,10 @@ mod reader;
 mod record;
 mod writer;
 
+pub use directory::{
+    agent_name, is_writer_temp_file, python_sort_key, DirectoryError, DirectoryScan, FileIdentity,
+    FileStamp, Refusal, RefusalCause, RingDirectory, RingFile, ScanRules,
+};
 pub use error::RingError;
 pub use nixl_telemetry_abi::ring as layout;
 pub use reader::{ReadMode, RingHeader, RingReader, TrailerInfo, TrailerProblem, STALE_WORDS};

@@ -315,6 +315,15 @@ impl RingReader {
                 path: path.to_owned(),
                 source,
             })?;
+        RingReader::from_file(file, path, mode)
+    }
+
+    /// Validates a ring file the caller has opened (read-write to consume,
+    /// read-only or read-write to peek), as [`RingReader::open`] does after
+    /// opening; `path` names it in errors. A caller that must control how the
+    /// file is reached (a directory others can write to: no link followed out
+    /// of it) opens it itself and hands it over here.
+    pub fn from_file(file: File, path: &Path, mode: ReadMode) -> Result<RingReader, RingError> {
         let meta = file
             .metadata()
             .map_err(|e| RingError::io(path, "stat", e))?;
@@ -646,6 +655,24 @@ impl RingReader {
                 _ => RingError::io(&self.path, "read slots", e),
             })?;
         Ok(())
+    }
+
+    /// Whether no process holds the advisory lock this project's writers
+    /// keep on their ring for their whole life (`flock`, see
+    /// `docs/ring-format.md`): for a ring with this project's trailer, `true`
+    /// means its producer is gone, cleanly or not. Takes a shared lock without
+    /// waiting and releases it at once (a producer adopting the file meanwhile
+    /// waits up to 31 ms for such a lock). NIXL's own writers take no lock: for
+    /// their rings (no trailer) the answer says nothing.
+    pub fn producer_lock_free(&self) -> bool {
+        match self.file.try_lock_shared() {
+            Ok(()) => {
+                // Released at once: the lock was only a question.
+                let _ = self.file.unlock();
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Why a trailer found at open (its magic matched) was ignored.

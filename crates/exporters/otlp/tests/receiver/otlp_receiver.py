@@ -14,11 +14,15 @@ How it answers is set with POST /control and a JSON object:
 
     {"mode": "ok"}                                   200 (the default)
     {"mode": "unavailable", "retry_after": "2"}      503, with Retry-After if given
+    {"mode": "unavailable", "status": 429}           another retryable status (429, 502, 504)
     {"mode": "slow", "delay": 3.0}                   waits, then 200
     {"mode": "partial", "rejected": 5, "message": "..."}   200 with partial success
     {"mode": "bad_request"}                          400
     ... "times": N                                   only for the next N requests, then ok
     ... "path": "/v1/logs"                           only for requests to that path (others: ok)
+
+A list in place of a value ("status": [429, 502], "retry_after": [null, "soon"])
+gives the requests answered in this mode its items in turn.
 
 It prints "PORT <n>" on its first line once it listens. Standard library plus
 the two packages; run it with the test virtual environment's python.
@@ -140,6 +144,11 @@ def current_mode(path):
         if STATE.get("path") not in (None, path):
             return {"mode": "ok", "times": None}
         mode = dict(STATE)
+        served = STATE.get("served", 0)
+        STATE["served"] = served + 1
+        for key, value in mode.items():
+            if isinstance(value, list):
+                mode[key] = value[served % len(value)] if value else None
         if STATE.get("times") is not None:
             STATE["times"] -= 1
             if STATE["times"] <= 0:
@@ -218,9 +227,10 @@ class Handler(BaseHTTPRequestHandler):
             headers = []
             if mode.get("retry_after") is not None:
                 headers.append(("Retry-After", str(mode["retry_after"])))
-            entry["status"] = 503
+            status = int(mode.get("status") or 503)
+            entry["status"] = status
             self.record(entry)
-            self.reply(503, b"", headers)
+            self.reply(status, b"", headers)
             return
         if name == "bad_request":
             entry["status"] = 400

@@ -1,0 +1,311 @@
+//! The sidecar's command line and settings: the exporter chosen exactly as a
+//! host chooses it (`NIXL_TELEMETRY_EXPORTER`,
+//! `NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR`, `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`,
+//! the exporter's own variables), each flag overriding its variable.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use nixl_telemetry::config::{self, ENV_DIR, ENV_EXPORTER, ENV_OUTPUT_PATH, ENV_PLUGIN_DIR};
+use nixl_telemetry::{ExporterChoice, TelemetryConfig};
+
+/// The placeholder an output path may hold: each agent's name.
+pub const AGENT_PLACEHOLDER: &str = "{agent}";
+/// The default name of the sidecar's own agent.
+pub const DEFAULT_SELF_NAME: &str = "nixl-telemetry-export";
+
+/// `nixl-telemetry export`: follow every ring of a directory and feed an exporter plug-in.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The ring directory to follow [default: NIXL_TELEMETRY_DIR].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The exporter plug-in (libtelemetry_exporter_NAME.so), or `nop`
+    /// [default: NIXL_TELEMETRY_EXPORTER].
+    #[arg(long, value_name = "NAME")]
+    pub exporter: Option<String>,
+    /// A directory searched for plug-ins before NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR (repeatable).
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// The exporter's output path [default: NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH];
+    /// `{agent}` in it is replaced by each agent's name (one CSV file per agent).
+    #[arg(long, value_name = "PATH")]
+    pub output_path: Option<String>,
+    /// Sets a variable for the exporter over the environment, e.g.
+    /// NIXL_TELEMETRY_PROMETHEUS_PORT=9464 (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// The longest wait between two reads of the rings, in milliseconds
+    /// [default: NIXL_TELEMETRY_RUN_INTERVAL, else 100].
+    #[arg(long, value_name = "MS")]
+    pub interval: Option<String>,
+    /// Seconds an agent's series are kept after its producer exited or its
+    /// ring file was removed; then they are dropped.
+    #[arg(long, value_name = "SECONDS", default_value = "60")]
+    pub grace: String,
+    /// The most ring files followed at once; more are refused with a warning.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_rings: usize,
+    /// The agent name the sidecar's own series are exported under.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_SELF_NAME)]
+    pub self_name: String,
+    /// List the directory every interval instead of watching it with inotify
+    /// (for file systems without inotify).
+    #[arg(long)]
+    pub poll: bool,
+    /// No informational lines on stderr (warnings stay).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Everything the sidecar runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The ring directory.
+    pub dir: PathBuf,
+    /// What the exporter loader needs (exporter, plug-in directories, output
+    /// path, batch size).
+    pub config: TelemetryConfig,
+    /// The exporter's name, for messages.
+    pub exporter_name: String,
+    /// The longest wait between two passes.
+    pub interval: Duration,
+    /// How long the series of a gone agent are kept.
+    pub grace: Duration,
+    /// The most rings followed.
+    pub max_rings: usize,
+    /// The sidecar's own agent name.
+    pub self_name: String,
+    /// Poll the directory instead of watching it.
+    pub poll: bool,
+    /// Informational lines off.
+    pub quiet: bool,
+    /// Variables set with `--set`, to put into the environment before any
+    /// exporter is created.
+    pub set: Vec<(String, String)>,
+}
+
+impl Settings {
+    /// Resolves `args` over the environment `lookup` reads.
+    pub fn resolve(
+        args: &ExportArgs,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Settings> {
+        let mut set = Vec::new();
+        for pair in &args.set {
+            let Some((name, value)) = pair.split_once('=') else {
+                bail!("--set {pair:?} is invalid; accepted: NAME=VALUE, e.g. --set NIXL_TELEMETRY_PROMETHEUS_PORT=9464");
+            };
+            if name.is_empty() || name.contains('\0') || value.contains('\0') {
+                bail!("--set {pair:?} is invalid; accepted: NAME=VALUE with a non-empty NAME and no NUL");
+            }
+            set.push((name.to_owned(), value.to_owned()));
+        }
+        // Flags over --set over the environment.
+        let mut overlay: HashMap<String, String> = set.iter().cloned().collect();
+        if let Some(dir) = &args.dir {
+            overlay.insert(ENV_DIR.into(), dir.to_string_lossy().into_owned());
+        }
+        if let Some(exporter) = &args.exporter {
+            overlay.insert(ENV_EXPORTER.into(), exporter.clone());
+        }
+        if let Some(out) = &args.output_path {
+            overlay.insert(ENV_OUTPUT_PATH.into(), out.clone());
+        }
+        if let Some(ms) = &args.interval {
+            overlay.insert(config::ENV_RUN_INTERVAL.into(), ms.clone());
+        }
+        if !args.plugin_dirs.is_empty() {
+            let mut dirs: Vec<String> = args
+                .plugin_dirs
+                .iter()
+                .map(|d| d.to_string_lossy().into_owned())
+                .collect();
+            if let Some(env_dirs) = overlay
+                .get(ENV_PLUGIN_DIR)
+                .cloned()
+                .or_else(|| lookup(ENV_PLUGIN_DIR))
+            {
+                dirs.push(env_dirs);
+            }
+            overlay.insert(ENV_PLUGIN_DIR.into(), dirs.join(":"));
+        }
+        let read = |name: &str| overlay.get(name).cloned().or_else(|| lookup(name));
+
+        let dir = match read(ENV_DIR).filter(|d| !d.trim().is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => bail!(
+                "no ring directory: give --dir DIR or set {ENV_DIR}; accepted: the directory NIXL's \
+                 agents write their rings to (their {ENV_DIR})"
+            ),
+        };
+        let mut config = TelemetryConfig::from_lookup(read).context("invalid setting")?;
+        let exporter_name = match &config.exporter {
+            ExporterChoice::Plugin { name } => name.clone(),
+            ExporterChoice::Nop => "nop".to_owned(),
+            ExporterChoice::Buffer { .. } | ExporterChoice::None => bail!(
+                "no exporter: give --exporter NAME or set {ENV_EXPORTER}; accepted: an exporter \
+                 plug-in name (prometheus, otlp, csv, ... for libtelemetry_exporter_<name>.so) or nop"
+            ),
+        };
+        config.enabled = true;
+        let interval = config.run_interval;
+        let grace: f64 = args
+            .grace
+            .trim()
+            .parse()
+            .ok()
+            .filter(|g: &f64| g.is_finite() && *g >= 0.0 && *g <= 1e9)
+            .with_context(|| {
+                format!(
+                    "--grace {:?} is invalid; accepted: a number of seconds, 0 or more (fractions allowed)",
+                    args.grace
+                )
+            })?;
+        if args.max_rings == 0 {
+            bail!("--max-rings 0 is invalid; accepted: 1 or more");
+        }
+        config::check_agent_name(&args.self_name)
+            .with_context(|| format!("--self-name {:?} is invalid", args.self_name))?;
+        Ok(Settings {
+            dir,
+            config,
+            exporter_name,
+            interval,
+            grace: Duration::from_secs_f64(grace),
+            max_rings: args.max_rings,
+            self_name: args.self_name.clone(),
+            poll: args.poll,
+            quiet: args.quiet,
+            set,
+        })
+    }
+
+    /// The loader's configuration for `agent`: `{agent}` in the output path
+    /// replaced by its name.
+    pub fn config_for(&self, agent: &str) -> TelemetryConfig {
+        let mut config = self.config.clone();
+        if let Some(out) = &mut config.output_path {
+            if out.contains(AGENT_PLACEHOLDER) {
+                *out = out.replace(AGENT_PLACEHOLDER, agent);
+            }
+        }
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ExportArgs,
+    }
+
+    fn resolve(argv: &[&str], env: &[(&str, &str)]) -> anyhow::Result<Settings> {
+        let cli = Cli::try_parse_from(std::iter::once("export").chain(argv.iter().copied()))?;
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::resolve(&cli.args, |name| env.get(name).cloned())
+    }
+
+    #[test]
+    fn the_environment_chooses_as_for_a_host_and_flags_override_it() {
+        let env = [
+            ("NIXL_TELEMETRY_DIR", "/rings"),
+            ("NIXL_TELEMETRY_EXPORTER", "prometheus"),
+            ("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR", "/env/plugins"),
+            ("NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH", "127.0.0.1:9464"),
+            ("NIXL_TELEMETRY_RUN_INTERVAL", "50"),
+        ];
+        let s = resolve(&[], &env).unwrap();
+        assert_eq!(s.dir, PathBuf::from("/rings"));
+        assert_eq!(s.exporter_name, "prometheus");
+        assert_eq!(s.config.plugin_dirs, [PathBuf::from("/env/plugins")]);
+        assert_eq!(s.config.output_path.as_deref(), Some("127.0.0.1:9464"));
+        assert_eq!(s.interval, Duration::from_millis(50));
+        assert_eq!(s.grace, Duration::from_secs(60));
+
+        let s = resolve(
+            &[
+                "--dir",
+                "/other",
+                "--exporter",
+                "csv",
+                "--plugin-dir",
+                "/flag/plugins",
+                "--output-path",
+                "/log/{agent}.csv",
+                "--interval",
+                "20",
+                "--grace",
+                "1.5",
+                "--set",
+                "NIXL_TELEMETRY_CSV_FILE=/x.csv",
+            ],
+            &env,
+        )
+        .unwrap();
+        assert_eq!(s.dir, PathBuf::from("/other"));
+        assert_eq!(s.exporter_name, "csv");
+        assert_eq!(
+            s.config.plugin_dirs,
+            [
+                PathBuf::from("/flag/plugins"),
+                PathBuf::from("/env/plugins")
+            ]
+        );
+        assert_eq!(s.config_for("a").output_path.as_deref(), Some("/log/a.csv"));
+        assert_eq!(s.interval, Duration::from_millis(20));
+        assert_eq!(s.grace, Duration::from_millis(1500));
+        assert_eq!(
+            s.set,
+            [("NIXL_TELEMETRY_CSV_FILE".to_owned(), "/x.csv".to_owned())]
+        );
+    }
+
+    #[test]
+    fn missing_or_invalid_settings_name_what_is_accepted() {
+        let no_dir = resolve(&["--exporter", "nop"], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            no_dir.contains("--dir") && no_dir.contains("NIXL_TELEMETRY_DIR"),
+            "{no_dir}"
+        );
+        let no_exporter = resolve(&["--dir", "/r"], &[]).unwrap_err().to_string();
+        assert!(
+            no_exporter.contains("NIXL_TELEMETRY_EXPORTER"),
+            "{no_exporter}"
+        );
+        let buffer = resolve(&["--dir", "/r", "--exporter", "buffer"], &[]).unwrap_err();
+        assert!(buffer.to_string().contains("no exporter"), "{buffer}");
+        let bad_name = resolve(&["--dir", "/r", "--exporter", "../x"], &[]).unwrap_err();
+        assert!(
+            format!("{bad_name:#}").contains("NIXL_TELEMETRY_EXPORTER"),
+            "{bad_name:#}"
+        );
+        let interval = resolve(
+            &["--dir", "/r", "--exporter", "nop", "--interval", "0"],
+            &[],
+        );
+        assert!(format!("{:#}", interval.unwrap_err()).contains("NIXL_TELEMETRY_RUN_INTERVAL"));
+        let grace = resolve(&["--dir", "/r", "--exporter", "nop", "--grace=-1"], &[]);
+        assert!(grace.unwrap_err().to_string().contains("--grace"));
+        let set = resolve(&["--dir", "/r", "--exporter", "nop", "--set", "X"], &[]);
+        assert!(set.unwrap_err().to_string().contains("NAME=VALUE"));
+        let name = resolve(
+            &["--dir", "/r", "--exporter", "nop", "--self-name", "a/b"],
+            &[],
+        );
+        assert!(format!("{:#}", name.unwrap_err()).contains("--self-name"));
+    }
+}

@@ -1,0 +1,212 @@
+//! `nixl-telemetry top` in a real terminal: run under tmux, keys sent
+//! (sort, reverse, select, pause, help, quit), the screen captured and read.
+//! Skipped, saying so, when tmux is not installed; `scripts/test-view.sh`
+//! installs it and runs this test.
+
+mod view_support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nixl_telemetry::ring::layout;
+use view_support::{ring, skip_without, transfer};
+
+/// A tmux server of this test's own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new() -> Tmux {
+        Tmux {
+            socket: format!("nixl-top-test-{}", std::process::id()),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn screen(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-t", "top"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &str) {
+        assert!(self.run(&["send-keys", "-t", "top", keys]).status.success());
+    }
+
+    /// Waits (10 s at most) until the screen satisfies `check`.
+    fn wait_for(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < end,
+                "waited for {what}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn alive(&self) -> bool {
+        self.run(&["has-session", "-t", "top"]).status.success()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// The line of the table holding `agent`, and its index on the screen.
+fn line_of(screen: &str, agent: &str) -> usize {
+    screen
+        .lines()
+        .position(|l| l.trim_start().starts_with(&format!("{agent} ")))
+        .unwrap_or_else(|| panic!("no line for {agent}:\n{screen}"))
+}
+
+#[test]
+fn keys_sort_select_pause_help_and_quit_on_a_real_terminal() {
+    if skip_without(
+        "tmux",
+        "keys_sort_select_pause_help_and_quit_on_a_real_terminal",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // alpha sends little and receives much; beta the other way round.
+    let mut alpha = ring(dir.path(), "alpha", 4096, &layout::V1);
+    let mut beta = ring(dir.path(), "beta", 4096, &layout::V4);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                alpha.push_batch(&transfer(1, true, 100, 20));
+                alpha.push_batch(&transfer(1, false, 90_000, 20));
+                beta.push_batch(&transfer(1, true, 50_000, 700));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let tmux = Tmux::new();
+    let status_file = dir.path().join("status");
+    let command = format!(
+        "'{}' top --interval 0.5 '{}'; echo $? > '{}'",
+        env!("CARGO_BIN_EXE_nixl-telemetry"),
+        dir.path().display(),
+        status_file.display()
+    );
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "top",
+        "-x",
+        "150",
+        "-y",
+        "30",
+        &command,
+    ]);
+    assert!(
+        started.status.success(),
+        "tmux: {}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+
+    // The view: title, both agents with rates, sorted by agent name.
+    let screen = tmux.wait_for("both agents with rates", |s| {
+        s.contains("nixl-telemetry top")
+            && s.contains("B/s")
+            && s.contains("alpha")
+            && s.contains("beta")
+    });
+    assert!(screen.contains("AGENT▼"), "{screen}");
+    assert!(line_of(&screen, "alpha") < line_of(&screen, "beta"));
+    assert!(screen.contains("peeking"));
+    // The detail panel of the selected agent (the first), with its sparkline.
+    assert!(screen.contains("┌ alpha "), "{screen}");
+    assert!(screen.contains("throughput, last 60 s"), "{screen}");
+
+    // s: by events/s; s: by bytes sent — beta sends more, it comes first.
+    tmux.keys("s");
+    tmux.wait_for("sorted by events/s", |s| s.contains("EVENTS/S▼"));
+    tmux.keys("s");
+    let screen = tmux.wait_for("sorted by tx", |s| s.contains("TX B/S▼"));
+    assert!(
+        line_of(&screen, "beta") < line_of(&screen, "alpha"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("sort (TX B/S)"),
+        "the footer says so:\n{screen}"
+    );
+    // r: the other way round.
+    tmux.keys("r");
+    let screen = tmux.wait_for("reversed", |s| s.contains("TX B/S▲"));
+    assert!(
+        line_of(&screen, "alpha") < line_of(&screen, "beta"),
+        "{screen}"
+    );
+
+    // Selection follows the agent: alpha is selected; down selects beta.
+    tmux.keys("Down");
+    let screen = tmux.wait_for("beta selected", |s| s.contains("┌ beta "));
+    assert!(screen.contains("ring version 4"), "{screen}");
+    tmux.keys("k");
+    tmux.wait_for("alpha selected", |s| s.contains("┌ alpha "));
+
+    // p: paused, and resumed.
+    tmux.keys("p");
+    tmux.wait_for("paused", |s| s.contains("PAUSED"));
+    tmux.keys("p");
+    tmux.wait_for("resumed", |s| !s.contains("PAUSED"));
+
+    // ?: the help, closed by any key.
+    tmux.keys("?");
+    tmux.wait_for("help", |s| {
+        s.contains("help: keys") && s.contains("sort by the next column")
+    });
+    tmux.keys("x");
+    tmux.wait_for("help closed", |s| !s.contains("help: keys"));
+
+    // q: top exits, with status 0, and gives the terminal back.
+    tmux.keys("q");
+    let end = Instant::now() + Duration::from_secs(10);
+    while read_status(&status_file).is_none() {
+        assert!(
+            Instant::now() < end,
+            "top did not exit after q:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(read_status(&status_file).as_deref(), Some("0"));
+    let gone = Instant::now() + Duration::from_secs(5);
+    while tmux.alive() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+}
+
+fn read_status(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `nixl-telemetry top` in a real terminal (tmux) and `nixl-telemetry report`'s
+# page in a real browser (headless Chromium): installs Debian's tmux and
+# chromium when they are missing, then runs the tests that drive them. In a
+# plain `cargo test` these tests skip, saying so, when the tools are missing;
+# here NIXL_VIEW_TESTS_REQUIRED makes a missing tool a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "== installing: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt=(-o DPkg::Lock::Timeout=600)
+    $sudo dpkg --configure -a
+    $sudo apt-get "${apt[@]}" update -qq
+    $sudo apt-get "${apt[@]}" install -y -qq "${need[@]}" >/dev/null
+fi
+
+echo "== top under tmux, report in headless Chromium"
+NIXL_VIEW_TESTS_REQUIRED=1 cargo test -p nixl-telemetry-cli --locked \
+    --test top_tmux --test report_chromium
