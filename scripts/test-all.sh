@@ -39,6 +39,9 @@ bash scripts/test-export.sh
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
+echo "== service: SQLite, a throw-away PostgreSQL, TAO's client (scripts/test-service.sh)"
+bash scripts/test-service.sh
+
 echo "== sanitizers and models: loom models, ASan/LSan on the C API, ASan on the Python package (scripts/sanitizers.sh)"
 bash scripts/sanitizers.sh loom asan python-asan
 

@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 use nixl_telemetry_cli::{emit, export, process, read, report, signal, top};
 
 mod demo;
+mod serve;
+mod store;
 
 /// NIXL telemetry: record, export, read and process telemetry events.
 #[derive(Debug, Parser)]
@@ -36,6 +38,10 @@ enum Command {
     Top(top::TopArgs),
     /// Charts of a run (rings or a `telemetry_reader --json` capture) as one HTML page, and PNGs.
     Report(report::ReportArgs),
+    /// Serve the metric processor over HTTP, with the metrics in SQLite or PostgreSQL.
+    Serve(serve::ServeArgs),
+    /// Export or import the service's metrics (TAO's migration document format).
+    Store(store::StoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +54,8 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Top(args) => top::run(args),
         Command::Report(args) => report::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Store(args) => store::run(args),
     };
     match result {
         Ok(code) => code,

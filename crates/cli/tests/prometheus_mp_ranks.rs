@@ -14,7 +14,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use prometheus_support::{
-    cli_without_nixl_env, free_addr, http_get, plugin_dir, wait_for, Prometheus, Reaped,
+    cli_without_nixl_env, free_addr, http_get, prometheus_mp_plugin_dir, wait_for, Prometheus,
+    Reaped,
 };
 
 const RANKS: u64 = 8;
@@ -117,11 +118,7 @@ fn rank(
 #[test]
 fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
     let tmp = tempfile::tempdir().unwrap();
-    let plugins = plugin_dir(
-        tmp.path(),
-        "nixl-telemetry-exporter-prometheus-mp",
-        "libtelemetry_exporter_prometheus_mp.so",
-    );
+    let plugins = prometheus_mp_plugin_dir(tmp.path());
     let dir = tmp.path().join("run");
     std::fs::create_dir(&dir).unwrap();
     // Hostile neighbours the owner must step around.
@@ -228,11 +225,7 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
 #[test]
 fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
     let tmp = tempfile::tempdir().unwrap();
-    let plugins = plugin_dir(
-        tmp.path(),
-        "nixl-telemetry-exporter-prometheus-mp",
-        "libtelemetry_exporter_prometheus_mp.so",
-    );
+    let plugins = prometheus_mp_plugin_dir(tmp.path());
     let dir = tmp.path().join("run");
     let port = free_addr().port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
@@ -298,11 +291,7 @@ fn a_rank_that_leaves_stays_published_until_the_ttl_then_is_reaped() {
 #[test]
 fn a_second_run_on_another_port_in_the_same_directory_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let plugins = plugin_dir(
-        tmp.path(),
-        "nixl-telemetry-exporter-prometheus-mp",
-        "libtelemetry_exporter_prometheus_mp.so",
-    );
+    let plugins = prometheus_mp_plugin_dir(tmp.path());
     let dir = tmp.path().join("run");
     let port = free_addr().port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();

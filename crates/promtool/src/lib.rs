@@ -116,6 +116,41 @@ pub fn assert_exporter_output_accepted(body: &str) {
     );
 }
 
+/// The remarks `promtool check metrics` makes of the metric processor's output
+/// (`process --format prometheus`, the service's `/metrics`): naming conventions
+/// that TAO's metric names, kept as they are, do not follow.
+pub const PROCESSOR_ACCEPTED_LINTS: [&str; 4] = [
+    "no help text",
+    "counter metrics should have \"_total\" suffix",
+    "metric names should not contain abbreviated units",
+    "non-histogram and non-summary metrics should not have \"_sum\" suffix",
+];
+
+/// Checks the metric processor's Prometheus text: promtool parses it (exit 0, or 3
+/// for lint findings) and remarks nothing but [`PROCESSOR_ACCEPTED_LINTS`].
+///
+/// # Panics
+///
+/// On any other finding, on a parse error, or when promtool is missing.
+pub fn assert_processor_output_accepted(text: &str) {
+    let verdict = check_metrics(text);
+    let unexpected: Vec<&String> = verdict
+        .lines
+        .iter()
+        .filter(|l| {
+            !PROCESSOR_ACCEPTED_LINTS
+                .iter()
+                .any(|lint| l.ends_with(lint))
+        })
+        .collect();
+    assert!(unexpected.is_empty(), "promtool: {unexpected:#?}");
+    assert!(
+        matches!(verdict.code, Some(0 | 3)),
+        "promtool: {:#?}",
+        verdict.lines
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,17 +7,16 @@
 //!   share (names), by slot key;
 //! * [`processing`]: `MetricProcessor` over [`nixl_telemetry_processor`], and the
 //!   reference's helper functions for `nixl_telemetry.tao`;
-//! * [`fork`]: a forked child's inherited telemetry records nothing (the
-//!   crate's only unsafe code: the `pthread_atfork` registration).
+//! * a forked child's inherited telemetry records nothing: objects remember the
+//!   fork generation of [`nixl_telemetry::fork`] they were made in, as the C API's do.
 //!
 //! The Python side (`python/nixl_telemetry/`) adds `Category`, the `tao` drop-in and
 //! the type stubs; `docs/python.md` describes the package.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod errors;
 pub mod event;
-pub mod fork;
 pub mod key_cache;
 pub mod processing;
 pub mod reading;
@@ -33,7 +32,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    fork::install();
+    nixl_telemetry::fork::install();
     m.add_class::<recording::Telemetry>()?;
     m.add_class::<recording::EventHandle>()?;
     m.add_class::<event::Event>()?;

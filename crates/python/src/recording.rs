@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::errors::TelemetryError;
-use crate::fork;
+use nixl_telemetry::fork;
 
 /// The keyword settings `Telemetry(agent, **settings)` accepts.
 const SETTINGS: &str = "enabled, buffer_size, run_interval_ms, dir, exporter, output_path, \
@@ -215,7 +215,7 @@ pub struct Telemetry {
 impl Telemetry {
     fn create(py: Python<'_>, agent: String, config: TelemetryConfig) -> PyResult<Telemetry> {
         fork::install();
-        let generation = fork::current();
+        let generation = fork::generation();
         let telemetry = py
             .detach(|| RustTelemetry::new(&agent, config))
             .map_err(|e: RustError| telemetry_error(e))?;
@@ -230,7 +230,7 @@ impl Telemetry {
     /// Runs `f` with the telemetry when it is open and belongs to this process.
     #[inline]
     fn with<R>(&self, f: impl FnOnce(&RustTelemetry) -> R) -> Option<R> {
-        if self.generation != fork::current() {
+        if self.generation != fork::generation() {
             return None;
         }
         let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
@@ -238,7 +238,7 @@ impl Telemetry {
     }
 
     fn close_inner(&self, py: Python<'_>) {
-        if self.generation != fork::current() {
+        if self.generation != fork::generation() {
             // Inherited through fork: left alone (see `Drop`).
             return;
         }
@@ -259,7 +259,7 @@ impl Telemetry {
 
 impl Drop for Telemetry {
     fn drop(&mut self) {
-        if self.generation != fork::current() {
+        if self.generation != fork::generation() {
             // Inherited through fork: the flush thread does not exist here, its
             // locks may be held forever and the ring is the parent's. Never flush,
             // join or close it: the memory is left to the process's exit.
@@ -377,7 +377,7 @@ impl Telemetry {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = match self.with(|t| t.stats()) {
             Some(stats) => stats,
-            None if self.generation == fork::current() => self
+            None if self.generation == fork::generation() => self
                 .final_stats
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -394,7 +394,7 @@ impl Telemetry {
 
     #[getter]
     fn closed(&self) -> bool {
-        self.generation != fork::current()
+        self.generation != fork::generation()
             || self
                 .inner
                 .read()
@@ -433,7 +433,7 @@ pub struct EventHandle {
 impl EventHandle {
     #[inline]
     fn record(&self, value: u64) {
-        if self.generation == fork::current() {
+        if self.generation == fork::generation() {
             self.inner.record(value);
         }
     }
@@ -442,7 +442,7 @@ impl EventHandle {
     /// inherited through fork).
     #[getter]
     fn enabled(&self) -> bool {
-        self.generation == fork::current() && self.inner.is_enabled()
+        self.generation == fork::generation() && self.inner.is_enabled()
     }
 
     fn __repr__(&self) -> String {

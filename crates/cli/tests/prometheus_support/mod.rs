@@ -81,6 +81,15 @@ pub fn plugin_dir(tmp: &Path, package: &str, file: &str) -> PathBuf {
     dir
 }
 
+/// A directory under `tmp` holding only the `prometheus_mp` plug-in.
+pub fn prometheus_mp_plugin_dir(tmp: &Path) -> PathBuf {
+    plugin_dir(
+        tmp,
+        "nixl-telemetry-exporter-prometheus-mp",
+        "libtelemetry_exporter_prometheus_mp.so",
+    )
+}
+
 /// A loopback address with a port that was free a moment ago.
 pub fn free_addr() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
@@ -128,6 +137,12 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Opt
 /// `nixl-telemetry` with no `NIXL_*` variable inherited.
 pub fn cli_without_nixl_env() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nixl-telemetry"));
+    without_nixl_env(&mut cmd);
+    cmd
+}
+
+/// `cmd`, made not to inherit any `NIXL_*` variable.
+pub fn without_nixl_env(cmd: &mut Command) -> &mut Command {
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("NIXL_") {
             cmd.env_remove(k);

@@ -26,6 +26,7 @@
 mod election;
 pub mod error;
 pub mod files;
+pub mod label_sets;
 pub mod layout;
 pub mod scan;
 pub mod settings;

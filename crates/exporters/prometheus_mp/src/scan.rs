@@ -6,9 +6,13 @@
 //! warning per file) unless it is a regular file of this user with the
 //! store's exact size, magic, version and header. It is copied with `pread`
 //! (never mapped: a file truncated under the reader cannot fault it), and
-//! every field is read with bounds checks. A store whose writer has released
-//! it (its lock can be taken) and whose last update is older than the stale
-//! TTL is reaped; a file that is not a store of ours is never removed.
+//! every field is read with bounds checks. What is published is one reading
+//! per label set ([`label_sets`]: a restarted rank with
+//! the same labels goes on from its predecessor's totals, a copy is not
+//! published). A store whose writer has released it (its lock can be taken),
+//! whose last update is older than the stale TTL and which no published
+//! series needs any more is reaped; a file that is not a store of ours is
+//! never removed.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -24,6 +28,7 @@ use nixl_telemetry_metrics::{histogram, AgentLabels, Format, HistogramTotals, Se
 use nixl_telemetry_prometheus_http::external::BodySource;
 
 use crate::files;
+use crate::label_sets::{self, Found, MAX_CONTINUED};
 use crate::layout::{
     self, decode_text, entry, off, read_u32, read_u64, text_len, BUCKET_SLOTS, FILE_SIZE,
     FIXED_READINGS, MAX_BOUNDS, MAX_SERIES, SERIES_ENTRY,
@@ -44,6 +49,11 @@ pub struct StoreReading {
     pub agent_name: String,
     /// Last update, ms since the epoch.
     pub updated_ms: u64,
+    /// Creation, ms since the epoch: with the labels, what tells an
+    /// exporter's life (a copy of its store has the same).
+    pub created_ms: u64,
+    /// The publish sequence the copy was taken at (grows with every publish).
+    pub seq: u64,
     /// The process id.
     pub pid: u32,
     /// The exporter's ordinal in its process.
@@ -204,12 +214,12 @@ pub fn read_store(file: &File) -> Result<StoreReading, Skip> {
             std::thread::yield_now();
             continue;
         }
-        return parse(&head, &entries, count);
+        return parse(&head, &entries, count, seq);
     }
     Err(Skip::Busy)
 }
 
-fn parse(head: &[u8], entries: &[u8], count: usize) -> Result<StoreReading, Skip> {
+fn parse(head: &[u8], entries: &[u8], count: usize, seq: u64) -> Result<StoreReading, Skip> {
     let bad = |what: &str| format_error(format!("bad {what}"));
     let text = |offset, size, what: &str| decode_text(head, offset, size).ok_or_else(|| bad(what));
     let listen = text(off::LISTEN, text_len::LISTEN, "listen address")?;
@@ -221,6 +231,7 @@ fn parse(head: &[u8], entries: &[u8], count: usize) -> Result<StoreReading, Skip
     let pid = read_u32(head, off::PID).ok_or_else(|| bad("pid"))?;
     let agent_instance = read_u32(head, off::AGENT_INSTANCE).ok_or_else(|| bad("instance"))?;
     let updated_ms = read_u64(head, off::UPDATED_MS).ok_or_else(|| bad("update time"))?;
+    let created_ms = read_u64(head, off::CREATED_MS).ok_or_else(|| bad("creation time"))?;
     let bound_count = read_u32(head, off::BOUND_COUNT).ok_or_else(|| bad("bound count"))? as usize;
     if bound_count == 0 || bound_count > MAX_BOUNDS {
         return Err(bad("bound count"));
@@ -274,6 +285,8 @@ fn parse(head: &[u8], entries: &[u8], count: usize) -> Result<StoreReading, Skip
         hostname,
         agent_name,
         updated_ms,
+        created_ms,
+        seq,
         pid,
         agent_instance,
         local_rank,
@@ -294,7 +307,9 @@ fn valid_metric_name(name: &str) -> bool {
 /// What a scan of the directory found.
 #[derive(Debug, Default)]
 pub struct ScanOutcome {
-    /// The stores published, in the order they are rendered.
+    /// What is published, one reading per label set (the stores of one
+    /// label set merged: see [`label_sets`]), in the order
+    /// they are rendered.
     pub stores: Vec<StoreReading>,
     /// Files skipped, with the reason.
     pub skipped: Vec<(PathBuf, Skip)>,
@@ -302,6 +317,18 @@ pub struct ScanOutcome {
     pub reaped: Vec<PathBuf>,
     /// Live stores of other addresses.
     pub other_runs: Vec<(PathBuf, String)>,
+    /// Copies of another store of the same life (same labels and creation
+    /// time): not published.
+    pub copies: Vec<PathBuf>,
+    /// Released stores kept past their TTL because a restarted rank with
+    /// the same labels goes on from their totals.
+    pub continued: Vec<PathBuf>,
+    /// Live stores whose labels another live store has too (their sum is
+    /// published).
+    pub live_twins: Vec<PathBuf>,
+    /// Released stores let go beyond [`MAX_CONTINUED`]
+    /// restarts of one label set.
+    pub over_limit: Vec<PathBuf>,
 }
 
 /// Reads the directory of one run for the owner of one address.
@@ -366,11 +393,14 @@ impl Collector {
         }
     }
 
-    /// Reads every store, reaping the stale ones.
+    /// Reads every store, selects what is published (one reading per label
+    /// set) and reaps the released, stale stores nothing needs any more.
     pub fn scan(&self) -> io::Result<ScanOutcome> {
         let mut out = ScanOutcome::default();
         let now = now_ms();
         let ttl = self.stale_ttl.as_millis() as u64;
+        let mut opened: Vec<(PathBuf, File)> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         for path in files::store_paths(&self.dir)? {
             let file = match open_store(&path, self.uid) {
                 Ok(f) => f,
@@ -387,36 +417,45 @@ impl Collector {
                     continue;
                 }
             };
+            // Taking the lock of a released store keeps it until the scan
+            // ends (the check before a removal); a probe that fails for
+            // another reason counts as live, so nothing is removed on it.
+            let live = file.try_lock().is_err();
             if store.listen != self.listen {
                 // Another run's store, or a rank given another port: if its
                 // writer is alive it is a misconfiguration; it is not ours to
                 // publish or reap either way.
-                if file.try_lock().is_err() {
+                if live {
                     out.other_runs.push((path, store.listen));
                 }
                 continue;
             }
-            if now.saturating_sub(store.updated_ms) > ttl && file.try_lock().is_ok() {
-                // Released and stale: reap it, if the name still is this file.
-                let same = std::fs::symlink_metadata(&path)
-                    .ok()
-                    .zip(file.metadata().ok())
-                    .is_some_and(|(a, b)| a.ino() == b.ino() && a.dev() == b.dev());
-                if same && std::fs::remove_file(&path).is_ok() {
-                    out.reaped.push(path);
-                }
-                continue;
-            }
-            out.stores.push(store);
+            found.push(Found {
+                reading: store,
+                live,
+            });
+            opened.push((path, file));
         }
-        out.stores.sort_by(|a, b| {
-            let rank = |s: &StoreReading| {
-                s.local_rank
-                    .as_deref()
-                    .map(|r| (r.parse::<u64>().unwrap_or(u64::MAX), r.to_owned()))
-            };
-            (rank(a), a.pid, a.agent_instance).cmp(&(rank(b), b.pid, b.agent_instance))
-        });
+        let selection = label_sets::select(&found, now, ttl);
+        for &i in &selection.reap {
+            // Released and stale: reap it, if the name still is this file.
+            let (path, file) = &opened[i];
+            let same = std::fs::symlink_metadata(path)
+                .ok()
+                .zip(file.metadata().ok())
+                .is_some_and(|(a, b)| a.ino() == b.ino() && a.dev() == b.dev());
+            if same && std::fs::remove_file(path).is_ok() {
+                out.reaped.push(path.clone());
+            }
+        }
+        let paths = |indices: &[usize]| -> Vec<PathBuf> {
+            indices.iter().map(|&i| opened[i].0.clone()).collect()
+        };
+        out.copies = paths(&selection.copies);
+        out.continued = paths(&selection.continued);
+        out.live_twins = paths(&selection.live_twins);
+        out.over_limit = paths(&selection.over_limit);
+        out.stores = selection.published;
         Ok(out)
     }
 
@@ -445,6 +484,33 @@ impl Collector {
                     its_address = %other,
                     our_address = %self.listen,
                     "a live process exports to another address from this prometheus_mp directory: two runs share one NIXL_TELEMETRY_MULTIPROC_DIR; give each run its own"
+                );
+            }
+        }
+        for path in &outcome.copies {
+            if warned.insert(path.clone()) {
+                tracing::warn!(file = %path.display(), "prometheus_mp does not publish a copy of a store (the same labels and creation time as another); it is removed once released and stale (reported once)");
+            }
+        }
+        for path in &outcome.live_twins {
+            if warned.insert(path.clone()) {
+                tracing::warn!(
+                    file = %path.display(),
+                    "two live processes export with the same labels (agent_name, hostname, pid, agent_instance, local_rank), as ranks in PID namespaces of their own with one host name, agent name and rank would; prometheus_mp publishes their sum as one series; give each rank its own agent name or rank (reported once)"
+                );
+            }
+        }
+        for path in &outcome.continued {
+            if warned.insert(path.clone()) {
+                tracing::info!(file = %path.display(), "prometheus_mp: a rank restarted with the same labels goes on from this released store's totals, kept while the rank lives");
+            }
+        }
+        for path in &outcome.over_limit {
+            if warned.insert(path.clone()) {
+                tracing::warn!(
+                    file = %path.display(),
+                    limit = MAX_CONTINUED,
+                    "a rank restarted with the same labels more often than prometheus_mp keeps stores for, each time within the stale TTL; its oldest store is let go and its series drops by that store's totals (reported once)"
                 );
             }
         }
@@ -479,5 +545,114 @@ impl BodySource for Collector {
             .map(|s| (&cache[&(s.pid, s.agent_instance)].labels, &s.totals))
             .collect();
         nixl_telemetry_metrics::render(&agents, format)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{StoreIdentity, StoreWriter};
+    use nixl_telemetry_abi::Event;
+    use nixl_telemetry_metrics::{slot, Buckets};
+
+    const LISTEN: &str = "127.0.0.1:9";
+    const TTL: Duration = Duration::from_millis(300);
+
+    /// Rank 0 as pid 1 of a PID namespace of its own.
+    fn rank_zero(dir: &Path) -> StoreWriter {
+        let identity = StoreIdentity {
+            listen: LISTEN.to_owned(),
+            hostname: "node".to_owned(),
+            agent_name: "rank-0".to_owned(),
+            pid: 1,
+            agent_instance: 0,
+            local_rank: Some("0".to_owned()),
+        };
+        // Two lives of a rank start at least a millisecond apart.
+        std::thread::sleep(Duration::from_millis(3));
+        StoreWriter::create(dir, &identity, &Buckets::new(&[10.0, 100.0]).unwrap()).unwrap()
+    }
+
+    fn tx(bytes: u64) -> [Event; 2] {
+        [
+            Event::new(1, Category::TRANSFER, "agent_tx_bytes", bytes),
+            Event::new(1, Category::PERFORMANCE, "agent_xfer_time", 5),
+        ]
+    }
+
+    fn collector(writer: &StoreWriter, dir: &Path) -> Collector {
+        Collector::new(
+            dir.to_owned(),
+            LISTEN.to_owned(),
+            writer.uid().unwrap(),
+            TTL,
+        )
+    }
+
+    /// The one published reading's bytes sent and last bytes sent.
+    fn only_tx(outcome: &ScanOutcome) -> (u64, u64) {
+        let rows: Vec<(u64, u64)> = outcome
+            .stores
+            .iter()
+            .map(|s| {
+                (
+                    s.totals.fixed(slot::TX_BYTES),
+                    s.totals.fixed(slot::TX_LAST),
+                )
+            })
+            .collect();
+        assert_eq!(rows.len(), 1, "one sample per label set: {rows:?}");
+        rows[0]
+    }
+
+    fn stores_in(dir: &Path) -> usize {
+        files::store_paths(dir).unwrap().len()
+    }
+
+    #[test]
+    fn a_rank_restarted_as_the_same_pid_is_one_series_past_its_predecessors_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = rank_zero(dir.path());
+        first.record(&tx(4096));
+        drop(first);
+        let mut second = rank_zero(dir.path());
+        second.record(&tx(8192));
+        let collector = collector(&second, dir.path());
+        let outcome = collector.scan().unwrap();
+        assert_eq!(only_tx(&outcome), (4096 + 8192, 8192));
+        // Past the predecessor's TTL: still counted, still there.
+        std::thread::sleep(TTL + Duration::from_millis(100));
+        second.heartbeat(now_ms());
+        let outcome = collector.scan().unwrap();
+        assert_eq!(only_tx(&outcome), (4096 + 8192, 8192));
+        assert!(outcome.reaped.is_empty());
+        assert_eq!(stores_in(dir.path()), 2);
+        // Both go together once the rank has ended and its TTL has run out.
+        drop(second);
+        std::thread::sleep(TTL + Duration::from_millis(100));
+        let outcome = collector.scan().unwrap();
+        assert!(outcome.stores.is_empty());
+        assert_eq!(outcome.reaped.len(), 2);
+        assert_eq!(stores_in(dir.path()), 0);
+    }
+
+    #[test]
+    fn a_copy_beside_its_live_store_is_not_published_and_goes_once_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut live = rank_zero(dir.path());
+        live.record(&tx(4096));
+        let copy = dir.path().join("nixl-mp.1.0.0.store");
+        std::fs::copy(live.path(), &copy).unwrap();
+        live.record(&tx(8192));
+        let collector = collector(&live, dir.path());
+        let outcome = collector.scan().unwrap();
+        assert_eq!(only_tx(&outcome), (4096 + 8192, 8192));
+        assert!(outcome.reaped.is_empty());
+        std::thread::sleep(TTL + Duration::from_millis(100));
+        live.heartbeat(now_ms());
+        let outcome = collector.scan().unwrap();
+        assert_eq!(only_tx(&outcome), (4096 + 8192, 8192));
+        assert_eq!(outcome.reaped, [copy]);
+        assert!(live.path().exists());
     }
 }

@@ -1,0 +1,174 @@
+//! The body of `POST /api/v1/metrics`: one record, read as JSON when no content type
+//! is given (TAO's client sends none), refused when another type is given, when it
+//! is longer than the limit, not UTF-8, not a JSON object, or names a key the
+//! attribute registry does not know.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{header, HeaderValue, StatusCode};
+use nixl_telemetry_processor::{parse_input_line, AttributeRegistry};
+
+use super::error::ApiError;
+use super::AppState;
+
+/// A record's text, checked: UTF-8, a JSON object (or a `{"now": …, "record": {…}}`
+/// envelope) whose keys are all attributes of the registry.
+pub(crate) struct RecordBody(pub String);
+
+impl FromRequest<Arc<AppState>> for RecordBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &Arc<AppState>) -> Result<Self, ApiError> {
+        if let Some(given) = request.headers().get(header::CONTENT_TYPE) {
+            if !is_json(given) {
+                return Err(ApiError::UnsupportedMediaType {
+                    given: String::from_utf8_lossy(given.as_bytes()).into_owned(),
+                });
+            }
+        }
+        // An announced length over the limit is refused before reading anything.
+        let announced = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if announced.is_some_and(|length| length > state.max_body_bytes as u64) {
+            return Err(ApiError::TooLarge {
+                limit: state.max_body_bytes,
+            });
+        }
+        let read = Bytes::from_request(request, state);
+        let bytes = tokio::time::timeout(state.body_timeout, read)
+            .await
+            .map_err(|_| ApiError::Timeout {
+                seconds: state.body_timeout.as_secs_f64(),
+            })?
+            .map_err(|rejection| match rejection.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {
+                    limit: state.max_body_bytes,
+                },
+                _ => ApiError::BadRecord(format!(
+                    "the body could not be read: {}",
+                    rejection.body_text()
+                )),
+            })?;
+        let text = String::from_utf8(bytes.into()).map_err(|e| {
+            ApiError::BadRecord(format!(
+                "the body is not UTF-8 text (invalid bytes at offset {}); send the record as UTF-8 JSON",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        state.known_keys.check(&text)?;
+        Ok(RecordBody(text))
+    }
+}
+
+/// Whether a content type is JSON: `application/json` or `application/…+json`, with a
+/// UTF-8 charset if one is named.
+fn is_json(value: &HeaderValue) -> bool {
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let mut parts = text.split(';');
+    let essence = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json = essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"));
+    json && parts.all(|parameter| match parameter.split_once('=') {
+        Some((name, value)) if name.trim().eq_ignore_ascii_case("charset") => {
+            let value = value.trim().trim_matches('"');
+            value.eq_ignore_ascii_case("utf-8") || value.eq_ignore_ascii_case("utf8")
+        }
+        _ => true,
+    })
+}
+
+/// The raw keys a record may have: the registry's.
+#[derive(Debug)]
+pub(crate) struct KnownKeys {
+    keys: HashSet<String>,
+    /// For messages, in registry order.
+    listed: String,
+}
+
+impl KnownKeys {
+    pub fn new(registry: &AttributeRegistry) -> KnownKeys {
+        let raw: Vec<&str> = registry
+            .attributes()
+            .iter()
+            .map(|a| a.raw_key.as_str())
+            .collect();
+        KnownKeys {
+            keys: raw.iter().map(|k| (*k).to_owned()).collect(),
+            listed: raw.join(", "),
+        }
+    }
+
+    /// Checks that `text` is a record (or an envelope) with known keys only.
+    pub fn check(&self, text: &str) -> Result<(), ApiError> {
+        let line = parse_input_line(text).map_err(|e| ApiError::BadRecord(e.to_string()))?;
+        match line
+            .record
+            .fields()
+            .iter()
+            .find(|(key, _)| !self.keys.contains(key.as_ref()))
+        {
+            Some((key, _)) => Err(ApiError::UnknownKey {
+                key: key.to_string(),
+                known: self.listed.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types() {
+        for yes in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=\"UTF-8\"",
+            "application/vnd.api+json",
+        ] {
+            assert!(is_json(&HeaderValue::from_static(yes)), "{yes}");
+        }
+        for no in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/json; charset=latin1",
+            "text/json+xml",
+            "",
+        ] {
+            assert!(!is_json(&HeaderValue::from_static(no)), "{no}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let known = KnownKeys::new(&AttributeRegistry::default());
+        known.check(r#"{"action": "train", "gpu": []}"#).unwrap();
+        known
+            .check(r#"{"now": "2025-01-13T00:00:00", "record": {"action": "train"}}"#)
+            .unwrap();
+        let err = known
+            .check(r#"{"action": "train", "colour": "red"}"#)
+            .unwrap_err();
+        assert!(matches!(&err, ApiError::UnknownKey { key, .. } if key == "colour"));
+        assert!(
+            err.to_string().contains("version, action, network"),
+            "{err}"
+        );
+        let err = known
+            .check(r#"{"now": null, "record": {"gpus": ["A100"]}}"#)
+            .unwrap_err();
+        assert!(matches!(&err, ApiError::UnknownKey { key, .. } if key == "gpus"));
+        assert!(matches!(known.check("[]"), Err(ApiError::BadRecord(_))));
+    }
+}

@@ -1,0 +1,194 @@
+//! The HTTP API.
+//!
+//! | route | answer |
+//! | --- | --- |
+//! | `POST /api/v1/metrics` | `201` and the record's metrics once it is stored |
+//! | `GET /api/v1/metrics` | the whole map as JSON (as `nixl-telemetry process` writes it) |
+//! | `GET /metrics` | the map as Prometheus text (as `process --format prometheus` writes it) |
+//! | `GET /healthz` | `200` when the store answers, `503` when not (never asks for a token) |
+//!
+//! The first three ask for the token when one is configured. Every error is a JSON
+//! body naming what was wrong ([`ApiError`]).
+
+mod auth;
+mod body;
+mod error;
+mod exposition;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{middleware, Router};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+
+pub use auth::{Token, TOKEN_VARIABLE};
+pub use error::ApiError;
+
+use crate::store::Pool;
+use crate::writer::{Outcome, ProcessorConfig, RecordJob};
+pub(crate) use body::KnownKeys;
+use body::RecordBody;
+
+/// What the handlers share.
+pub(crate) struct AppState {
+    pub token: Option<Token>,
+    pub max_body_bytes: usize,
+    pub body_timeout: std::time::Duration,
+    pub known_keys: KnownKeys,
+    pub processor: ProcessorConfig,
+    pub queue: mpsc::Sender<RecordJob>,
+    pub readers: Arc<Pool>,
+    pub store_kind: &'static str,
+}
+
+/// The service's routes over `state`.
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/api/v1/metrics", get(get_metrics_json).post(post_record))
+        .route("/metrics", get(get_metrics_prometheus))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .route("/healthz", get(healthz))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .with_state(state)
+}
+
+/// `POST /api/v1/metrics`: queues the record for the store's writer and answers
+/// once it is committed.
+async fn post_record(
+    State(state): State<Arc<AppState>>,
+    RecordBody(body): RecordBody,
+) -> Result<Response, ApiError> {
+    let (reply, outcome) = oneshot::channel();
+    state
+        .queue
+        .send(RecordJob { body, reply })
+        .await
+        .map_err(|_| ApiError::Unavailable("the store's writer has stopped".into()))?;
+    let outcome = outcome
+        .await
+        .map_err(|_| ApiError::Unavailable("the store's writer has stopped".into()))?;
+    match outcome {
+        Outcome::Applied(applied) => {
+            let metrics: serde_json::Map<String, serde_json::Value> = applied
+                .metrics
+                .into_iter()
+                .map(|(k, v)| (k, json!(v)))
+                .collect();
+            let body = json!({"last_updated": applied.last_updated, "metrics": metrics});
+            Ok((StatusCode::CREATED, json_body(format!("{body}\n"))).into_response())
+        }
+        Outcome::Rejected(reason) => Err(ApiError::BadRecord(reason)),
+        Outcome::Unavailable(reason) => Err(ApiError::Unavailable(reason)),
+    }
+}
+
+/// `GET /api/v1/metrics`: the map as sorted JSON.
+async fn get_metrics_json(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let readers = state.readers.clone();
+    let text = blocking(move || {
+        readers
+            .with(|c| c.snapshot())
+            .map(|m| m.to_json_string())
+            .map_err(|e| ApiError::Unavailable(e.to_string()))
+    })
+    .await?;
+    Ok(json_body(text).into_response())
+}
+
+/// `GET /metrics`: the map as Prometheus text.
+async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let readers = state.readers.clone();
+    let config = state.processor.clone();
+    let text = blocking(move || {
+        let metrics = readers
+            .with(|c| c.snapshot())
+            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        let kinds = config
+            .kinds()
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        exposition::exposition(&metrics, kinds).map_err(|e| ApiError::Internal(e.to_string()))
+    })
+    .await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response())
+}
+
+/// `GET /healthz`: whether the store answers and the writer runs.
+async fn healthz(State(state): State<Arc<AppState>>) -> Response {
+    let readers = state.readers.clone();
+    let store = blocking(move || {
+        readers
+            .with(|c| c.ping())
+            .map_err(|e| ApiError::Unavailable(e.to_string()))
+    })
+    .await;
+    let problem = match (store, state.queue.is_closed()) {
+        (Err(e), _) => Some(e.to_string()),
+        (Ok(()), true) => Some("the store's writer has stopped".to_owned()),
+        (Ok(()), false) => None,
+    };
+    let (status, body) = match problem {
+        None => (
+            StatusCode::OK,
+            json!({"status": "ok", "store": state.store_kind}),
+        ),
+        Some(message) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"status": "unavailable", "store": state.store_kind, "message": message}),
+        ),
+    };
+    (status, json_body(format!("{body}\n"))).into_response()
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound {
+        path: uri.path().to_owned(),
+    }
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    let allowed = match uri.path() {
+        "/api/v1/metrics" => "GET, HEAD, POST",
+        _ => "GET, HEAD",
+    };
+    ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+        allowed: allowed.to_owned(),
+    }
+}
+
+/// A JSON body with its content type.
+fn json_body(text: String) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        text,
+    )
+}
+
+/// Runs store work on tokio's blocking threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::Internal(format!("the request's work failed: {e}")))?
+}

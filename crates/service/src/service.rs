@@ -1,0 +1,209 @@
+//! Starting and running the service.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::error::ServeError;
+use crate::http::{self, AppState, Token, TOKEN_VARIABLE};
+use crate::store::{Pool, StoreUrl};
+use crate::writer::{self, ProcessorConfig};
+
+/// The address `serve` listens on by default.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// The longest request body accepted by default (64 KiB; a record is a few hundred
+/// bytes).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The most records one store transaction applies by default: the records waiting
+/// when it starts, up to this many.
+pub const DEFAULT_MAX_BATCH: usize = 64;
+
+/// How long a client may take to send a request body, by default.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Records waiting for the writer before new posts wait for room.
+const QUEUE_LENGTH: usize = 1024;
+
+/// Idle reading connections kept.
+const IDLE_READERS: usize = 4;
+
+/// How the service is set up.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Where the metrics are kept.
+    pub store: StoreUrl,
+    /// The attribute registry records are read with.
+    pub registry: AttributeRegistry,
+    /// The builders, comma-separated, in run order (`legacy,comprehensive,time,labeled`).
+    pub builders: String,
+    /// The token clients must present; `None` serves without authentication (only
+    /// on loopback addresses, unless `insecure`).
+    pub token: Option<Token>,
+    /// Serve without a token on any address.
+    pub insecure: bool,
+    /// The longest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// The most records applied in one store transaction (1: one transaction per
+    /// record).
+    pub max_batch: usize,
+    /// How long a client may take to send a request body (then: 408).
+    pub body_timeout: Duration,
+}
+
+impl Default for ServiceConfig {
+    /// The default store, the built-in registry and builders, no token, 64 KiB
+    /// bodies sent within 30 s, transactions of up to 64 records.
+    fn default() -> Self {
+        ServiceConfig {
+            store: StoreUrl::default(),
+            registry: AttributeRegistry::default(),
+            builders: DEFAULT_BUILDERS.join(","),
+            token: None,
+            insecure: false,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_batch: DEFAULT_MAX_BATCH,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+        }
+    }
+}
+
+/// A running service: its store is open, its writer thread runs, and its routes
+/// are ready to be served ([`Service::serve`]).
+///
+/// ```no_run
+/// use nixl_telemetry_service::{Service, ServiceConfig};
+///
+/// # async fn run() -> Result<(), nixl_telemetry_service::ServeError> {
+/// let config = ServiceConfig::default();
+/// let listener = Service::bind(&config, "127.0.0.1:8080").await?;
+/// let service = Service::start(config).await?;
+/// service.serve(listener, std::future::pending()).await
+/// # }
+/// ```
+pub struct Service {
+    state: Arc<AppState>,
+    writer: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("store", &self.state.store_kind)
+            .finish()
+    }
+}
+
+impl Service {
+    /// Checks the builders against the registry and starts the writer thread, which
+    /// opens the store (creating and migrating it as needed).
+    pub async fn start(config: ServiceConfig) -> Result<Service, ServeError> {
+        tokio::task::spawn_blocking(move || Service::start_blocking(config))
+            .await
+            .map_err(|e| ServeError::Server(std::io::Error::other(e)))?
+    }
+
+    fn start_blocking(config: ServiceConfig) -> Result<Service, ServeError> {
+        let processor = ProcessorConfig {
+            registry: config.registry.clone(),
+            builders: config.builders.clone(),
+        };
+        processor.build().map(drop)?;
+        let (queue, jobs) = mpsc::channel(QUEUE_LENGTH);
+        let writer = writer::spawn(
+            config.store.clone(),
+            processor.clone(),
+            config.max_batch,
+            jobs,
+        )?;
+        let state = Arc::new(AppState {
+            token: config.token,
+            max_body_bytes: config.max_body_bytes,
+            body_timeout: config.body_timeout,
+            known_keys: http::KnownKeys::new(&config.registry),
+            processor,
+            queue,
+            readers: Arc::new(Pool::new(config.store.clone(), IDLE_READERS)),
+            store_kind: config.store.kind(),
+        });
+        Ok(Service { state, writer })
+    }
+
+    /// Resolves `address` and binds the first of its addresses that works, after
+    /// refusing a non-loopback one when `config` has no token and is not `insecure`.
+    pub async fn bind(config: &ServiceConfig, address: &str) -> Result<TcpListener, ServeError> {
+        let listen_error = |source| ServeError::Listen {
+            address: address.to_owned(),
+            source,
+        };
+        let candidates: Vec<SocketAddr> = tokio::net::lookup_host(address)
+            .await
+            .map_err(listen_error)?
+            .collect();
+        for candidate in &candidates {
+            check_listen_address(*candidate, config.token.is_some(), config.insecure)?;
+        }
+        let mut last_error = None;
+        for candidate in candidates {
+            match TcpListener::bind(candidate).await {
+                Ok(listener) => return Ok(listener),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(listen_error(last_error.unwrap_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "the name has no address")
+        })))
+    }
+
+    /// The service's routes, to mount in another server or to test.
+    pub fn router(&self) -> axum::Router {
+        http::router(self.state.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then finishes the requests
+    /// under way, lets the writer apply what is queued, and returns.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let Service { state, writer } = self;
+        let app = http::router(state);
+        let result = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(ServeError::Server);
+        // The routes (and with them the queue's last sender) are gone: the writer
+        // applies what is left and stops.
+        let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+        result
+    }
+}
+
+/// Refuses a non-loopback address without a token, unless `insecure`.
+pub fn check_listen_address(
+    address: SocketAddr,
+    has_token: bool,
+    insecure: bool,
+) -> Result<(), ServeError> {
+    if address.ip().is_loopback() || has_token {
+        return Ok(());
+    }
+    if insecure {
+        tracing::warn!(
+            "serving on {address} without authentication (--insecure): anyone who can reach it can post records and read the metrics"
+        );
+        return Ok(());
+    }
+    Err(ServeError::InsecureListen {
+        address,
+        token_variable: TOKEN_VARIABLE,
+    })
+}

@@ -1,0 +1,427 @@
+//! The PostgreSQL store, for several service instances on one database.
+//!
+//! Every write transaction starts by locking the `last_updated` row
+//! (`SELECT … FOR UPDATE`): writers of every instance take turns there, and the
+//! statements after the lock see everything committed before it (READ COMMITTED
+//! takes a new snapshot per statement). A deadlock or serialisation failure is
+//! reported as a conflict and the transaction is tried again.
+//!
+//! The driver is `tokio-postgres`, called from blocking code (the store's writer
+//! thread, the readers' blocking tasks, the `store` command) through a runtime
+//! handle. The writer's transaction is two round trips: `BEGIN`, the lock and the
+//! read of the keys go out together, then the writes and `COMMIT`; the server runs
+//! them in order, so the read still follows the lock.
+
+use std::future::Future;
+use std::str::FromStr;
+
+use nixl_telemetry_processor::Metrics;
+use tokio::runtime::{Handle, Runtime};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::migrations::{newest, MIGRATIONS_TABLE, POSTGRES};
+use super::{Changes, StoreUrl, WriteTransaction};
+use crate::error::StoreError;
+
+/// The key of the advisory lock that makes concurrent migrations take turns.
+const MIGRATION_LOCK: i64 = 0x6e69_786c_7465_6c65; // "nixltele"
+
+const LOCK: &str = "SELECT value FROM nixl_telemetry_state WHERE name = 'last_updated' FOR UPDATE";
+const READ_VALUES: &str = "SELECT key, value FROM nixl_telemetry_metrics WHERE key = ANY($1)";
+const READ_ALL: &str = "SELECT key, value FROM nixl_telemetry_metrics";
+const READ_LAST_UPDATED: &str =
+    "SELECT value FROM nixl_telemetry_state WHERE name = 'last_updated'";
+const WRITE_VALUES: &str = "INSERT INTO nixl_telemetry_metrics (key, value) \
+     SELECT * FROM unnest($1::text[], $2::int8[]) \
+     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+const SET_LAST_UPDATED: &str =
+    "UPDATE nixl_telemetry_state SET value = $1 WHERE name = 'last_updated'";
+
+pub(crate) struct PostgresConnection {
+    client: Client,
+    /// Where the driver's futures run.
+    executor: Executor,
+    name: String,
+    statements: Statements,
+}
+
+/// Where the driver's futures run: the runtime the connection was opened in (from
+/// one of its blocking threads, or a thread of its own), or, when it was opened
+/// outside any runtime, a runtime of its own. (A current-thread runtime's I/O only
+/// advances inside its own `block_on`, so an own runtime is driven through it.)
+enum Executor {
+    Shared(Handle),
+    Own(Runtime),
+}
+
+impl Executor {
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        match self {
+            Executor::Shared(handle) => handle.block_on(future),
+            Executor::Own(runtime) => runtime.block_on(future),
+        }
+    }
+}
+
+/// The statements the writer runs for every batch, prepared once per connection.
+struct Statements {
+    lock: Statement,
+    read_values: Statement,
+    write_values: Statement,
+    set_last_updated: Statement,
+}
+
+impl PostgresConnection {
+    pub fn open(
+        url: &StoreUrl,
+        text: &str,
+        migrate: bool,
+    ) -> Result<PostgresConnection, StoreError> {
+        let name = url.to_string();
+        let fail = |source| StoreError::Postgres {
+            store: name.clone(),
+            source,
+        };
+        let executor = match Handle::try_current() {
+            Ok(handle) => Executor::Shared(handle),
+            Err(_) => Executor::Own(
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| StoreError::BadContent {
+                        store: name.clone(),
+                        what: format!("cannot start a runtime for the driver: {e}"),
+                    })?,
+            ),
+        };
+        let config = tokio_postgres::Config::from_str(text).map_err(fail)?;
+        let client = executor.block_on(async {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!("PostgreSQL connection ended: {e}");
+                }
+            });
+            Ok(client)
+        });
+        let client = client.map_err(fail)?;
+        if migrate {
+            executor.block_on(migrate_schema(&client, &name))?;
+        }
+        let statements = executor
+            .block_on(async {
+                Ok(Statements {
+                    lock: client.prepare(LOCK).await?,
+                    read_values: client.prepare(READ_VALUES).await?,
+                    write_values: client.prepare(WRITE_VALUES).await?,
+                    set_last_updated: client.prepare(SET_LAST_UPDATED).await?,
+                })
+            })
+            .map_err(fail)?;
+        Ok(PostgresConnection {
+            client,
+            executor,
+            name,
+            statements,
+        })
+    }
+
+    fn fail(&self, source: tokio_postgres::Error) -> StoreError {
+        StoreError::Postgres {
+            store: self.name.clone(),
+            source,
+        }
+    }
+
+    /// Runs `future` to completion from blocking code.
+    fn run<T>(
+        &self,
+        future: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, StoreError> {
+        self.executor.block_on(future).map_err(|e| self.fail(e))
+    }
+
+    /// Ends a failed transaction (when the connection still works).
+    fn roll_back(&self) {
+        if !self.client.is_closed() {
+            let _ = self
+                .executor
+                .block_on(self.client.batch_execute("ROLLBACK"));
+        }
+    }
+
+    pub fn write<T>(
+        &mut self,
+        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let client = &self.client;
+        let lock = &self.statements.lock;
+        let last_updated = self.run(async {
+            let (begin, row) =
+                tokio::join!(client.batch_execute("BEGIN"), client.query_one(lock, &[]));
+            begin?;
+            Ok(row?.get::<_, Option<String>>(0))
+        });
+        let last_updated = match last_updated {
+            Ok(value) => value,
+            Err(e) => {
+                self.roll_back();
+                return Err(e);
+            }
+        };
+        let mut transaction = PostgresTransaction {
+            connection: self,
+            last_updated,
+        };
+        let result = body(&mut transaction).and_then(|value| {
+            self.run(self.client.batch_execute("COMMIT"))
+                .map(|()| value)
+        });
+        if result.is_err() {
+            self.roll_back();
+        }
+        result
+    }
+
+    pub fn update<T>(
+        &mut self,
+        keys: &[&str],
+        apply: &mut dyn FnMut(Metrics) -> (T, Option<Changes>),
+    ) -> Result<T, StoreError> {
+        let client = &self.client;
+        let statements = &self.statements;
+        // One round trip: the server runs BEGIN, the lock and the read in order.
+        let read = self.run(async {
+            let read_params: [&(dyn ToSql + Sync); 1] = [&keys];
+            let (begin, lock, rows) = tokio::join!(
+                client.batch_execute("BEGIN"),
+                client.query_one(&statements.lock, &[]),
+                client.query(&statements.read_values, &read_params),
+            );
+            begin?;
+            let last_updated: Option<String> = lock?.get(0);
+            Ok((last_updated, rows?))
+        });
+        let (last_updated, rows) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                self.roll_back();
+                return Err(e);
+            }
+        };
+        let mut metrics = Metrics::new();
+        for row in &rows {
+            let key: &str = row.get(0);
+            if let Err(e) = metrics.insert(key, row.get(1)) {
+                self.roll_back();
+                return Err(StoreError::BadContent {
+                    store: self.name.clone(),
+                    what: format!("metric `{key}`: {e}"),
+                });
+            }
+        }
+        metrics.set_last_updated(last_updated);
+        let (value, changes) = apply(metrics);
+        // One more: the writes and COMMIT.
+        let written = self.run(async {
+            match &changes {
+                Some(changes) => {
+                    let keys: Vec<&str> = changes.values.iter().map(|(k, _)| k.as_str()).collect();
+                    let values: Vec<i64> = changes.values.iter().map(|(_, v)| *v).collect();
+                    let write_params: [&(dyn ToSql + Sync); 2] = [&keys, &values];
+                    let stamp_params: [&(dyn ToSql + Sync); 1] = [&changes.last_updated];
+                    let (write, stamp, commit) = tokio::join!(
+                        client.execute(&statements.write_values, &write_params),
+                        client.execute(&statements.set_last_updated, &stamp_params),
+                        client.batch_execute("COMMIT"),
+                    );
+                    write?;
+                    stamp?;
+                    commit
+                }
+                None => client.batch_execute("COMMIT").await,
+            }
+        });
+        if let Err(e) = written {
+            self.roll_back();
+            return Err(e);
+        }
+        Ok(value)
+    }
+
+    pub fn snapshot(&mut self) -> Result<Metrics, StoreError> {
+        let client = &self.client;
+        // Both tables as of one moment.
+        let result = self.run(async {
+            let (begin, rows, stamp, commit) = tokio::join!(
+                client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+                client.query(READ_ALL, &[]),
+                client.query_opt(READ_LAST_UPDATED, &[]),
+                client.batch_execute("COMMIT"),
+            );
+            begin?;
+            let rows = rows?;
+            let last_updated: Option<String> = stamp?.and_then(|row| row.get(0));
+            commit?;
+            Ok((rows, last_updated))
+        });
+        let (rows, last_updated) = match result {
+            Ok(read) => read,
+            Err(e) => {
+                self.roll_back();
+                return Err(e);
+            }
+        };
+        let mut metrics = metrics_from_rows(&rows, &self.name)?;
+        metrics.set_last_updated(last_updated);
+        Ok(metrics)
+    }
+
+    pub fn ping(&mut self) -> Result<(), StoreError> {
+        self.run(self.client.simple_query("SELECT 1")).map(drop)
+    }
+
+    pub fn is_broken(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// The metrics of `key, value` rows.
+fn metrics_from_rows(rows: &[tokio_postgres::Row], name: &str) -> Result<Metrics, StoreError> {
+    let mut metrics = Metrics::new();
+    for row in rows {
+        let key: &str = row.get(0);
+        metrics
+            .insert(key, row.get(1))
+            .map_err(|e| StoreError::BadContent {
+                store: name.to_owned(),
+                what: format!("metric `{key}`: {e}"),
+            })?;
+    }
+    Ok(metrics)
+}
+
+/// Brings the schema up to date in one transaction, while holding an advisory lock
+/// (instances starting together take turns).
+async fn migrate_schema(client: &Client, name: &str) -> Result<(), StoreError> {
+    let fail = |source| StoreError::Postgres {
+        store: name.to_owned(),
+        source,
+    };
+    client.batch_execute("BEGIN").await.map_err(fail)?;
+    let result = async {
+        client
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(fail)?;
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (
+                    version BIGINT NOT NULL PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )"
+            ))
+            .await
+            .map_err(fail)?;
+        let current: i64 = client
+            .query_one(
+                &format!("SELECT COALESCE(MAX(version), 0)::int8 FROM {MIGRATIONS_TABLE}"),
+                &[],
+            )
+            .await
+            .map_err(fail)?
+            .get(0);
+        if current > newest(POSTGRES) {
+            return Err(StoreError::SchemaTooNew {
+                store: name.to_owned(),
+                found: current,
+                known: newest(POSTGRES),
+            });
+        }
+        for migration in POSTGRES.iter().filter(|m| m.version > current) {
+            tracing::info!(store = %name, "applying schema migration {}", migration.name);
+            client.batch_execute(migration.sql).await.map_err(fail)?;
+            client
+                .execute(
+                    &format!("INSERT INTO {MIGRATIONS_TABLE} (version, name) VALUES ($1, $2)"),
+                    &[&migration.version, &migration.name],
+                )
+                .await
+                .map_err(fail)?;
+        }
+        client.batch_execute("COMMIT").await.map_err(fail)
+    }
+    .await;
+    if result.is_err() && !client.is_closed() {
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    result
+}
+
+/// A write transaction of [`PostgresConnection::write`] (imports).
+struct PostgresTransaction<'a> {
+    connection: &'a PostgresConnection,
+    /// Read when the lock was taken.
+    last_updated: Option<String>,
+}
+
+impl WriteTransaction for PostgresTransaction<'_> {
+    fn last_updated(&mut self) -> Result<Option<String>, StoreError> {
+        Ok(self.last_updated.clone())
+    }
+
+    fn read_values(&mut self, keys: &[&str], into: &mut Metrics) -> Result<(), StoreError> {
+        let c = self.connection;
+        let rows = c.run(c.client.query(&c.statements.read_values, &[&keys]))?;
+        for row in rows {
+            let key: &str = row.get(0);
+            into.insert(key, row.get(1))
+                .map_err(|e| StoreError::BadContent {
+                    store: c.name.clone(),
+                    what: format!("metric `{key}`: {e}"),
+                })?;
+        }
+        Ok(())
+    }
+
+    fn read_all(&mut self) -> Result<Metrics, StoreError> {
+        let c = self.connection;
+        let rows = c.run(c.client.query(READ_ALL, &[]))?;
+        let mut metrics = metrics_from_rows(&rows, &c.name)?;
+        metrics.set_last_updated(self.last_updated.clone());
+        Ok(metrics)
+    }
+
+    fn write_values(&mut self, values: &[(&str, i64)]) -> Result<(), StoreError> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        let c = self.connection;
+        let keys: Vec<&str> = values.iter().map(|(k, _)| *k).collect();
+        let numbers: Vec<i64> = values.iter().map(|(_, v)| *v).collect();
+        c.run(
+            c.client
+                .execute(&c.statements.write_values, &[&keys, &numbers]),
+        )
+        .map(drop)
+    }
+
+    fn set_last_updated(&mut self, value: Option<&str>) -> Result<(), StoreError> {
+        let c = self.connection;
+        c.run(c.client.execute(&c.statements.set_last_updated, &[&value]))?;
+        self.last_updated = value.map(str::to_owned);
+        Ok(())
+    }
+
+    fn remove_all(&mut self) -> Result<(), StoreError> {
+        let c = self.connection;
+        c.run(c.client.execute("DELETE FROM nixl_telemetry_metrics", &[]))
+            .map(drop)
+    }
+}

@@ -1,0 +1,73 @@
+//! While the store cannot be reached, posts are answered 503 and nothing of them
+//! is stored, the health check says so, and the service recovers by itself once
+//! the store is back.
+
+mod support;
+
+use support::http::{get, post};
+use support::postgres::{TestDatabase, POSTGRES_URL_VARIABLE};
+use support::records::library_metrics;
+use support::server::{config, TestServer};
+
+fn admin(sql: &str) {
+    let url = std::env::var(POSTGRES_URL_VARIABLE).unwrap();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client.batch_execute(sql).unwrap();
+}
+
+#[test]
+fn an_unreachable_postgres_is_503_and_the_service_recovers() {
+    let Some(db) = TestDatabase::create("an_unreachable_postgres_is_503_and_the_service_recovers")
+    else {
+        return;
+    };
+    let name = db
+        .url
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
+    let server = TestServer::start(config(db.store()));
+    let line = |t: i64| {
+        format!(
+            r#"{{"now": "2025-01-13T10:00:00", "record": {{"action": "train", "time_lapsed": {t}}}}}"#
+        )
+    };
+    let mut stored = vec![line(1)];
+    assert_eq!(post(server.addr, &stored[0]).status, 201);
+
+    // Nobody may connect, and every connection to the database is ended.
+    admin(&format!(
+        "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ));
+    for t in [2, 3] {
+        let response = post(server.addr, &line(t));
+        assert_eq!(response.status, 503, "{}", response.text());
+        let body = response.json();
+        assert_eq!(body["error"], "store_unavailable");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was stored"),
+            "{body}"
+        );
+    }
+    let health = get(server.addr, "/healthz");
+    assert_eq!(health.status, 503, "{}", health.text());
+    assert_eq!(health.json()["status"], "unavailable");
+    assert_eq!(get(server.addr, "/api/v1/metrics").status, 503);
+
+    admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
+    stored.push(line(4));
+    assert_eq!(post(server.addr, &stored[1]).status, 201);
+    assert_eq!(get(server.addr, "/healthz").status, 200);
+    assert_eq!(
+        get(server.addr, "/api/v1/metrics").text(),
+        library_metrics(&stored).to_json_string()
+    );
+}
