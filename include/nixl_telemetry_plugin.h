@@ -2,8 +2,16 @@
  * NIXL telemetry exporter plug-in C ABI, version 1.
  *
  * A plug-in is a shared library named libtelemetry_exporter_<name>.so that
- * exports nixl_telemetry_plugin_init and nixl_telemetry_plugin_fini. The host
- * (the nixl-telemetry collector) loads it when NIXL_TELEMETRY_EXPORTER=<name>.
+ * exports nixl_telemetry_exporter_plugin_init and
+ * nixl_telemetry_exporter_plugin_fini. The host (the nixl-telemetry collector)
+ * loads it when NIXL_TELEMETRY_EXPORTER=<name>.
+ *
+ * Do not export nixl_telemetry_plugin_init: NIXL's own loader calls that name
+ * in every libtelemetry_exporter_*.so of its plug-in directory and expects a
+ * C++ object there. Plug-ins built against earlier versions of this header
+ * exported nixl_telemetry_plugin_init/_fini; hosts still load them, with a
+ * deprecation warning. NIXL loads our plug-ins through the adapters of
+ * crates/nixl_adapters (docs/nixl-adapters.md).
  *
  * Rules (docs/plugins.md has the full text):
  *  - The host checks api_version and struct_size before calling anything else;
@@ -97,10 +105,10 @@ typedef struct {
 /* Called once after the library is loaded; returns a descriptor that stays
  * valid until fini. NULL means the plug-in cannot be used (fini is still
  * called before the library is unloaded). */
-NIXL_TELEMETRY_PLUGIN_EXPORT const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void);
+NIXL_TELEMETRY_PLUGIN_EXPORT const nixl_telemetry_plugin_t *nixl_telemetry_exporter_plugin_init(void);
 
 /* Called once before the library is unloaded, after every exporter is destroyed. */
-NIXL_TELEMETRY_PLUGIN_EXPORT void nixl_telemetry_plugin_fini(void);
+NIXL_TELEMETRY_PLUGIN_EXPORT void nixl_telemetry_exporter_plugin_fini(void);
 
 /* Optional (a plug-in need not define it; the host looks it up when loading).
  * Writes the reason of exporter's most recent failed call into err, NUL-terminated

@@ -10,7 +10,14 @@
 #                                   (shared) and NixlTelemetry::nixl_telemetry_static
 #   P/lib/nixl/telemetry_exporters/ every exporter plug-in the workspace ships
 #                                   (libtelemetry_exporter_*.so; not test fixtures)
+#   P/lib/nixl/nixl_adapters/<generation>/
+#                                   the NIXL adapters, one directory per generation of
+#                                   NIXL's exporter interface, one file per plug-in above
+#                                   (libtelemetry_exporter_otlp.so, ..._csv.so,
+#                                   ..._nixl_telemetry_prometheus.so, ...): what NIXL loads
 #   P/bin/nixl-telemetry, P/bin/telemetry_reader
+#   P/bin/nixl-telemetry-adapters   makes them visible to a NIXL installation:
+#                                   `nixl-telemetry-adapters link` (docs/nixl-adapters.md)
 #
 # The prefix defaults to /usr/local. The library and the tools are built with
 # NIXL_TELEMETRY_LIBDIR=P/lib, so the plug-in loader searches
@@ -20,7 +27,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
 prefix=/usr/local
@@ -77,7 +84,7 @@ for p in m["packages"]:
 ')"
 target_dir="$(printf '%s\n' "$metadata" | head -1)"
 plugins="$(printf '%s\n' "$metadata" | tail -n +2)"
-packages=(-p nixl-telemetry-capi -p nixl-telemetry-cli)
+packages=(-p nixl-telemetry-capi -p nixl-telemetry-cli -p nixl-telemetry-nixl-adapters)
 while read -r package _; do
     [ -n "$package" ] && packages+=(-p "$package")
 done <<< "$plugins"
@@ -95,7 +102,8 @@ run() {
 
 echo "== installing into $prefix"
 run install -d "$prefix/lib" "$prefix/include" "$prefix/bin" "$prefix/lib/pkgconfig" \
-    "$prefix/lib/cmake/NixlTelemetry" "$prefix/lib/nixl/telemetry_exporters"
+    "$prefix/lib/cmake/NixlTelemetry" "$prefix/lib/nixl/telemetry_exporters" \
+    "$prefix/lib/nixl/nixl_adapters"
 run install -m 755 "$out/libnixl_telemetry_capi.so" "$prefix/lib/libnixl_telemetry.so.1"
 run ln -sfn libnixl_telemetry.so.1 "$prefix/lib/libnixl_telemetry.so"
 run install -m 644 "$out/libnixl_telemetry_capi.a" "$prefix/lib/libnixl_telemetry.a"
@@ -104,7 +112,15 @@ run install -m 644 include/nixl_telemetry.h include/nixl_telemetry.hpp include/n
 while read -r _ lib; do
     [ -n "$lib" ] && run install -m 755 "$out/lib$lib.so" "$prefix/lib/nixl/telemetry_exporters/"
 done <<< "$plugins"
-run install -m 755 "$out/nixl-telemetry" "$out/telemetry_reader" "$prefix/bin/"
+run install -m 755 "$out/nixl-telemetry" "$out/telemetry_reader" "$out/nixl-telemetry-adapters" \
+    "$prefix/bin/"
+# The adapters NIXL loads: one file per plug-in and generation, each forwarding to the
+# plug-in of its name in lib/nixl/telemetry_exporters.
+exporters=()
+while read -r _ lib; do
+    [ -n "$lib" ] && exporters+=("${lib#telemetry_exporter_}")
+done <<< "$plugins"
+run "$out/nixl-telemetry-adapters" stage "$prefix/lib/nixl/nixl_adapters" "${exporters[@]}"
 
 # What a static link needs besides the archive (rustc --print native-static-libs).
 static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
@@ -189,3 +205,5 @@ echo "== installed nixl-telemetry $version into $prefix"
 echo "   C:     cc prog.c \$(pkg-config --cflags --libs nixl-telemetry)   (PKG_CONFIG_PATH=$prefix/lib/pkgconfig)"
 echo "   CMake: find_package(NixlTelemetry) with CMAKE_PREFIX_PATH=$prefix; target NixlTelemetry::nixl_telemetry"
 echo "   plug-ins: $prefix/lib/nixl/telemetry_exporters"
+echo "   NIXL:  $prefix/bin/nixl-telemetry-adapters link --python <the python of your NIXL job>"
+echo "          then NIXL_TELEMETRY_EXPORTER=otlp (csv, nixl_telemetry_prometheus, ...) in the job"

@@ -10,7 +10,10 @@
 #                                                     the release's reader on a COPY of PATH
 #   scripts/nixl-releases.sh prometheus VER OUT [ARGS] workload with the release's Prometheus
 #                                                     plug-in on a free loopback port; /metrics -> OUT
-#   scripts/nixl-releases.sh matrix [--out DIR] [--no-build] [--only a,b,c] [VER...]
+#   scripts/nixl-releases.sh run VER [ARGS]           the workload under VER with the caller's
+#                                                     NIXL_* variables as they are
+#   scripts/nixl-releases.sh libdir VER               the release's library directory (libnixl.so, plugins/)
+#   scripts/nixl-releases.sh matrix [--out DIR] [--no-build] [--only a,b,c,d,e] [VER...]
 #                                                     the compatibility matrix (default: every release)
 #   scripts/nixl-releases.sh fixtures VER OUTDIR     small rings + the release reader's output
 #   scripts/nixl-releases.sh list                     the known releases
@@ -31,7 +34,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry/nixl"
-RELEASES="1.0.0 1.0.1 1.1.0 1.2.0 1.3.0 1.3.1 1.3.2 1.4.0 1.4.1 1.5.0 1.5.1"
+RELEASES="0.10.0 0.10.1 1.0.0 1.0.1 1.1.0 1.2.0 1.3.0 1.3.1 1.3.2 1.4.0 1.4.1 1.5.0 1.5.1"
 
 die() {
     echo "nixl-releases.sh: $*" >&2
@@ -183,11 +186,11 @@ cmd_prometheus() {
     [ -f "$sp/.nixl_cu12.mesonpy.libs/plugins/libtelemetry_exporter_prometheus.so" ] ||
         die "release $v ships no Prometheus plug-in"
     port="$(free_port)"
-    # Scrape once both deregistrations are exposed. The plug-ins of 1.0 and 1.1 serve only
+    # Scrape once both deregistrations are exposed. The plug-ins of 0.10 to 1.1 serve only
     # the first agent of a process (the initiator), and 1.0 names the family without _total.
     local expect=('agent_memory_deregistered(_total)?\{[^}]*agent_name="initiator"[^}]*\} [1-9]')
     case "$v" in
-    1.0.* | 1.1.*) ;;
+    0.* | 1.0.* | 1.1.*) ;;
     *) expect+=('agent_memory_deregistered(_total)?\{[^}]*agent_name="target"[^}]*\} [1-9]') ;;
     esac
     (
@@ -203,7 +206,7 @@ cmd_prometheus() {
 # Which probe layout the typed/named layouts of a release use (scripts/nixl_ring_probe.py).
 probe_layout() {
     case "$1" in
-    1.0.*) echo v1 ;;
+    0.* | 1.0.*) echo v1 ;;
     1.1.*) echo v2n ;;
     1.2.*) echo v2t ;;
     1.3.*) echo v3 ;;
@@ -249,7 +252,7 @@ cmd_fixtures() {
 }
 
 main() {
-    [ $# -ge 1 ] || die "usage: $0 install|write|read|prometheus|matrix|fixtures|list ... ($0 --help)"
+    [ $# -ge 1 ] || die "usage: $0 install|write|read|prometheus|run|libdir|matrix|fixtures|list ... ($0 --help)"
     local cmd="$1"
     if [ "$cmd" = -h ] || [ "$cmd" = --help ] || [ "$cmd" = help ]; then
         sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -263,6 +266,17 @@ main() {
         for v in "$@"; do install_one "$v"; done
         ;;
     write) cmd_write "$@" ;;
+    run)
+        [ $# -ge 1 ] || die "usage: run VER [workload args]"
+        check_release "$1"
+        site_packages "$1" >/dev/null
+        run_workload "$@"
+        ;;
+    libdir)
+        [ $# -eq 1 ] || die "usage: libdir VER"
+        check_release "$1"
+        echo "$(site_packages "$1")/.nixl_cu12.mesonpy.libs"
+        ;;
     read) cmd_read "$@" ;;
     prometheus) cmd_prometheus "$@" ;;
     matrix)
@@ -272,7 +286,7 @@ main() {
             --out) opts+=("$1" "${2:?--out needs a directory}"); shift 2 ;;
             --no-build) opts+=("$1"); shift ;;
             --only) opts+=("$1" "${2:?--only needs a list such as a,b}"); shift 2 ;;
-            *) die "matrix options: --out DIR (keep the run's files), --no-build, --only a,b,c; got '$1'" ;;
+            *) die "matrix options: --out DIR (keep the run's files), --no-build, --only a,b,c,d,e; got '$1'" ;;
             esac
         done
         [ $# -ge 1 ] || set -- $RELEASES
@@ -281,7 +295,7 @@ main() {
         ;;
     fixtures) cmd_fixtures "$@" ;;
     list) echo "$RELEASES" ;;
-    *) die "unknown subcommand '$cmd'; accepted: install write read prometheus matrix fixtures list" ;;
+    *) die "unknown subcommand '$cmd'; accepted: install write read prometheus run libdir matrix fixtures list" ;;
     esac
 }
 

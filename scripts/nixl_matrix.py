@@ -14,6 +14,11 @@ For each release given:
     the same families, types, label sets, bucket boundaries and values (timing values and
     the HTTP server's exposer_* values are measured, so only their presence, counts and
     bucket boundaries are compared; HELP texts are reported as notes).
+(d) the release itself loads our exporters through the adapters of its interface
+    generation (crates/nixl_adapters): OTLP, CSV and our Prometheus each receive what the
+    release's own rings hold for the same workload (scripts/nixl_adapters_check.py).
+(e) our plain plug-ins in NIXL_PLUGIN_DIR, and the adapters of the neighbouring generations,
+    are refused by the release, never misread.
 
 A release whose reader crashes as shipped is compared against a repaired copy of that
 reader (scripts/nixl_elf_repair.py) and the cell says so. Exit status 0 when every cell
@@ -34,8 +39,12 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nixl_adapters_check  # noqa: E402  (scripts/: columns (d) and (e))
+
 # The value of NIXL_TELEMETRY_RING_VERSION that writes a release's layout with our writer.
 RING_VERSION_FOR_RELEASE = {
+    "0.10": "1",
     "1.0": "1",
     "1.1": "2",
     "1.2": "2-typed",
@@ -44,6 +53,7 @@ RING_VERSION_FOR_RELEASE = {
     "1.5": "4",
 }
 LAYOUT_FOR_RELEASE = {
+    "0.10": "v1 (56-byte slots)",
     "1.0": "v1 (56-byte slots)",
     "1.1": "v2 named (48-byte slots)",
     "1.2": "v2 typed (16-byte slots)",
@@ -52,8 +62,8 @@ LAYOUT_FOR_RELEASE = {
     "1.5": "v4 (16-byte slots)",
 }
 # Which fields a layout carries.
-HAS_TIMESTAMP = {"1.0"}
-HAS_CATEGORY = {"1.0", "1.1", "1.2"}
+HAS_TIMESTAMP = {"0.10", "1.0"}
+HAS_CATEGORY = {"0.10", "1.0", "1.1", "1.2"}
 # Category of each typed event name (what NIXL 1.2 writes into its category field).
 CATEGORY_OF_NAME = {
     "agent_tx_bytes": "TRANSFER",
@@ -91,11 +101,8 @@ def series(release):
     return ".".join(release.split(".")[:2])
 
 
-class Cell:
-    """One matrix cell: a short text and, when it failed, the details."""
-
-    def __init__(self, text, ok, details=""):
-        self.text, self.ok, self.details = text, ok, details
+# One matrix cell: a short text and, when it failed, the details.
+Cell = nixl_adapters_check.Cell
 
 
 def run(cmd, env=None, timeout=300, check=False):
@@ -180,9 +187,11 @@ class Matrix:
                 del self.env[key]
 
     def build(self):
-        print("building telemetry_reader, nixl-telemetry and the Prometheus plug-in ...", file=sys.stderr)
+        print("building telemetry_reader, nixl-telemetry, the plug-ins and the NIXL adapters ...",
+              file=sys.stderr)
         run(["cargo", "build", "--quiet", "-p", "nixl-telemetry-cli", "-p",
-             "nixl-telemetry-exporter-prometheus", "--manifest-path",
+             "nixl-telemetry-exporter-prometheus", "-p", "nixl-telemetry-exporter-csv", "-p",
+             "nixl-telemetry-exporter-otlp", "-p", "nixl-telemetry-nixl-adapters", "--manifest-path",
              os.path.join(self.root, "Cargo.toml")], timeout=3600, check=True)
 
     def nixl_read(self, release, path):
@@ -472,14 +481,14 @@ def main():
     p.add_argument("--root", required=True, help="the worktree whose readers, writer and plug-in are checked")
     p.add_argument("--out", help="keep every file of the run here (default: a temporary directory, removed)")
     p.add_argument("--no-build", action="store_true", help="use the binaries already built")
-    p.add_argument("--only", default="a,b,c",
-                   help="comma-separated columns to check and count: a, b, c (default all); "
+    p.add_argument("--only", default="a,b,c,d,e",
+                   help="comma-separated columns to check and count: a, b, c, d, e (default all); "
                         "the others print 'not checked'")
     p.add_argument("releases", nargs="+")
     a = p.parse_args()
     only = set(a.only.split(","))
-    if not only or not only <= {"a", "b", "c"}:
-        p.error(f"--only takes a comma-separated subset of a,b,c; got {a.only!r}")
+    if not only or not only <= {"a", "b", "c", "d", "e"}:
+        p.error(f"--only takes a comma-separated subset of a,b,c,d,e; got {a.only!r}")
     skipped = Cell("not checked (--only)", True)
     sh = os.environ.get("NIXL_RELEASES_SH") or os.path.join(a.root, "scripts", "nixl-releases.sh")
     work = a.out or tempfile.mkdtemp(prefix="nixl-matrix-")
@@ -487,6 +496,10 @@ def main():
     m = Matrix(a.root, sh, work)
     if not a.no_build:
         m.build()
+    adapters = None
+    if only & {"d", "e"}:
+        adapters = nixl_adapters_check.AdapterChecks(a.root, sh, m.bin_dir, m.env, work)
+        adapters.prepare()
     rows, failures = [], []
     for release in a.releases:
         if series(release) not in RING_VERSION_FOR_RELEASE:
@@ -514,13 +527,24 @@ def main():
             c_cell = skipped
         else:
             c_cell = m.column_c(release, refs, out_dir) if len(refs) == 2 else Cell("no reference", False, "")
-        row = [release, LAYOUT_FOR_RELEASE[series(release)], a_cells["rust"], a_cells["python"], b_cell, c_cell]
+        if "d" not in only:
+            d_cell = skipped
+        elif len(refs) != 2:
+            d_cell = Cell("no reference", False, "(a) produced no reference rings")
+        else:
+            nixl_prom = os.path.join(out_dir, "nixl.prom") if "c" in only else None
+            d_cell = adapters.column_d(release, refs, nixl_prom, out_dir)
+        e_cell = adapters.column_e(release, out_dir) if "e" in only else skipped
+        row = [release, LAYOUT_FOR_RELEASE[series(release)], a_cells["rust"], a_cells["python"], b_cell,
+               c_cell, d_cell, e_cell]
         rows.append(row)
-        for title, cell in zip(("(a) Rust reader", "(a) Python reader", "(b) its reader reads ours", "(c) Prometheus"), row[2:]):
+        for title, cell in zip(("(a) Rust reader", "(a) Python reader", "(b) its reader reads ours",
+                                "(c) Prometheus", "(d) NIXL loads ours", "(e) never misread"), row[2:]):
             if not cell.ok:
                 failures.append(f"{release} {title}: {cell.text}\n{cell.details}")
     header = ["release", "layout", "(a) our Rust reader", "(a) our Python reader",
-              "(b) its reader reads ours", "(c) Prometheus parity"]
+              "(b) its reader reads ours", "(c) Prometheus parity", "(d) NIXL loads our exporters",
+              "(e) never misread: our plain plug-ins, other generations"]
     table = [header] + [[r[0], r[1]] + [c.text for c in r[2:]] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for i, row in enumerate(table):

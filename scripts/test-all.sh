@@ -27,6 +27,9 @@ bash scripts/test-capi.sh
 echo "== NIXL releases: compatibility matrix against the oldest and newest release"
 bash scripts/test-nixl-releases.sh
 
+echo "== NIXL adapters: installed with install.sh, failing exporters, valgrind, in NIXL 1.0.0 and 1.5.1"
+bash scripts/test-nixl-adapters.sh
+
 echo "== prometheus_mp parity with NIXL 1.5.1 (installs nixl-cu12 into the cache)"
 bash scripts/test-prometheus-mp.sh
 

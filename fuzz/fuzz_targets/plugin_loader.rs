@@ -1,6 +1,6 @@
 //! The plug-in loader's checks: the ELF check run on a plug-in file before it is
 //! handed to the dynamic loader (first byte even: the rest is the file), and the
-//! checks of the descriptor `nixl_telemetry_plugin_init` returns (first byte odd:
+//! checks of the descriptor `nixl_telemetry_exporter_plugin_init` returns (first byte odd:
 //! the rest describes the descriptor). Properties: no panic; a file that is not
 //! ELF is left to the loader; a defect and a refused descriptor have messages; a
 //! descriptor is accepted exactly when it is a non-NULL, aligned version-1

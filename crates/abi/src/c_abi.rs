@@ -5,6 +5,13 @@
 //! The host checks `api_version` and `struct_size` before calling anything,
 //! calls every function of one exporter from one thread at a time, and destroys
 //! every exporter before `fini` and before unloading.
+//!
+//! The entry points have names of their own. NIXL loads files of the same name
+//! pattern from its plug-in directory and calls `nixl_telemetry_plugin_init`
+//! there, expecting a C++ object; plug-ins built before this ABI named their
+//! entry points that way ([`LEGACY_INIT_SYMBOL`], [`LEGACY_FINI_SYMBOL`]), so
+//! NIXL misread them. Hosts still accept the legacy names, with a deprecation
+//! warning; new plug-ins never export them.
 
 use core::ffi::{c_char, c_void};
 use core::mem::{offset_of, size_of};
@@ -15,9 +22,18 @@ use crate::event::Event;
 pub const PLUGIN_API_VERSION: u32 = 1;
 
 /// Name of the init symbol, NUL-terminated.
-pub const INIT_SYMBOL: &[u8] = b"nixl_telemetry_plugin_init\0";
+pub const INIT_SYMBOL: &[u8] = b"nixl_telemetry_exporter_plugin_init\0";
 /// Name of the fini symbol, NUL-terminated.
-pub const FINI_SYMBOL: &[u8] = b"nixl_telemetry_plugin_fini\0";
+pub const FINI_SYMBOL: &[u8] = b"nixl_telemetry_exporter_plugin_fini\0";
+/// The init symbol's name before it got a name of its own (deprecated): the
+/// name NIXL's C++ plug-in loader looks up, with another meaning.
+pub const LEGACY_INIT_SYMBOL: &[u8] = b"nixl_telemetry_plugin_init\0";
+/// The fini symbol's name before it got a name of its own (deprecated).
+pub const LEGACY_FINI_SYMBOL: &[u8] = b"nixl_telemetry_plugin_fini\0";
+/// Exported (as a NUL-terminated string naming the NIXL interface generation it
+/// serves) by the NIXL adapters (`crates/nixl_adapters`): a file of the plug-in
+/// name pattern that is not a plug-in of this ABI, which hosts skip.
+pub const NIXL_ADAPTER_SYMBOL: &[u8] = b"nixl_telemetry_nixl_adapter\0";
 /// Name of the optional last-error symbol ([`LastErrorFn`]), NUL-terminated.
 /// A plug-in may export it; the host looks it up and uses it when present.
 pub const LAST_ERROR_SYMBOL: &[u8] = b"nixl_telemetry_exporter_last_error\0";
@@ -67,12 +83,12 @@ pub type DestroyExporterFn = unsafe extern "C" fn(exporter: *mut c_void);
 /// thread that made that call.
 pub type LastErrorFn =
     unsafe extern "C" fn(exporter: *mut c_void, err: *mut c_char, err_len: usize) -> usize;
-/// `nixl_telemetry_plugin_init`.
+/// `nixl_telemetry_exporter_plugin_init`.
 pub type PluginInitFn = unsafe extern "C" fn() -> *const PluginDescriptor;
-/// `nixl_telemetry_plugin_fini`.
+/// `nixl_telemetry_exporter_plugin_fini`.
 pub type PluginFiniFn = unsafe extern "C" fn();
 
-/// `nixl_telemetry_plugin_t`: what `nixl_telemetry_plugin_init` returns.
+/// `nixl_telemetry_plugin_t`: what `nixl_telemetry_exporter_plugin_init` returns.
 #[repr(C)]
 #[derive(Debug)]
 pub struct PluginDescriptor {

@@ -332,7 +332,13 @@ pub unsafe extern "C" fn destroy_exporter<T: RustPluginExporter>(exporter: *mut 
 }
 
 /// Exports a [`RustPluginExporter`] as a NIXL telemetry plug-in: defines
-/// `nixl_telemetry_plugin_init` and `nixl_telemetry_plugin_fini`.
+/// `nixl_telemetry_exporter_plugin_init`, `nixl_telemetry_exporter_plugin_fini`
+/// and `nixl_telemetry_exporter_last_error`.
+///
+/// It never defines `nixl_telemetry_plugin_init`, the name NIXL's own loader
+/// calls: NIXL, finding the file in its plug-in directory, refuses it
+/// ("Failed to find nixl_telemetry_plugin_init") instead of misreading it. NIXL
+/// loads our exporters through the adapters of `crates/nixl_adapters`.
 ///
 /// Use it once per `cdylib`, with string literals for `name` and `version`:
 /// `export_plugin!(MyExporter, name = "mine", version = "1.0.0");`
@@ -355,7 +361,8 @@ macro_rules! export_plugin {
 
         /// Returns this plug-in's descriptor.
         #[no_mangle]
-        pub extern "C" fn nixl_telemetry_plugin_init() -> *const $crate::c_abi::PluginDescriptor {
+        pub extern "C" fn nixl_telemetry_exporter_plugin_init(
+        ) -> *const $crate::c_abi::PluginDescriptor {
             $crate::rust_plugin::guard(::core::ptr::null, || {
                 ::core::ptr::addr_of!(NIXL_TELEMETRY_PLUGIN_DESCRIPTOR)
             })
@@ -363,7 +370,7 @@ macro_rules! export_plugin {
 
         /// Called once before the host unloads the library.
         #[no_mangle]
-        pub extern "C" fn nixl_telemetry_plugin_fini() {
+        pub extern "C" fn nixl_telemetry_exporter_plugin_fini() {
             // Nothing to do; guarded all the same, as every entry point is.
             $crate::rust_plugin::guard(|| (), || ())
         }
@@ -464,7 +471,7 @@ mod tests {
             output_path: out.as_ref().map_or(core::ptr::null(), |o| o.as_ptr()),
         };
         let mut err = [0 as c_char; 64];
-        let desc = nixl_telemetry_plugin_init();
+        let desc = nixl_telemetry_exporter_plugin_init();
         // SAFETY: the descriptor is a static built by the macro.
         let desc = unsafe { &*desc };
         // SAFETY: params and err are valid for the call.
@@ -480,7 +487,7 @@ mod tests {
     #[test]
     fn descriptor_is_well_formed() {
         // SAFETY: static descriptor.
-        let desc = unsafe { &*nixl_telemetry_plugin_init() };
+        let desc = unsafe { &*nixl_telemetry_exporter_plugin_init() };
         assert_eq!(desc.api_version, 1);
         assert_eq!(
             desc.struct_size as usize,

@@ -135,9 +135,9 @@ pub enum PluginError {
         /// Candidate paths up to and including the one found.
         searched: Vec<SearchedPath>,
     },
-    /// `nixl_telemetry_plugin_init` returned NULL.
+    /// The init function returned NULL.
     #[error(
-        "exporter plug-in {name:?}: nixl_telemetry_plugin_init of {} returned NULL; {}",
+        "exporter plug-in {name:?}: the init function of {} returned NULL; {}",
         path.display(),
         Searched(searched)
     )]
@@ -164,6 +164,25 @@ pub enum PluginError {
         found: u32,
         /// The version this host accepts.
         accepted: u32,
+        /// Candidate paths up to and including the one found.
+        searched: Vec<SearchedPath>,
+    },
+    /// The library exports only `nixl_telemetry_plugin_init`, the entry point
+    /// of NIXL's C++ plug-ins (and of plug-ins built against earlier versions
+    /// of this ABI), and what it returned is not a descriptor of this ABI: a
+    /// plug-in for NIXL itself (or a NIXL adapter without its mark).
+    #[error(
+        "exporter plug-in {name:?}: {} is not a nixl-telemetry plug-in: it exports only nixl_telemetry_plugin_init, the entry point of NIXL's own C++ plug-ins, and what that returned is not a nixl-telemetry descriptor (api_version {api_version}); NIXL loads such files itself, our exporters are libtelemetry_exporter_<name>.so exporting nixl_telemetry_exporter_plugin_init; {}",
+        path.display(),
+        Searched(searched)
+    )]
+    ForeignPlugin {
+        /// The plug-in's name.
+        name: String,
+        /// The file found.
+        path: PathBuf,
+        /// The first four bytes of what it returned, read as `api_version`.
+        api_version: u32,
         /// Candidate paths up to and including the one found.
         searched: Vec<SearchedPath>,
     },

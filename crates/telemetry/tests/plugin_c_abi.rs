@@ -107,8 +107,8 @@ fn header_compiles_as_cplusplus() {
         &src,
         "#include \"nixl_telemetry_plugin.h\"\n\
          static_assert(sizeof(nixl_telemetry_event_t) == 56, \"event\");\n\
-         extern \"C\" const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) { return nullptr; }\n\
-         extern \"C\" void nixl_telemetry_plugin_fini(void) {}\n",
+         extern \"C\" const nixl_telemetry_plugin_t *nixl_telemetry_exporter_plugin_init(void) { return nullptr; }\n\
+         extern \"C\" void nixl_telemetry_exporter_plugin_fini(void) {}\n",
     )
     .unwrap();
     let out = Command::new("c++")

@@ -156,19 +156,136 @@ fn a_library_without_the_init_symbol() {
         matches!(
             err,
             PluginError::MissingSymbol {
-                symbol: "nixl_telemetry_plugin_init",
+                symbol: "nixl_telemetry_exporter_plugin_init",
                 ..
             }
         ),
         "{err:?}"
     );
     assert!(
-        msg.contains("does not export nixl_telemetry_plugin_init"),
+        msg.contains("does not export nixl_telemetry_exporter_plugin_init"),
         "{msg}"
     );
     assert_names_plugin_and_search(&msg, "noinit", dir.path());
     let source = std::error::Error::source(&err).expect("the loader's error is the source");
     assert!(source.is::<libloading::Error>(), "{source:?}");
+}
+
+#[test]
+fn a_plugin_with_the_legacy_entry_names_loads_with_a_deprecation_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    build_c_plugin("hostile.c", dir.path(), "old", &["LEGACY_NAMES"]);
+    let cfg = plugin_config(dir.path(), "old");
+    let capture = Capture::default();
+    capture.run(|| {
+        let exporter = LoadedPluginExporter::load("old", &cfg, "agent-x")
+            .expect("a plug-in built against the previous ABI still loads");
+        drop(exporter);
+    });
+    let warnings: Vec<_> = capture
+        .events()
+        .into_iter()
+        .filter(|e| e.level == tracing::Level::WARN)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let text = &warnings[0].text;
+    assert!(text.contains("deprecated names"), "{text}");
+    assert!(text.contains("nixl_telemetry_plugin_init"), "{text}");
+    assert!(
+        text.contains("nixl_telemetry_exporter_plugin_init"),
+        "{text}"
+    );
+    assert!(text.contains("libtelemetry_exporter_old.so"), "{text}");
+}
+
+#[test]
+fn a_legacy_entry_returning_something_else_is_named_a_foreign_plugin() {
+    // NIXL's own plug-ins export nixl_telemetry_plugin_init and return a C++
+    // object: its API version (1 or 2) followed by four bytes of padding.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, defines, api) in [
+        ("nixl1", &["LEGACY_NAMES", "STRUCT_SIZE=0"][..], 1),
+        (
+            "nixl2",
+            &["LEGACY_NAMES", "API_VERSION=2", "STRUCT_SIZE=0"][..],
+            2,
+        ),
+    ] {
+        build_c_plugin("hostile.c", dir.path(), name, defines);
+        let err = load_error(dir.path(), name);
+        assert!(
+            matches!(err, PluginError::ForeignPlugin { api_version, .. } if api_version == api),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("is not a nixl-telemetry plug-in"), "{msg}");
+        assert!(msg.contains("NIXL's own C++ plug-ins"), "{msg}");
+        assert_names_plugin_and_search(&msg, name, dir.path());
+    }
+    // With the current names the same descriptor is an ordinary version error.
+    build_c_plugin(
+        "hostile.c",
+        dir.path(),
+        "v2new",
+        &["API_VERSION=2", "STRUCT_SIZE=0"],
+    );
+    assert!(matches!(
+        load_error(dir.path(), "v2new"),
+        PluginError::UnsupportedApiVersion { found: 2, .. }
+    ));
+}
+
+#[test]
+fn a_nixl_adapter_is_passed_over_and_the_search_goes_on() {
+    // An adapter for NIXL (in NIXL_PLUGIN_DIR, say) carries one of our plug-ins'
+    // names; the host passes over it to the plug-in itself.
+    let adapters = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    build_c_plugin(
+        "hostile.c",
+        adapters.path(),
+        "both",
+        &["NIXL_ADAPTER", "INIT_NULL"],
+    );
+    build_c_plugin("hostile.c", plugins.path(), "both", &[]);
+    let cfg = config(&[
+        ("NIXL_TELEMETRY_ENABLE", "1"),
+        ("NIXL_TELEMETRY_EXPORTER", "both"),
+        (
+            "NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR",
+            adapters.path().to_str().unwrap(),
+        ),
+        ("NIXL_PLUGIN_DIR", plugins.path().to_str().unwrap()),
+    ]);
+    let exporter = LoadedPluginExporter::load("both", &cfg, "agent-x").expect("the plug-in behind");
+    assert_eq!(
+        exporter.path(),
+        std::fs::canonicalize(plugins.path().join("libtelemetry_exporter_both.so")).unwrap()
+    );
+    drop(exporter);
+
+    // Only an adapter: not found, and the trail says which file was passed over.
+    let cfg = config(&[
+        ("NIXL_TELEMETRY_ENABLE", "1"),
+        ("NIXL_TELEMETRY_EXPORTER", "both"),
+        (
+            "NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR",
+            adapters.path().to_str().unwrap(),
+        ),
+    ]);
+    let err = LoadedPluginExporter::load("both", &cfg, "agent-x").unwrap_err();
+    assert!(matches!(err, PluginError::NotFound { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!(
+            "{} (NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR; a NIXL adapter, passed over)",
+            adapters
+                .path()
+                .join("libtelemetry_exporter_both.so")
+                .display()
+        )),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -205,7 +322,7 @@ fn init_returning_null() {
     let err = load_error(dir.path(), "initnull");
     assert!(matches!(err, PluginError::InitFailed { .. }), "{err:?}");
     let msg = err.to_string();
-    assert!(msg.contains("nixl_telemetry_plugin_init"), "{msg}");
+    assert!(msg.contains("the init function of"), "{msg}");
     assert!(msg.contains("returned NULL"), "{msg}");
     assert_names_plugin_and_search(&msg, "initnull", dir.path());
 }

@@ -5,11 +5,11 @@
 use std::ffi::{CStr, CString};
 
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor};
-use telemetry_exporter_otlp::nixl_telemetry_plugin_init;
+use telemetry_exporter_otlp::nixl_telemetry_exporter_plugin_init;
 
 fn descriptor() -> &'static PluginDescriptor {
     // SAFETY: the descriptor is a static built by export_plugin!.
-    unsafe { &*nixl_telemetry_plugin_init() }
+    unsafe { &*nixl_telemetry_exporter_plugin_init() }
 }
 
 /// Creates an exporter; `Ok(handle)` or `Err(message)`.

@@ -144,7 +144,7 @@ fn per_name_batch() -> Vec<Event> {
 
 fn descriptor() -> &'static PluginDescriptor {
     // SAFETY: the descriptor is a static built by export_plugin!.
-    unsafe { &*telemetry_exporter_prometheus::nixl_telemetry_plugin_init() }
+    unsafe { &*telemetry_exporter_prometheus::nixl_telemetry_exporter_plugin_init() }
 }
 
 /// An exporter created through the C ABI on a fresh loopback port.

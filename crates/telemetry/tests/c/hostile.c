@@ -1,6 +1,6 @@
 /*
  * Test plug-ins that misbehave, one way per build (-D):
- *   NO_INIT             no nixl_telemetry_plugin_init symbol
+ *   NO_INIT             no nixl_telemetry_exporter_plugin_init symbol
  *   INIT_NULL           init returns NULL
  *   API_VERSION=n       the descriptor claims api_version n
  *   STRUCT_SIZE=n       the descriptor claims struct_size n
@@ -10,6 +10,11 @@
  *   LAST_ERROR          also export nixl_telemetry_exporter_last_error, giving the
  *                       reason "hostile plug-in: the disk is on fire"
  *   FINI_LOG="path"     init and fini append a line ("init", "fini") to that file
+ *   LEGACY_NAMES        export the entry points under their deprecated names
+ *                       (nixl_telemetry_plugin_init/_fini), as plug-ins built
+ *                       against earlier versions of the header do
+ *   NIXL_ADAPTER        also export nixl_telemetry_nixl_adapter, the mark of
+ *                       a NIXL adapter (hosts skip such files)
  * Without any, a well-behaved plug-in that accepts and discards everything.
  */
 #include "nixl_telemetry_plugin.h"
@@ -111,8 +116,21 @@ static void log_call(const char *what) {
 #endif
 }
 
+#ifdef LEGACY_NAMES
+#define INIT_NAME nixl_telemetry_plugin_init
+#define FINI_NAME nixl_telemetry_plugin_fini
+#else
+#define INIT_NAME nixl_telemetry_exporter_plugin_init
+#define FINI_NAME nixl_telemetry_exporter_plugin_fini
+#endif
+
+#ifdef NIXL_ADAPTER
+NIXL_TELEMETRY_PLUGIN_EXPORT const char nixl_telemetry_nixl_adapter[] = "test";
+#endif
+
 #ifndef NO_INIT
-const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) {
+NIXL_TELEMETRY_PLUGIN_EXPORT const nixl_telemetry_plugin_t *INIT_NAME(void);
+NIXL_TELEMETRY_PLUGIN_EXPORT const nixl_telemetry_plugin_t *INIT_NAME(void) {
     log_call("init");
 #ifdef INIT_NULL
     return NULL;
@@ -122,6 +140,7 @@ const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) {
 }
 #endif
 
-void nixl_telemetry_plugin_fini(void) {
+NIXL_TELEMETRY_PLUGIN_EXPORT void FINI_NAME(void);
+NIXL_TELEMETRY_PLUGIN_EXPORT void FINI_NAME(void) {
     log_call("fini");
 }

@@ -51,8 +51,8 @@ static const nixl_telemetry_plugin_t noop_plugin = {
     .destroy_exporter = noop_destroy,
 };
 
-const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) {
+const nixl_telemetry_plugin_t *nixl_telemetry_exporter_plugin_init(void) {
     return &noop_plugin;
 }
 
-void nixl_telemetry_plugin_fini(void) {}
+void nixl_telemetry_exporter_plugin_fini(void) {}

@@ -115,11 +115,11 @@ static const nixl_telemetry_plugin_t record_plugin = {
     .destroy_exporter = record_destroy,
 };
 
-const nixl_telemetry_plugin_t *nixl_telemetry_plugin_init(void) {
+const nixl_telemetry_plugin_t *nixl_telemetry_exporter_plugin_init(void) {
     lifecycle("init", "-", "");
     return &record_plugin;
 }
 
-void nixl_telemetry_plugin_fini(void) {
+void nixl_telemetry_exporter_plugin_fini(void) {
     lifecycle("fini", "-", "");
 }

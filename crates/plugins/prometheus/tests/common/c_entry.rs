@@ -6,10 +6,10 @@ use std::net::{SocketAddr, TcpListener};
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor};
 use nixl_telemetry_abi::Event;
 
-/// The descriptor `nixl_telemetry_plugin_init` returns.
+/// The descriptor `nixl_telemetry_exporter_plugin_init` returns.
 pub fn descriptor() -> &'static PluginDescriptor {
     // SAFETY: the descriptor is a static built by export_plugin!.
-    unsafe { &*telemetry_exporter_prometheus::nixl_telemetry_plugin_init() }
+    unsafe { &*telemetry_exporter_prometheus::nixl_telemetry_exporter_plugin_init() }
 }
 
 /// Creates an exporter through the C entry point: the handle or the error text.

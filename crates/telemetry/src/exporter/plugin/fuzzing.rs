@@ -1,6 +1,6 @@
 //! Entry points for the fuzz targets in `fuzz/` (not a stable interface): the
 //! loader's checks of a plug-in file and of the descriptor its
-//! `nixl_telemetry_plugin_init` returns, reachable without loading a library.
+//! `nixl_telemetry_exporter_plugin_init` returns, reachable without loading a library.
 
 use std::ffi::{c_char, c_void, CString};
 use std::path::Path;

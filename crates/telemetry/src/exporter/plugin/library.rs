@@ -4,7 +4,7 @@
 //!
 //! * [`PluginLibrary`] is a lease on a loaded, accepted library. One library is
 //!   loaded once per canonical path and shared by every exporter made from it
-//!   (several agents in one process); `nixl_telemetry_plugin_fini` is called and
+//!   (several agents in one process); `nixl_telemetry_exporter_plugin_fini` is called and
 //!   the library unloaded when the last lease goes. Loading and unloading happen
 //!   under one process-wide lock, so `init` and `fini` calls never interleave.
 //! * [`RawExporter`] owns one exporter handle and a lease on its library; its
@@ -21,7 +21,8 @@ use libloading::Library;
 use nixl_telemetry_abi::c_abi::{
     CExporterParams, CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, FlushFn,
     LastErrorFn, PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL,
-    LAST_ERROR_SYMBOL, PLUGIN_API_VERSION,
+    LAST_ERROR_SYMBOL, LEGACY_FINI_SYMBOL, LEGACY_INIT_SYMBOL, NIXL_ADAPTER_SYMBOL,
+    PLUGIN_API_VERSION,
 };
 use nixl_telemetry_abi::Event;
 
@@ -59,7 +60,7 @@ struct LoadedLibrary {
 
 impl Drop for LoadedLibrary {
     fn drop(&mut self) {
-        tracing::debug!(path = %self.path.display(), "calling nixl_telemetry_plugin_fini and unloading");
+        tracing::debug!(path = %self.path.display(), "calling the plug-in's fini and unloading");
         // SAFETY: `fini` came from this library, which is still loaded (`library`
         // is dropped below); every exporter of it is destroyed (each holds a
         // lease, and this runs when the last lease is gone); and `init` returned
@@ -150,12 +151,14 @@ impl PluginLibrary {
     }
 
     /// Loads the library at `path` for plug-in `name`, or shares the one already
-    /// loaded from the same file.
+    /// loaded from the same file. `Ok(None)`: the file is a NIXL adapter (it
+    /// exports [`NIXL_ADAPTER_SYMBOL`]), not a plug-in of this ABI; it was
+    /// unloaded again and nothing of it ran but its constructors.
     pub(super) fn acquire(
         name: &str,
         path: &Path,
         searched: &[SearchedPath],
-    ) -> Result<PluginLibrary, PluginError> {
+    ) -> Result<Option<PluginLibrary>, PluginError> {
         let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
         let file = file_identity(&key);
         let mut entries = registry();
@@ -166,28 +169,88 @@ impl PluginLibrary {
             .find(|e| e.key == key || (file.is_some() && e.file == file))
         {
             entry.users += 1;
-            return Ok(PluginLibrary {
+            return Ok(Some(PluginLibrary {
                 library: Some(Arc::clone(&entry.library)),
                 key: entry.key.clone(),
-            });
+            }));
         }
-        let library = Arc::new(open(name, &key, searched)?);
+        let library = match open(name, &key, searched)? {
+            Opened::Plugin(library) => Arc::new(library),
+            Opened::NixlAdapter(generation) => {
+                tracing::debug!(
+                    plugin = name,
+                    path = %key.display(),
+                    generation = %generation,
+                    "skipping a NIXL adapter (it serves NIXL's C++ plug-in interface); searching on"
+                );
+                return Ok(None);
+            }
+        };
         entries.push(Entry {
             key: key.clone(),
             file,
             users: 1,
             library: Arc::clone(&library),
         });
-        Ok(PluginLibrary {
+        Ok(Some(PluginLibrary {
             key,
             library: Some(library),
-        })
+        }))
     }
 }
 
+/// What [`open`] found at a path.
+enum Opened {
+    /// A plug-in of this ABI, checked.
+    Plugin(LoadedLibrary),
+    /// A NIXL adapter (unloaded again), with the generation it names.
+    NixlAdapter(String),
+}
+
+/// The entry points a library exports, and whether under the legacy names.
+struct EntryPoints {
+    init: PluginInitFn,
+    fini: PluginFiniFn,
+    legacy: bool,
+}
+
+/// Looks up the entry points: [`INIT_SYMBOL`] and [`FINI_SYMBOL`], or else the
+/// legacy names ([`LEGACY_INIT_SYMBOL`], [`LEGACY_FINI_SYMBOL`]) that plug-ins
+/// built against earlier versions of the ABI export.
+fn entry_points(
+    library: &Library,
+    missing: &dyn Fn(&'static str, libloading::Error) -> PluginError,
+) -> Result<EntryPoints, PluginError> {
+    // SAFETY: the ABI fixes this symbol's type as `PluginInitFn`; the pointer is
+    // only called while `library` stays loaded (both live in `LoadedLibrary`).
+    let (init, fini_symbol, fini_name, legacy) =
+        match unsafe { library.get::<PluginInitFn>(INIT_SYMBOL) } {
+            Ok(init) => (
+                *init,
+                FINI_SYMBOL,
+                "nixl_telemetry_exporter_plugin_fini",
+                false,
+            ),
+            // SAFETY: as above: the legacy name has the same type.
+            Err(cause) => match unsafe { library.get::<PluginInitFn>(LEGACY_INIT_SYMBOL) } {
+                Ok(init) => (
+                    *init,
+                    LEGACY_FINI_SYMBOL,
+                    "nixl_telemetry_plugin_fini",
+                    true,
+                ),
+                Err(_) => return Err(missing("nixl_telemetry_exporter_plugin_init", cause)),
+            },
+        };
+    // SAFETY: as above, for `PluginFiniFn`.
+    let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(fini_symbol) }
+        .map_err(|cause| missing(fini_name, cause))?;
+    Ok(EntryPoints { init, fini, legacy })
+}
+
 /// Opens `path`, checks its symbols and descriptor. Nothing of the plug-in runs
-/// but `nixl_telemetry_plugin_init` (and the library's own constructors).
-fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibrary, PluginError> {
+/// but its init function (and the library's own constructors).
+fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<Opened, PluginError> {
     let searched = || searched.to_vec();
     // A truncated library would be mapped all the same, and the first touch of
     // a segment's missing part kills the process (SIGBUS) inside dlopen.
@@ -209,29 +272,48 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibr
             searched: searched(),
         })?
         .into();
-    let missing = |symbol: &'static str| {
-        move |cause| PluginError::MissingSymbol {
-            name: name.to_owned(),
-            path: path.to_owned(),
-            symbol,
-            cause,
-            searched: searched(),
-        }
+    // SAFETY: the symbol's address is taken as a pointer (libloading reads a
+    // symbol's address as the requested pointer type), nothing is called.
+    if let Ok(mark) = unsafe { library.get::<*const c_char>(NIXL_ADAPTER_SYMBOL) } {
+        let mark: *const c_char = *mark;
+        // SAFETY: the mark is a NUL-terminated `const char[]` of the library (the
+        // adapters' contract), read while the library is loaded.
+        let generation = unsafe { owned_c_str(mark) };
+        return Ok(Opened::NixlAdapter(generation));
+    }
+    let missing = |symbol: &'static str, cause| PluginError::MissingSymbol {
+        name: name.to_owned(),
+        path: path.to_owned(),
+        symbol,
+        cause,
+        searched: searched(),
     };
-    // SAFETY: the ABI fixes this symbol's type as `PluginInitFn`; the pointer is
-    // only called while `library` stays loaded (both live in `LoadedLibrary`).
-    let init: PluginInitFn = *unsafe { library.get::<PluginInitFn>(INIT_SYMBOL) }
-        .map_err(missing("nixl_telemetry_plugin_init"))?;
-    // SAFETY: as above, for `PluginFiniFn`.
-    let fini: PluginFiniFn = *unsafe { library.get::<PluginFiniFn>(FINI_SYMBOL) }
-        .map_err(missing("nixl_telemetry_plugin_fini"))?;
-    // SAFETY: as above, for the optional `LastErrorFn`.
+    let EntryPoints { init, fini, legacy } = entry_points(&library, &missing)?;
+    if legacy {
+        tracing::warn!(
+            plugin = name,
+            path = %path.display(),
+            "exporter plug-in exports its entry points under the deprecated names \
+             nixl_telemetry_plugin_init/_fini (built against an earlier nixl_telemetry_plugin.h or \
+             nixl-telemetry-abi): loaded, but NIXL misreads such a file when it finds it in its \
+             plug-in directory; rebuild it to export nixl_telemetry_exporter_plugin_init/_fini"
+        );
+    }
+    // SAFETY: the ABI fixes this symbol's type; called only while `library` is
+    // loaded (both live in `LoadedLibrary`).
     let last_error: Option<LastErrorFn> = unsafe { library.get::<LastErrorFn>(LAST_ERROR_SYMBOL) }
         .ok()
         .map(|symbol| *symbol);
     // SAFETY: the library is loaded and `init` has the ABI's signature.
     let descriptor = unsafe { init() };
-    match read_descriptor(name, path, &searched, descriptor) {
+    let checked = read_descriptor(name, path, &searched, descriptor).map_err(|refused| {
+        if legacy {
+            foreign_if_not_ours(refused)
+        } else {
+            refused
+        }
+    });
+    match checked {
         Ok((mut functions, plugin_name, version)) => {
             functions.last_error = last_error;
             tracing::debug!(
@@ -241,14 +323,14 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibr
                 version = %version,
                 "exporter plug-in loaded"
             );
-            Ok(LoadedLibrary {
+            Ok(Opened::Plugin(LoadedLibrary {
                 path: path.to_owned(),
                 name: plugin_name,
                 version,
                 functions,
                 fini,
                 library: Some(library),
-            })
+            }))
         }
         Err(refused) => {
             // SAFETY: `init` was called and the library is still loaded (it is
@@ -258,6 +340,39 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<LoadedLibr
             unsafe { fini() };
             Err(refused)
         }
+    }
+}
+
+/// A library found through the legacy entry point whose descriptor failed the
+/// version checks is most likely one of NIXL's own C++ plug-ins (or a NIXL
+/// adapter): `nixl_telemetry_plugin_init` is NIXL's entry point, and NIXL's
+/// object starts with its API version and four bytes of padding.
+fn foreign_if_not_ours(refused: PluginError) -> PluginError {
+    match refused {
+        PluginError::UnsupportedApiVersion {
+            name,
+            path,
+            found,
+            searched,
+            ..
+        } => PluginError::ForeignPlugin {
+            name,
+            path,
+            api_version: found,
+            searched,
+        },
+        PluginError::UnsupportedStructSize {
+            name,
+            path,
+            searched,
+            ..
+        } => PluginError::ForeignPlugin {
+            name,
+            path,
+            api_version: PLUGIN_API_VERSION,
+            searched,
+        },
+        other => other,
     }
 }
 

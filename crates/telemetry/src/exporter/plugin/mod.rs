@@ -41,7 +41,7 @@ pub use search::{search_dirs, SearchOrigin, SearchedPath};
 /// An exporter living in a plug-in library.
 ///
 /// Dropping it destroys the plug-in's exporter; when it was the last exporter
-/// of its library, `nixl_telemetry_plugin_fini` runs and the library is unloaded.
+/// of its library, the plug-in's fini function runs and the library is unloaded.
 #[must_use = "dropping it destroys the plug-in's exporter"]
 pub struct LoadedPluginExporter {
     name: String,
@@ -80,15 +80,23 @@ impl LoadedPluginExporter {
         if crate::config::check_plugin_name("plug-in name", name).is_err() {
             return Err(PluginError::InvalidName(name.to_owned()));
         }
-        let search = search::locate(name, config);
-        let Some(path) = search.found else {
-            return Err(PluginError::NotFound {
-                name: name.to_owned(),
-                file: library_file_name(name),
-                searched: search.searched,
-            });
+        // NIXL adapters found on the way (files of our name pattern serving
+        // NIXL's interface, e.g. in NIXL_PLUGIN_DIR) are passed over.
+        let mut nixl_adapters = Vec::new();
+        let (library, path, searched) = loop {
+            let search = search::locate(name, config, &nixl_adapters);
+            let Some(path) = search.found else {
+                return Err(PluginError::NotFound {
+                    name: name.to_owned(),
+                    file: library_file_name(name),
+                    searched: search.searched,
+                });
+            };
+            match PluginLibrary::acquire(name, &path, &search.searched)? {
+                Some(library) => break (library, path, search.searched),
+                None => nixl_adapters.push(path),
+            }
         };
-        let searched = search.searched;
         let invalid = |parameter: &'static str, value: &str| PluginError::InvalidParameter {
             name: name.to_owned(),
             path: path.clone(),
@@ -101,7 +109,6 @@ impl LoadedPluginExporter {
             Some(out) => Some(CString::new(out.as_str()).map_err(|_| invalid("output_path", out))?),
             None => None,
         };
-        let library = PluginLibrary::acquire(name, &path, &searched)?;
         let raw = RawExporter::create(library, &agent_c, config.buffer_size, output_c.as_ref())
             .map_err(|(library, reason)| PluginError::CreateFailed {
                 name: name.to_owned(),

@@ -13,7 +13,10 @@
 //!
 //! The first directory holding a file `libtelemetry_exporter_<name>.so`
 //! (a regular file or a symlink to one) wins; a file that is found but cannot
-//! be loaded is an error, the search does not go on past it.
+//! be loaded is an error, the search does not go on past it. One kind of file
+//! is passed over: a NIXL adapter (it exports `nixl_telemetry_nixl_adapter`),
+//! which serves NIXL's own plug-in interface and sits in NIXL's plug-in
+//! directory under one of our plug-ins' names.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -64,11 +67,17 @@ pub struct SearchedPath {
     pub path: PathBuf,
     /// The setting that named its directory.
     pub origin: SearchOrigin,
+    /// The file is a NIXL adapter (not a plug-in of this ABI) and was passed over.
+    pub nixl_adapter: bool,
 }
 
 impl fmt::Display for SearchedPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.path.display(), self.origin)
+        write!(f, "{} ({}", self.path.display(), self.origin)?;
+        if self.nixl_adapter {
+            f.write_str("; a NIXL adapter, passed over")?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -113,16 +122,20 @@ pub struct Search {
     pub searched: Vec<SearchedPath>,
 }
 
-/// Looks for `libtelemetry_exporter_<name>.so` along [`search_dirs`].
-pub fn locate(name: &str, config: &TelemetryConfig) -> Search {
+/// Looks for `libtelemetry_exporter_<name>.so` along [`search_dirs`], passing
+/// over the files of `nixl_adapters` (found to be NIXL adapters by an earlier
+/// search).
+pub fn locate(name: &str, config: &TelemetryConfig, nixl_adapters: &[PathBuf]) -> Search {
     let file = library_file_name(name);
     let mut searched = Vec::new();
     for (dir, origin) in search_dirs(config) {
         let path = dir.join(&file);
-        let is_file = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
+        let nixl_adapter = nixl_adapters.contains(&path);
+        let is_file = !nixl_adapter && std::fs::metadata(&path).is_ok_and(|m| m.is_file());
         searched.push(SearchedPath {
             path: path.clone(),
             origin,
+            nixl_adapter,
         });
         if is_file {
             return Search {
@@ -190,12 +203,12 @@ mod tests {
             &[a.path().to_str().unwrap(), b.path().to_str().unwrap()],
             Some(c.path().to_str().unwrap()),
         );
-        let search = locate("x", &cfg);
+        let search = locate("x", &cfg, &[]);
         assert_eq!(search.found, Some(b.path().join(&file)));
         assert_eq!(search.searched.len(), 2);
         assert_eq!(search.searched[1].path, b.path().join(&file));
 
-        let search = locate("y", &cfg);
+        let search = locate("y", &cfg, &[]);
         assert_eq!(search.found, None);
         assert!(search.searched.len() >= 4);
         assert_eq!(
@@ -205,5 +218,14 @@ mod tests {
                 c.path().join(library_file_name("y")).display()
             )
         );
+
+        // A file known to be a NIXL adapter is passed over, and the trail says so.
+        let search = locate("x", &cfg, &[b.path().join(&file)]);
+        assert_eq!(search.found, Some(c.path().join(&file)));
+        assert_eq!(search.searched.len(), 3);
+        assert!(search.searched[1].nixl_adapter);
+        assert!(search.searched[1]
+            .to_string()
+            .ends_with("(NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR; a NIXL adapter, passed over)"));
     }
 }

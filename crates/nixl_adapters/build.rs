@@ -1,0 +1,143 @@
+//! Builds the C++ adapters, one shared library per generation of NIXL's
+//! exporter interface, with the C++ compiler the `cc` crate finds (`CXX`, else
+//! `c++`/`g++`), into `$OUT_DIR/adapters/<generation>/nixl_adapter.so`; the
+//! crate reads that directory from `NIXL_ADAPTERS_BUILD_DIR`. Also the
+//! benchmark's driver (`cpp/bench/adapter_bench.cpp`), once as NIXL 1.5 and
+//! once as NIXL 1.3/1.4, into `$OUT_DIR/bench/adapter_bench_{5,3}`
+//! (`NIXL_ADAPTERS_BENCH_DIR`).
+//!
+//! The compiler must be GCC's (or one using libstdc++ with its C++11 string
+//! ABI): NIXL's wheels are built so, and the adapters share `std::string` and
+//! `std::unique_ptr` objects with NIXL.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Each generation: its name and the source file declaring its interface.
+const GENERATIONS: [(&str, &str); 5] = [
+    ("nixl-0.9-1.0", "generation_named_timestamped.cpp"),
+    ("nixl-1.1", "generation_named.cpp"),
+    ("nixl-1.2", "generation_typed_category.cpp"),
+    ("nixl-1.3-1.4", "generation_typed.cpp"),
+    ("nixl-1.5", "generation_typed_batches.cpp"),
+];
+
+/// The sources every adapter links.
+const SHARED: [&str; 6] = [
+    "adapter.cpp",
+    "forwarder.cpp",
+    "our_plugin.cpp",
+    "host_interface.cpp",
+    "event_names.cpp",
+    "nixl_log.cpp",
+];
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let cpp = manifest.join("cpp");
+    let include = manifest.join("../../include");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it")).join("adapters");
+    println!("cargo:rerun-if-changed={}", cpp.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        include.join("nixl_telemetry_plugin.h").display()
+    );
+    println!("cargo:rerun-if-env-changed=CXX");
+
+    let compiler = cc::Build::new()
+        .cpp(true)
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .get_compiler();
+    // Every C++ compilation: optimised, NIXL's string ABI, our headers.
+    let cxx = || {
+        let mut command = compiler.to_command();
+        command
+            .args(["-std=c++17", "-O2", "-g1", "-Wall", "-Wextra"])
+            // NIXL's wheels use libstdc++'s C++11 ABI (std::__cxx11::basic_string).
+            .arg("-D_GLIBCXX_USE_CXX11_ABI=1")
+            .arg("-I")
+            .arg(&include);
+        command
+    };
+    let version = std::env::var("CARGO_PKG_VERSION").expect("cargo sets it");
+    for (generation, source) in GENERATIONS {
+        let dir = out.join(generation);
+        std::fs::create_dir_all(&dir).expect("create the output directory");
+        let library = dir.join("nixl_adapter.so");
+        let mut command = cxx();
+        command
+            .args([
+                "-fPIC",
+                "-shared",
+                "-fvisibility=hidden",
+                "-fvisibility-inlines-hidden",
+            ])
+            .arg(format!("-DNIXL_TELEMETRY_VERSION=\"{version}\""))
+            .arg(cpp.join(source));
+        command.args(SHARED.iter().map(|file| cpp.join(file)));
+        command
+            .arg(format!(
+                "-Wl,--version-script={}",
+                cpp.join("exports.map").display()
+            ))
+            .args(["-Wl,--no-undefined", "-pthread", "-ldl", "-o"])
+            .arg(&library);
+        run(
+            &mut command,
+            generation,
+            &compiler.path().display().to_string(),
+        );
+    }
+    println!("cargo:rustc-env=NIXL_ADAPTERS_BUILD_DIR={}", out.display());
+
+    let bench = out.with_file_name("bench");
+    std::fs::create_dir_all(&bench).expect("create the output directory");
+    for functions in [5, 3] {
+        let mut command = compiler.to_command();
+        command
+            .args([
+                "-std=c++17",
+                "-O2",
+                "-g1",
+                "-D_GLIBCXX_USE_CXX11_ABI=1",
+                "-Wall",
+                "-Wextra",
+            ])
+            .arg(format!("-DBENCH_EXPORTER_FUNCTIONS={functions}"))
+            .arg("-I")
+            .arg(&include)
+            .arg(cpp.join("bench/adapter_bench.cpp"))
+            .arg(cpp.join("event_names.cpp"))
+            .args(["-rdynamic", "-ldl", "-o"])
+            .arg(bench.join(format!("adapter_bench_{functions}")));
+        run(
+            &mut command,
+            "benchmark driver",
+            &compiler.path().display().to_string(),
+        );
+    }
+    println!(
+        "cargo:rustc-env=NIXL_ADAPTERS_BENCH_DIR={}",
+        bench.display()
+    );
+}
+
+fn run(command: &mut Command, generation: &str, compiler: &str) {
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(e) => panic!(
+            "cannot run the C++ compiler {compiler} to build the NIXL adapters ({e}); \
+             install g++ (Debian/Ubuntu: apt-get install g++) or set CXX"
+        ),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        println!("cargo:warning={line}");
+    }
+    assert!(
+        output.status.success(),
+        "building the NIXL adapter {generation} with {compiler} failed ({}):\n{stderr}",
+        output.status
+    );
+}
