@@ -6,6 +6,7 @@
 //! place ([`SlotView`]) give the records [`RingReader::peek_records`] gives.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use std::fs;
 use std::path::PathBuf;
