@@ -100,8 +100,9 @@ impl Row {
 /// One benchmark target, judged on this run's medians.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// Which issue sets it.
-    pub issue: u32,
+    /// The part of the project the target is about (`collector`, `suite`,
+    /// `plug-ins`, `Prometheus`).
+    pub part: &'static str,
     /// What it says.
     pub what: String,
     /// The measured value (None when it could not be measured in this run).
@@ -222,8 +223,8 @@ impl Report {
         let ratios = self.ratios();
         let r = |name: &str| ratios.get(name).copied();
         let m = |key: &str| self.median(key);
-        let t = |issue, what: &str, measured, limit, at_most, unit| Target {
-            issue,
+        let t = |part, what: &str, measured, limit, at_most, unit| Target {
+            part,
             what: what.to_owned(),
             measured,
             limit,
@@ -238,7 +239,7 @@ impl Report {
         };
         let mut out = vec![
             t(
-                2,
+                "collector",
                 "fast-path record, 1 thread",
                 m("record_1t"),
                 15.0,
@@ -246,7 +247,7 @@ impl Report {
                 "ns",
             ),
             t(
-                2,
+                "collector",
                 "fast-path record, 2 threads (per thread)",
                 m("record_2t"),
                 20.0,
@@ -254,7 +255,7 @@ impl Report {
                 "ns",
             ),
             t(
-                2,
+                "collector",
                 "disabled and filtered-out handle record (worst)",
                 max_of(&["disabled_record_1t", "filtered_record_1t"]),
                 2.0,
@@ -262,7 +263,7 @@ impl Report {
                 "ns",
             ),
             t(
-                2,
+                "collector",
                 "ring alone, 1 writer → 1 consuming reader",
                 m("ring_alone_1t"),
                 40.0,
@@ -270,7 +271,7 @@ impl Report {
                 "Mev/s",
             ),
             t(
-                2,
+                "collector",
                 "whole pipeline, delivered to a consuming reader",
                 m("pipeline_1t"),
                 20.0,
@@ -278,7 +279,7 @@ impl Report {
                 "Mev/s",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_floor_1t",
                 r("record_vs_floor_1t"),
                 1.3,
@@ -286,7 +287,7 @@ impl Report {
                 "×",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_mutex_staging_2t",
                 r("record_vs_mutex_staging_2t"),
                 0.2,
@@ -294,7 +295,7 @@ impl Report {
                 "×",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_metrics_histogram_1t",
                 r("record_vs_metrics_histogram_1t"),
                 0.5,
@@ -302,18 +303,25 @@ impl Report {
                 "×",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_metrics_histogram_2t",
                 r("record_vs_metrics_histogram_2t"),
                 0.25,
                 true,
                 "×",
             ),
-            t(7, "record_2t_vs_1t", r("record_2t_vs_1t"), 1.3, true, "×"),
+            t(
+                "suite",
+                "record_2t_vs_1t",
+                r("record_2t_vs_1t"),
+                1.3,
+                true,
+                "×",
+            ),
         ];
         if let Some(v) = m("flush_plugin_nop_1t") {
             out.push(t(
-                4,
+                "plug-ins",
                 "flush path to a no-op plug-in (export_batch)",
                 Some(v),
                 20.0,
@@ -323,7 +331,7 @@ impl Report {
         }
         if let Some(v) = m("flush_plugin_prometheus_1t") {
             out.push(t(
-                5,
+                "Prometheus",
                 "Prometheus exporter absorbs on the flush thread",
                 Some(v),
                 5.0,
@@ -333,7 +341,7 @@ impl Report {
         }
         for row in self.rows.iter().filter(|r| r.unit == Unit::Percent) {
             out.push(t(
-                7,
+                "suite",
                 &format!("real loop: {}", row.label),
                 Some(row.median),
                 1.0,
@@ -422,7 +430,7 @@ impl Report {
             .iter()
             .map(|t| {
                 json!({
-                    "issue": t.issue,
+                    "part": t.part,
                     "what": t.what,
                     "measured": t.measured,
                     "limit": t.limit,
