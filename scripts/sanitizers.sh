@@ -102,9 +102,19 @@ run_loom() {
     mkdir -p "$copy/crates"
     cp -r Cargo.toml Cargo.lock "$copy/"
     cp -r crates/telemetry crates/abi crates/testsupport "$copy/crates/"
-    # Only the crates the model needs: a workspace of those three.
-    sed -i 's|^members = .*|members = ["crates/telemetry", "crates/abi", "crates/testsupport"]|; /^exclude = /d; /^default-members = /d' \
-        "$copy/Cargo.toml"
+    # Only the crates the model needs: a workspace of those three (the members
+    # list may span lines: everything from `members = [` to its `]` goes).
+    python3 - "$copy/Cargo.toml" <<'TOML'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+text, found = re.subn(r'(?ms)^members = \[.*?\]$',
+                      'members = ["crates/telemetry", "crates/abi", "crates/testsupport"]', text, count=1)
+if found != 1:
+    sys.exit("the workspace's members list was not found in Cargo.toml: update the loom canary")
+text = re.sub(r'(?m)^(exclude|default-members) = .*\n', '', text)
+open(path, "w").write(text)
+TOML
     python3 - "$copy/crates/telemetry/src/staging/queue.rs" <<'EOF'
 import sys
 path = sys.argv[1]
