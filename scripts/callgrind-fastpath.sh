@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instruction counts of the telemetry fast path under callgrind (issue 7, item 4).
+# Instruction counts of the telemetry fast path under callgrind.
 #
 #   scripts/callgrind-fastpath.sh [N]      (default N = 100000)
 #

@@ -102,9 +102,19 @@ run_loom() {
     mkdir -p "$copy/crates"
     cp -r Cargo.toml Cargo.lock "$copy/"
     cp -r crates/telemetry crates/abi crates/testsupport "$copy/crates/"
-    # Only the crates the model needs: a workspace of those three.
-    sed -i 's|^members = .*|members = ["crates/telemetry", "crates/abi", "crates/testsupport"]|; /^exclude = /d; /^default-members = /d' \
-        "$copy/Cargo.toml"
+    # Only the crates the model needs: a workspace of those three (the members
+    # list may span lines: everything from `members = [` to its `]` goes).
+    python3 - "$copy/Cargo.toml" <<'TOML'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+text, found = re.subn(r'(?ms)^members = \[.*?\]$',
+                      'members = ["crates/telemetry", "crates/abi", "crates/testsupport"]', text, count=1)
+if found != 1:
+    sys.exit("the workspace's members list was not found in Cargo.toml: update the loom canary")
+text = re.sub(r'(?m)^(exclude|default-members) = .*\n', '', text)
+open(path, "w").write(text)
+TOML
     python3 - "$copy/crates/telemetry/src/staging/queue.rs" <<'EOF'
 import sys
 path = sys.argv[1]
@@ -261,8 +271,11 @@ pub extern "C" fn planted_overflow(index: usize) -> u8 {
         --interpreter "$VENV/bin/python" --out "$work/wheel" || fail "the ASan build of the extension"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
         --target "$work/site" "$work/wheel"/nixl_telemetry-*.whl || fail "unpacking the ASan wheel"
-    nm -D "$work/site/nixl_telemetry/_native.abi3.so" | grep -q __asan_report \
-        || fail "the extension is not instrumented"
+    # Not `| grep -q`: grep would stop at the first match and nm, still writing,
+    # would die of SIGPIPE, which pipefail reports as a failure.
+    nm -D "$work/site/nixl_telemetry/_native.abi3.so" > "$work/native.symbols" \
+        || fail "nm -D on the extension"
+    grep -q __asan_report "$work/native.symbols" || fail "the extension is not instrumented"
     PYTHONPATH="$work/site" NIXL_TELEMETRY_READER="$root/target/debug/telemetry_reader" \
         HYPOTHESIS_STORAGE_DIRECTORY="$work/hypothesis" \
         "${python[@]}" -m pytest crates/python/tests -q -p no:cacheprovider \

@@ -104,7 +104,7 @@ print(sorted("lib%s.so" % t["name"] for p in json.load(sys.stdin)["packages"] if
              for t in p["targets"] if "cdylib" in t["kind"] and t["name"].startswith("telemetry_exporter_")))')"
 got_plugins="$(cd "$prefix/lib/nixl/telemetry_exporters" && python3 -c 'import os; print(sorted(os.listdir(".")))')"
 [ "$want_plugins" = "$got_plugins" ] || fail "installed plug-ins $got_plugins, want $want_plugins"
-readelf -d "$prefix/lib/libnixl_telemetry.so.1" | grep -q 'SONAME.*\[libnixl_telemetry\.so\.1\]' \
+readelf -d "$prefix/lib/libnixl_telemetry.so.1" | grep 'SONAME.*\[libnixl_telemetry\.so\.1\]' >/dev/null \
     || fail "libnixl_telemetry.so.1 has no soname libnixl_telemetry.so.1"
 "$prefix/bin/nixl-telemetry" --help > /dev/null || fail "the installed nixl-telemetry does not run"
 
@@ -135,7 +135,7 @@ python3 python/telemetry_reader.py --telemetry_path "$work/rings/c-example" --on
 cc -std=c11 -o "$work/c_example_static" examples/c/transfer_loop.c $(pkg-config --cflags nixl-telemetry) \
     "$prefix/lib/libnixl_telemetry.a" $(pkg-config --static --libs-only-l nixl-telemetry | sed 's/-lnixl_telemetry//') \
     || fail "static link against libnixl_telemetry.a"
-readelf -d "$work/c_example_static" | grep -q 'libnixl_telemetry' && fail "the static example needs the shared library"
+readelf -d "$work/c_example_static" | grep 'libnixl_telemetry' >/dev/null && fail "the static example needs the shared library"
 NIXL_TELEMETRY_ENABLE=1 NIXL_TELEMETRY_DIR="$work/rings" "$work/c_example_static" c-static 10 > /dev/null \
     || fail "the statically linked C example"
 check_ring "$work/rings/c-static" 53 agent_memory_registered

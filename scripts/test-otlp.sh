@@ -34,4 +34,4 @@ fi
 
 echo "== OTLP exporter tests (receiver: $python)"
 cargo build -p nixl-telemetry-exporter-otlp --locked
-NIXL_OTLP_TEST_PYTHON="$python" cargo test -p nixl-telemetry-exporter-otlp --locked -- --include-ignored
+NIXL_OTLP_TEST_PYTHON="$python" cargo test -p nixl-telemetry-otlp -p nixl-telemetry-exporter-otlp --locked -- --include-ignored

@@ -6,6 +6,7 @@
 //! the writers know); each value's on/off reading is a pure function.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 use nixl_telemetry::config::{

@@ -6,6 +6,7 @@
 //! line is accepted again when re-read (deterministic).
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 use nixl_telemetry_cli::emit::parse_event_line;

@@ -8,6 +8,7 @@
 //! their fields.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -15,8 +16,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use telemetry_exporter_prometheus_mp::layout::{self, off, text_len, FILE_SIZE};
-use telemetry_exporter_prometheus_mp::scan::{open_store, read_store, Skip};
+use nixl_telemetry_prometheus_mp::layout::{self, off, text_len, FILE_SIZE};
+use nixl_telemetry_prometheus_mp::scan::{open_store, read_store, Skip};
 
 fn store_path() -> &'static (PathBuf, u32) {
     static PATH: OnceLock<(PathBuf, u32)> = OnceLock::new();

@@ -5,9 +5,10 @@
 //! the variable; accepted endpoints are http(s) URLs.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
-use telemetry_exporter_otlp::Settings;
+use nixl_telemetry_otlp::Settings;
 
 const VARIABLES: [&str; 19] = [
     "NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH",

@@ -8,6 +8,7 @@
 //! name and version are the strings it gave.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use std::fs;
 use std::path::PathBuf;

@@ -6,6 +6,7 @@
 //! rendering them as Prometheus text never panics.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 use nixl_telemetry_cli::process::apply_input;

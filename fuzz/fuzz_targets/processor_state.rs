@@ -5,6 +5,7 @@
 //! a fixed point (the second text is the first).
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use std::fs;
 use std::path::PathBuf;

@@ -9,9 +9,10 @@
 //! and a buffer still incomplete has no refused prefix.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
-use telemetry_exporter_prometheus::fuzzing::parse_request;
+use nixl_telemetry_prometheus_http::fuzzing::parse_request;
 
 fuzz_target!(|data: &[u8]| {
     let verdict = parse_request(data);

@@ -12,6 +12,7 @@
 //! `write_pos`, no more.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use std::fs;
 use std::path::PathBuf;

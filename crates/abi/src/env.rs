@@ -40,6 +40,15 @@ pub const OTLP_EVENTS: &str = "NIXL_TELEMETRY_OTLP_EVENTS";
 pub const OTLP_QUEUE_EVENTS: &str = "NIXL_TELEMETRY_OTLP_QUEUE_EVENTS";
 /// `NIXL_TELEMETRY_CSV_FILE`: the CSV plug-in's file when no output path is given.
 pub const CSV_FILE: &str = "NIXL_TELEMETRY_CSV_FILE";
+/// `NIXL_TELEMETRY_MULTIPROC_DIR`: the directory every process of a
+/// `prometheus_mp` run writes its store into (required by that plug-in).
+pub const MULTIPROC_DIR: &str = "NIXL_TELEMETRY_MULTIPROC_DIR";
+/// `NIXL_TELEMETRY_MP_STALE_TTL`: seconds a released `prometheus_mp` store
+/// stays published after its last update.
+pub const MP_STALE_TTL: &str = "NIXL_TELEMETRY_MP_STALE_TTL";
+/// `NIXL_TELEMETRY_RANK_ENV`: the name of the variable holding the local rank
+/// (`prometheus_mp`'s `local_rank` label; `LOCAL_RANK` when unset).
+pub const RANK_ENV: &str = "NIXL_TELEMETRY_RANK_ENV";
 /// The ring layout the built-in `buffer` exporter writes: `1` (default), `2`
 /// (or `2-named`), `2-typed`, `3`, `4` (see `docs/ring-format.md`).
 pub const RING_VERSION: &str = "NIXL_TELEMETRY_RING_VERSION";

@@ -1,6 +1,5 @@
-//! The flush path into each exporter (issues 4 and 5): events per second a
-//! `Telemetry::flush` moves from staging into the exporter, built-in and
-//! loaded plug-ins alike.
+//! The flush path into each exporter: events per second a `Telemetry::flush`
+//! moves from staging into the exporter, built-in and loaded plug-ins alike.
 //!
 //! Default sizes: `buffer_size` 4096 (the staging queue and the ring). Each
 //! round one thread records 4095 events (untimed; the ring holds capacity − 1),

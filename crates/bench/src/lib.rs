@@ -1,6 +1,6 @@
-//! The nixl-telemetry benchmark suite (issue 7): our record paths next to their
-//! floors and to what a Rust user would pick instead, the pipeline throughput
-//! of issue 2, the exporter numbers of the plug-in issues, and the cost of
+//! The nixl-telemetry benchmark suite: our record paths next to their floors
+//! and to what a Rust user would pick instead, the collector's pipeline
+//! throughput, the flush path into the exporters and plug-ins, and the cost of
 //! telemetry in a real transfer loop.
 //!
 //! Everything is measured in one process and compared as ratios of medians

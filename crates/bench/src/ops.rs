@@ -649,8 +649,8 @@ fn prometheus_client(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
 /// Runs every per-operation benchmark on 1 and 2 threads.
 pub fn run(plan: Plan, rows: &mut Vec<Row>) -> Result<()> {
     // Floors on 1 then 2 threads; then every contender on 1 thread, then every
-    // contender on 2 threads after a contention probe: the ratios of issue 7
-    // compare neighbours in time.
+    // contender on 2 threads after a contention probe: the ratios of medians
+    // (`Report::ratios`) compare neighbours in time.
     for threads in [1, 2] {
         floors(plan, threads, rows);
     }

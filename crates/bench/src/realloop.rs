@@ -1,5 +1,5 @@
-//! The cost of telemetry in a real loop (issue 7, item 3): the demo's transfer
-//! loop (`nixl-telemetry-workload`, the code behind `nixl-telemetry demo`) with
+//! The cost of telemetry in a real loop: the demo's transfer loop
+//! (`nixl-telemetry-workload`, the code behind `nixl-telemetry demo`) with
 //! telemetry off, with the `nop` exporter, with the ring, and with the
 //! Prometheus plug-in, for 4 KiB and 1 MiB transfers.
 //!

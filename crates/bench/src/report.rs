@@ -1,5 +1,6 @@
-//! Results: rows, the ratios of issue 7, the targets of issues 2, 4, 5 and 7,
-//! a printed table and one JSON object.
+//! Results: rows, the ratios of medians, the targets of the record path, the
+//! pipeline, the flush path and the real loop, a printed table and one JSON
+//! object.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -96,11 +97,12 @@ impl Row {
     }
 }
 
-/// One target of the issues, judged on this run's medians.
+/// One benchmark target, judged on this run's medians.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// Which issue sets it.
-    pub issue: u32,
+    /// The part of the project the target is about (`collector`, `suite`,
+    /// `plug-ins`, `Prometheus`).
+    pub part: &'static str,
     /// What it says.
     pub what: String,
     /// The measured value (None when it could not be measured in this run).
@@ -146,7 +148,7 @@ impl Report {
         Some(self.median(a)? / self.median(b)?)
     }
 
-    /// The ratios of medians, by name. The first five are the ones issue 7 names.
+    /// The ratios of medians, by name. The first five have targets (see `targets`).
     pub fn ratios(&self) -> BTreeMap<&'static str, f64> {
         let pairs: [(&'static str, &str, &str); 15] = [
             ("record_vs_floor_1t", "record_1t", "floor_1t"),
@@ -215,13 +217,14 @@ impl Report {
             .collect()
     }
 
-    /// Every target of issues 2, 4, 5 and 7 this suite measures.
+    /// Every target this suite measures: the record path, the pipeline, the
+    /// flush path into a plug-in and into Prometheus, the ratios, the real loop.
     pub fn targets(&self) -> Vec<Target> {
         let ratios = self.ratios();
         let r = |name: &str| ratios.get(name).copied();
         let m = |key: &str| self.median(key);
-        let t = |issue, what: &str, measured, limit, at_most, unit| Target {
-            issue,
+        let t = |part, what: &str, measured, limit, at_most, unit| Target {
+            part,
             what: what.to_owned(),
             measured,
             limit,
@@ -236,7 +239,7 @@ impl Report {
         };
         let mut out = vec![
             t(
-                2,
+                "collector",
                 "fast-path record, 1 thread",
                 m("record_1t"),
                 15.0,
@@ -244,7 +247,7 @@ impl Report {
                 "ns",
             ),
             t(
-                2,
+                "collector",
                 "fast-path record, 2 threads (per thread)",
                 m("record_2t"),
                 20.0,
@@ -252,7 +255,7 @@ impl Report {
                 "ns",
             ),
             t(
-                2,
+                "collector",
                 "disabled and filtered-out handle record (worst)",
                 max_of(&["disabled_record_1t", "filtered_record_1t"]),
                 2.0,
@@ -260,7 +263,7 @@ impl Report {
                 "ns",
             ),
             t(
-                2,
+                "collector",
                 "ring alone, 1 writer → 1 consuming reader",
                 m("ring_alone_1t"),
                 40.0,
@@ -268,7 +271,7 @@ impl Report {
                 "Mev/s",
             ),
             t(
-                2,
+                "collector",
                 "whole pipeline, delivered to a consuming reader",
                 m("pipeline_1t"),
                 20.0,
@@ -276,7 +279,7 @@ impl Report {
                 "Mev/s",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_floor_1t",
                 r("record_vs_floor_1t"),
                 1.3,
@@ -284,7 +287,7 @@ impl Report {
                 "×",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_mutex_staging_2t",
                 r("record_vs_mutex_staging_2t"),
                 0.2,
@@ -292,7 +295,7 @@ impl Report {
                 "×",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_metrics_histogram_1t",
                 r("record_vs_metrics_histogram_1t"),
                 0.5,
@@ -300,18 +303,25 @@ impl Report {
                 "×",
             ),
             t(
-                7,
+                "suite",
                 "record_vs_metrics_histogram_2t",
                 r("record_vs_metrics_histogram_2t"),
                 0.25,
                 true,
                 "×",
             ),
-            t(7, "record_2t_vs_1t", r("record_2t_vs_1t"), 1.3, true, "×"),
+            t(
+                "suite",
+                "record_2t_vs_1t",
+                r("record_2t_vs_1t"),
+                1.3,
+                true,
+                "×",
+            ),
         ];
         if let Some(v) = m("flush_plugin_nop_1t") {
             out.push(t(
-                4,
+                "plug-ins",
                 "flush path to a no-op plug-in (export_batch)",
                 Some(v),
                 20.0,
@@ -321,7 +331,7 @@ impl Report {
         }
         if let Some(v) = m("flush_plugin_prometheus_1t") {
             out.push(t(
-                5,
+                "Prometheus",
                 "Prometheus exporter absorbs on the flush thread",
                 Some(v),
                 5.0,
@@ -331,7 +341,7 @@ impl Report {
         }
         for row in self.rows.iter().filter(|r| r.unit == Unit::Percent) {
             out.push(t(
-                7,
+                "suite",
                 &format!("real loop: {}", row.label),
                 Some(row.median),
                 1.0,
@@ -378,8 +388,7 @@ impl Report {
             let op = if t.at_most { "<=" } else { ">=" };
             let _ = writeln!(
                 s,
-                "  [issue {}] {:<52} {:>9} {} {} {:<6} {}",
-                t.issue,
+                "  {:<62} {:>9} {} {} {:<6} {}",
                 t.what,
                 measured,
                 op,
@@ -421,7 +430,7 @@ impl Report {
             .iter()
             .map(|t| {
                 json!({
-                    "issue": t.issue,
+                    "part": t.part,
                     "what": t.what,
                     "measured": t.measured,
                     "limit": t.limit,

@@ -1,6 +1,7 @@
-//! Regression check of issue 7: runs the release benchmark binary in `--quick
-//! --json` mode and fails only on gross regressions, never on a tight absolute
-//! time (the machines are small and shared; ratios of one run are what holds).
+//! Regression check of the benchmark suite: runs the release benchmark binary
+//! in `--quick --json` mode and fails only on gross regressions, never on a
+//! tight absolute time (the machines are small and shared; ratios of one run
+//! are what holds).
 //!
 //! The test profile is unoptimised, so the timings come from the release binary:
 //! the test builds it with `cargo build --release -p nixl-telemetry-bench` (a
@@ -14,7 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// (ratio, upper bound, why): each far looser than the issue's target.
+/// (ratio, upper bound, why): each far looser than the suite's target.
 const BOUNDS: [(&str, f64, &str); 5] = [
     (
         "record_vs_mutex_staging_2t",

@@ -19,8 +19,8 @@
 //! (on a loaded machine the scheduler may run them one after the other, and a
 //! mutex nobody contends is cheap). Rows give the median and the minimum over
 //! the rounds that count; the ratios are of medians.
-//! Targets (issue 13): C handle record ≤ 1.3 × the Rust fast path, and
-//! ≤ 0.2 × the mutex vector with two threads.
+//! Targets: C handle record ≤ 1.3 × the Rust fast path, and ≤ 0.2 × the mutex
+//! vector with two threads.
 
 #[path = "../tests/support/mod.rs"]
 mod support;

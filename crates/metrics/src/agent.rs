@@ -185,9 +185,13 @@ impl AgentMetrics {
     #[inline]
     fn record_one(&mut self, event: &Event) {
         let value = event.value;
-        let effect = match frequent(event.category, &event.event_name) {
-            Some(effect) => effect,
-            None => effect(Category(event.category), event.name_bytes()),
+        let (effect, name) = match frequent(event.category, &event.event_name) {
+            // A frequent name is never a run-time series: no name needed.
+            Some(effect) => (effect, &[][..]),
+            None => {
+                let name = event.name_bytes();
+                (effect(Category(event.category), name), name)
+            }
         };
         match effect {
             EventEffect::Builtin {
@@ -205,15 +209,16 @@ impl AgentMetrics {
                     self.changes.histograms[h] = true;
                 }
             }
-            EventEffect::PerName => self.per_name(event),
+            EventEffect::PerName => self.per_name(event, name),
             EventEffect::Unmapped => self.add(slot::UNMAPPED, 1),
         }
     }
 
-    /// An error status or a per-name counter.
+    /// An error status or a per-name counter; `name` is the event's name
+    /// without its NUL padding.
     #[inline]
-    fn per_name(&mut self, event: &Event) {
-        let Some(i) = self.map.resolve(event.category, event.name_bytes()) else {
+    fn per_name(&mut self, event: &Event, name: &[u8]) {
+        let Some(i) = self.map.resolve(event.category, name) else {
             self.add(slot::UNMAPPED, 1);
             return;
         };

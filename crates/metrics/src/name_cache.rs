@@ -1,6 +1,6 @@
-//! The key and hash of the per-agent name caches: each exporter maps an event's
-//! (category, name) to its series once and finds it again by this key, so a
-//! repeated name costs one hash of the fixed-size name field.
+//! The key and hash of the per-agent name cache: the series map maps an
+//! event's (category, name) to its series once and finds it again by this
+//! key, so a repeated name costs one hash of the fixed-size name field.
 
 use std::collections::HashMap;
 use std::fmt;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use nixl_telemetry_abi::Category;
 
 use crate::families::{
-    om_counter_collides, Kind, ERRORS_HELP, ERRORS_SAMPLE, HISTOGRAMS, PER_NAME_HELP, SCALARS,
-    SYSTEM_SCALARS,
+    om_counter_collides, Kind, Source, ERRORS_HELP, ERRORS_SAMPLE, HISTOGRAMS, PER_NAME_HELP,
+    SCALARS, SYSTEM_SCALARS,
 };
 use crate::naming::escape_label_value;
 use crate::series::Series;
@@ -52,7 +52,9 @@ struct HistogramLines {
 /// `le` after them.
 ///
 /// The sample lines of the fixed families (up to the value) are rendered here
-/// once, for histograms with `bounds`, so a rendering copies them whole.
+/// once, for histograms with `bounds`, so a rendering copies them whole; so
+/// are the parts of the run-time series' lines before their status or
+/// category.
 #[derive(Debug, Clone)]
 pub struct AgentLabels {
     /// `name="value",…`, escaped.
@@ -60,6 +62,10 @@ pub struct AgentLabels {
     /// Sample lines of [`SCALARS`], in table order.
     scalars: Vec<Box<[u8]>>,
     histograms: [HistogramLines; 2],
+    /// `agent_errors_total{labels…,status="`.
+    error_prefix: Box<[u8]>,
+    /// `{labels…,category="`, after a per-name counter's sample name.
+    category_prefix: Box<[u8]>,
 }
 
 /// A histogram bound as written in `le`: the shortest decimal that reads back
@@ -85,6 +91,11 @@ impl AgentLabels {
             escape_label_value(&mut text, value);
             text.push(b'"');
         }
+        let comma: &[u8] = if text.is_empty() { b"" } else { b"," };
+        let error_prefix = [ERRORS_SAMPLE.as_bytes(), b"{", &text, comma, b"status=\""]
+            .concat()
+            .into();
+        let category_prefix = [&b"{"[..], &text, comma, b"category=\""].concat().into();
         let mut agent = AgentLabels {
             labels: text.into(),
             scalars: Vec::new(),
@@ -93,10 +104,12 @@ impl AgentLabels {
                 sum: Box::default(),
                 count: Box::default(),
             }),
+            error_prefix,
+            category_prefix,
         };
         let line = |sample: &str, extra: Option<(&str, &str)>| {
             let mut out = Vec::new();
-            agent.write_line(&mut out, sample, None, extra);
+            agent.write_line(&mut out, sample, extra);
             out.into_boxed_slice()
         };
         let scalars = SCALARS.iter().map(|s| line(s.sample, None)).collect();
@@ -119,32 +132,13 @@ impl AgentLabels {
         agent
     }
 
-    /// `sample{labels…[,category="…"][,extra="…"]} ` into `out`.
-    fn write_line(
-        &self,
-        out: &mut Vec<u8>,
-        sample: &str,
-        category: Option<Category>,
-        extra: Option<(&str, &str)>,
-    ) {
+    /// `sample{labels…[,extra="…"]} ` into `out`.
+    fn write_line(&self, out: &mut Vec<u8>, sample: &str, extra: Option<(&str, &str)>) {
         out.extend_from_slice(sample.as_bytes());
         out.push(b'{');
         out.extend_from_slice(&self.labels);
-        let mut comma = !self.labels.is_empty();
-        if let Some(category) = category {
-            if comma {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"category=\"");
-            match category.known_name() {
-                Some(name) => out.extend_from_slice(name.as_bytes()),
-                None => out.extend_from_slice(category.to_string().as_bytes()),
-            }
-            out.push(b'"');
-            comma = true;
-        }
         if let Some((name, value)) = extra {
-            if comma {
+            if !self.labels.is_empty() {
                 out.push(b',');
             }
             out.extend_from_slice(name.as_bytes());
@@ -153,6 +147,26 @@ impl AgentLabels {
             out.push(b'"');
         }
         out.extend_from_slice(b"} ");
+    }
+
+    /// `agent_errors_total{labels…,status="…"} ` into `out`.
+    fn write_error_line(&self, out: &mut Vec<u8>, status: &str) {
+        out.extend_from_slice(&self.error_prefix);
+        escape_label_value(out, status);
+        out.extend_from_slice(b"\"} ");
+    }
+
+    /// `sample{labels…,category="…"} ` into `out`: only the per-name
+    /// counters carry `category` (one event name may come in several
+    /// categories, and the label keeps those series apart).
+    fn write_counter_line(&self, out: &mut Vec<u8>, sample: &str, category: Category) {
+        out.extend_from_slice(sample.as_bytes());
+        out.extend_from_slice(&self.category_prefix);
+        match category.known_name() {
+            Some(name) => out.extend_from_slice(name.as_bytes()),
+            None => out.extend_from_slice(category.to_string().as_bytes()),
+        }
+        out.extend_from_slice(b"\"} ");
     }
 }
 
@@ -224,7 +238,10 @@ fn scalars(
         }
         for (labels, totals) in agents {
             out.extend_from_slice(&labels.scalars[i]);
-            value(out, totals.value_of(family.source));
+            match family.source {
+                Source::Slot(s) => value(out, totals.fixed(s)),
+                Source::RegisteredNow => value(out, totals.registered_now()),
+            }
         }
     }
 }
@@ -269,7 +286,7 @@ pub fn render_into(out: &mut Vec<u8>, agents: &[(&AgentLabels, &Totals)], format
     for (labels, totals) in agents {
         for (series, v) in totals.series() {
             if let Series::Error { status } = series {
-                labels.write_line(out, ERRORS_SAMPLE, None, Some(("status", status)));
+                labels.write_error_line(out, status);
                 value(out, v);
             }
         }
@@ -297,7 +314,7 @@ pub fn render_into(out: &mut Vec<u8>, agents: &[(&AgentLabels, &Totals)], format
     for (sample, series) in named {
         write_counter_header(out, format, sample, PER_NAME_HELP, false);
         for (labels, category, v) in series {
-            labels.write_line(out, sample, Some(category), None);
+            labels.write_counter_line(out, sample, category);
             value(out, v);
         }
     }

@@ -27,6 +27,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use nixl_telemetry_benchsupport::thread_cpu_time;
 use nixl_telemetry_processor::{
     builders_from_list, parse_input_line, AttributeRegistry, Context, InputLine, MetricProcessor,
     Metrics,
@@ -48,39 +49,28 @@ fn processor(builders: Option<&str>) -> MetricProcessor {
     }
 }
 
-/// Nanoseconds this thread has spent on a CPU (from the scheduler's statistics), so
-/// that a busy shared machine does not count other processes' time against us.
-fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// One measurement: records per wall-clock second and per second of this thread's CPU
 /// time, and the number of timed passes.
 struct Rate {
     wall: f64,
-    cpu: Option<f64>,
+    cpu: f64,
     passes: u64,
 }
 
 impl std::fmt::Display for Rate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:>10.0} records/s wall", self.wall)?;
-        if let Some(cpu) = self.cpu {
-            write!(f, ", {cpu:>10.0} records/s of CPU time")?;
-        }
-        Ok(())
+        write!(
+            f,
+            "{:>10.0} records/s wall, {:>10.0} records/s of CPU time",
+            self.wall, self.cpu
+        )
     }
 }
 
 /// Runs `pass` (one pass over the corpus) until `budget` is spent.
 fn measure(budget: Duration, records_per_pass: usize, mut pass: impl FnMut()) -> Rate {
     pass(); // warm up: the map reaches its final size
-    let cpu_start = thread_cpu_ns();
+    let cpu_start = thread_cpu_time();
     let start = Instant::now();
     let mut passes = 0u64;
     while start.elapsed() < budget {
@@ -89,9 +79,7 @@ fn measure(budget: Duration, records_per_pass: usize, mut pass: impl FnMut()) ->
     }
     let secs = start.elapsed().as_secs_f64();
     let records = passes as f64 * records_per_pass as f64;
-    let cpu = cpu_start
-        .zip(thread_cpu_ns())
-        .map(|(a, b)| records / ((b - a) as f64 / 1e9));
+    let cpu = records / (thread_cpu_time() - cpu_start).as_secs_f64();
     Rate {
         wall: records / secs,
         cpu,
@@ -237,16 +225,15 @@ fn main() {
         let record = serde_json::json!({"action": "train", "time_lapsed": 5, "gpu": gpus});
         let mut p = processor(None);
         let mut metrics = Metrics::new();
-        let cpu_start = thread_cpu_ns();
+        let cpu_start = thread_cpu_time();
         let start = Instant::now();
         p.process_value(&mut metrics, black_box(&record), &contexts[0])
             .expect("record");
         let wall = start.elapsed().as_secs_f64();
-        let cpu = cpu_start
-            .zip(thread_cpu_ns())
-            .map_or(String::new(), |(a, b)| {
-                format!(", {:.3} s of CPU time", (b - a) as f64 / 1e9)
-            });
+        let cpu = format!(
+            ", {:.3} s of CPU time",
+            (thread_cpu_time() - cpu_start).as_secs_f64()
+        );
         println!(
             "one record, {names} GPU names: {wall:>8.3} s wall{cpu}, default builders ({} keys)",
             metrics.len()

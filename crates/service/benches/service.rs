@@ -10,6 +10,9 @@
 //! NIXL_TELEMETRY_TEST_POSTGRES_URL=postgres://… cargo bench -p nixl-telemetry-service --bench service
 //! ```
 //!
+//! Each PostgreSQL run is followed by its floor in the same commit mode: 8
+//! connections committing one locked-row update per record, no service at all.
+//!
 //! `NIXL_TELEMETRY_BENCH_RECORDS` sets the records per run (default 40,000).
 
 #[path = "../tests/support/http.rs"]
@@ -124,9 +127,15 @@ fn fdatasync_floor(dir: &std::path::Path) -> Duration {
     start.elapsed() / rounds
 }
 
-fn measure(name: &str, store: StoreUrl, max_batch: usize, records: &[String], library_rate: f64) {
+fn measure(
+    name: &str,
+    store: StoreUrl,
+    max_batch: usize,
+    records: &[String],
+    library_rate: f64,
+) -> Option<f64> {
     if !selected(name) {
-        return;
+        return None;
     }
     let server = server::TestServer::start(ServiceConfig {
         max_batch,
@@ -144,6 +153,48 @@ fn measure(name: &str, store: StoreUrl, max_batch: usize, records: &[String], li
         library_rate / run.per_second()
     );
     server.stop();
+    Some(run.per_second())
+}
+
+/// The floor under any exact service on this PostgreSQL server: `CLIENTS`
+/// connections, each running one transaction per record that locks one shared
+/// row (as every record touches `last_updated`), updates it and commits, in the
+/// commit mode of `url`. No HTTP, no JSON, no processing: only the row lock and
+/// the commit, serialised as the service's must be. Returns transactions/s.
+fn postgres_floor(url: &str, transactions: usize) -> f64 {
+    let mut setup = postgres::Client::connect(url, postgres::NoTls).expect("connect for the floor");
+    setup
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS floor_row (id integer PRIMARY KEY, value bigint NOT NULL);
+             INSERT INTO floor_row VALUES (1, 0) ON CONFLICT (id) DO NOTHING;",
+        )
+        .expect("create the floor's table");
+    let run = |count: usize| {
+        let start = Instant::now();
+        thread::scope(|scope| {
+            for _ in 0..CLIENTS {
+                scope.spawn(|| {
+                    let mut client = postgres::Client::connect(url, postgres::NoTls)
+                        .expect("connect for the floor");
+                    let lock = client
+                        .prepare("SELECT value FROM floor_row WHERE id = 1 FOR UPDATE")
+                        .unwrap();
+                    let update = client
+                        .prepare("UPDATE floor_row SET value = value + 1 WHERE id = 1")
+                        .unwrap();
+                    for _ in 0..count / CLIENTS {
+                        let mut transaction = client.transaction().unwrap();
+                        transaction.query_one(&lock, &[]).unwrap();
+                        transaction.execute(&update, &[]).unwrap();
+                        transaction.commit().unwrap();
+                    }
+                });
+            }
+        });
+        (count / CLIENTS * CLIENTS) as f64 / start.elapsed().as_secs_f64()
+    };
+    run(transactions.min(2000)); // warm up
+    run(transactions)
 }
 
 /// Whether a run is selected by the command line's filters (the arguments that are
@@ -239,12 +290,20 @@ fn main() {
             "{}{separator}options=-c%20synchronous_commit%3D{mode}",
             db.url
         );
-        measure(
+        let Some(service_rate) = measure(
             name,
             url.parse().unwrap(),
             max_batch,
             &records,
             library_rate,
+        ) else {
+            continue;
+        };
+        let floor_rate = postgres_floor(&url, records.len());
+        println!(
+            "{:<44} {floor_rate:>8.0} records/s  service/floor {:>5.2}",
+            format!("  floor: one locked-row commit per record, {mode}"),
+            service_rate / floor_rate
         );
     }
 }

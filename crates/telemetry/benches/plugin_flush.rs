@@ -17,7 +17,7 @@ use nixl_telemetry::{Category, ExporterChoice, Telemetry, TelemetryConfig};
 
 const THREADS: usize = 16;
 const ROUNDS: usize = 15;
-/// The floor: events/s through a no-op plug-in.
+/// The required minimum: events/s through a no-op plug-in.
 const FLOOR: f64 = 20e6;
 
 fn measure(config: &TelemetryConfig) -> (f64, f64) {

@@ -8,7 +8,7 @@
 //!    `otlp` plug-in exporting to an unreachable endpoint, against the
 //!    built-in `nop` exporter, rounds alternating in one run (within 5%).
 //!
-//! Run: `cargo build --release -p nixl-telemetry-exporter-otlp && cargo bench -p nixl-telemetry-exporter-otlp`
+//! Run: `cargo build --release -p nixl-telemetry-exporter-otlp && cargo bench -p nixl-telemetry-otlp`
 //! (the third part loads `target/release/libtelemetry_exporter_otlp.so`).
 //! `OTLP_BENCH_QUICK=1` shortens every part.
 
@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 use nixl_telemetry::config::{ExporterChoice, TelemetryConfig};
 use nixl_telemetry::{Direction, Telemetry};
 use nixl_telemetry_abi::{Category, Event};
+use nixl_telemetry_benchsupport::{pin, thread_cpu_time, unpin};
 use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
-use telemetry_exporter_otlp::encode::{self, AgentView};
-use telemetry_exporter_otlp::{Buckets, ExportStats, OtlpExporter, Settings};
+use nixl_telemetry_otlp::encode::{self, AgentView};
+use nixl_telemetry_otlp::{Buckets, ExportStats, OtlpExporter, Settings};
 
 /// An address nothing listens on (TCP port 9, discard, on loopback).
 const UNREACHABLE: &str = "http://127.0.0.1:9";
@@ -191,18 +192,6 @@ enum Loop {
     App,
 }
 
-/// The calling thread's CPU time, seconds.
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec for the call to fill.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// One recording round: transfers per wall second, per second of the
 /// recording thread's CPU time, and the fraction of events lost at staging.
 struct Round {
@@ -236,7 +225,7 @@ fn recording_rate(exporter: ExporterChoice, kind: Loop, window: Duration, pinned
     }
     std::thread::sleep(Duration::from_millis(20));
     let before = telemetry.stats();
-    let cpu_start = thread_cpu_seconds();
+    let cpu_start = thread_cpu_time().as_secs_f64();
     let start = Instant::now();
     let mut n = 0u64;
     while start.elapsed() < window {
@@ -250,38 +239,12 @@ fn recording_rate(exporter: ExporterChoice, kind: Loop, window: Duration, pinned
         n += 256;
     }
     let wall = n as f64 / start.elapsed().as_secs_f64();
-    let cpu = n as f64 / (thread_cpu_seconds() - cpu_start);
+    let cpu = n as f64 / (thread_cpu_time().as_secs_f64() - cpu_start);
     let after = telemetry.stats();
     let lost = (after.dropped.staging_full - before.dropped.staging_full) as f64 / (3 * n) as f64;
     drop(telemetry);
     unpin();
     Round { wall, cpu, lost }
-}
-
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: Option<usize>) {
-    let Some(cpu) = cpu else { return };
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu is 0 or 1, within the set.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: pid 0 is the calling thread; set is a valid cpu_set_t of that size.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(rc, 0, "sched_setaffinity({cpu}) failed");
-}
-
-/// Lets the calling thread run on CPUs 0 and 1 again.
-fn unpin() {
-    // SAFETY: as in `pin`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as in `pin`.
-    unsafe {
-        libc::CPU_SET(0, &mut set);
-        libc::CPU_SET(1, &mut set);
-    }
-    // SAFETY: as in `pin`.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(rc, 0, "sched_setaffinity(0-1) failed");
 }
 
 fn recording_vs_nop() {

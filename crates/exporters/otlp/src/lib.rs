@@ -1,5 +1,7 @@
-//! The OTLP exporter plug-in: `libtelemetry_exporter_otlp.so`, selected with
-//! `NIXL_TELEMETRY_EXPORTER=otlp`.
+//! The OTLP exporter, without plug-in entry points: the plug-in
+//! `libtelemetry_exporter_otlp.so` (selected with
+//! `NIXL_TELEMETRY_EXPORTER=otlp`) is `crates/plugins/otlp`, an
+//! `export_plugin!` around [`OtlpExporter`].
 //!
 //! Each exporter (one per agent) folds the events the host flushes into the
 //! Prometheus plug-in's metric families, and a thread of the plug-in pushes
@@ -192,9 +194,3 @@ impl RustPluginExporter for OtlpExporter {
         Ok(())
     }
 }
-
-nixl_telemetry_abi::export_plugin!(
-    OtlpExporter,
-    name = "otlp",
-    version = env!("CARGO_PKG_VERSION")
-);

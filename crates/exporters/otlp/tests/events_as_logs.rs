@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_otlp::{OtlpExporter, Settings};
+use nixl_telemetry_otlp::{OtlpExporter, Settings};
 
 fn settings(base: &str, queue: usize) -> Settings {
     let mut s = Settings::new(base).unwrap();
@@ -30,7 +30,7 @@ fn records(reqs: &[serde_json::Value]) -> Vec<serde_json::Value> {
 fn wait_stats(
     e: &OtlpExporter,
     what: &str,
-    ok: impl Fn(&telemetry_exporter_otlp::ExportStats) -> bool,
+    ok: impl Fn(&nixl_telemetry_otlp::ExportStats) -> bool,
 ) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !ok(&e.stats()) {

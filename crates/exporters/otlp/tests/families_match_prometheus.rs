@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
+use nixl_telemetry_otlp::encode::{metrics_request, resource, AgentView};
+use nixl_telemetry_otlp::{ExportStats, Settings as OtlpSettings};
 use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
-use telemetry_exporter_otlp::encode::{metrics_request, resource, AgentView};
-use telemetry_exporter_otlp::{ExportStats, Settings as OtlpSettings};
 
 /// What a family is, as both exporters can say it.
 #[derive(Debug, Clone, PartialEq)]

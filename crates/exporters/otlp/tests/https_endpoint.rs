@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_otlp::{OtlpExporter, Settings};
+use nixl_telemetry_otlp::{OtlpExporter, Settings};
 
 fn fixtures() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_otlp::{Buckets, Compression, OtlpExporter, Settings, KNOWN_ERROR_STATUSES};
+use nixl_telemetry_otlp::{Buckets, Compression, OtlpExporter, Settings, KNOWN_ERROR_STATUSES};
 
 fn ev(category: Category, name: &str, value: u64) -> Event {
     Event::new(1_700_000_000_000_000, category, name, value)

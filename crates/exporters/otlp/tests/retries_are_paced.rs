@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nixl_telemetry_abi::{Category, Event};
-use telemetry_exporter_otlp::{OtlpExporter, Settings};
+use nixl_telemetry_otlp::{OtlpExporter, Settings};
 
 fn transfer() -> Vec<Event> {
     vec![

@@ -1,7 +1,7 @@
 //! The Prometheus exporter without plug-in entry points: the single-process
 //! plug-in (`libtelemetry_exporter_prometheus.so`, crate
-//! `nixl-telemetry-exporter-prometheus`) is this crate plus its
-//! `export_plugin!` glue, and the multi-process plug-in (`prometheus_mp`)
+//! `nixl-telemetry-exporter-prometheus` in `crates/plugins/prometheus`) is
+//! this crate's [`PrometheusExporter`] behind an `export_plugin!`, and the multi-process plug-in (`prometheus_mp`)
 //! serves its files with this crate's HTTP server. Being an `rlib` only, it
 //! can be linked into each of them without two definitions of the plug-in
 //! entry points.
@@ -42,6 +42,7 @@ mod thread_priority;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 pub use error::PrometheusError;
@@ -104,6 +105,21 @@ impl PrometheusExporter {
     /// knows.
     pub fn render(&self, format: Format) -> Vec<u8> {
         agent::render(&self.endpoint.directory.current().agents, format)
+    }
+}
+
+/// The plug-in's side: created from the environment ([`Settings::from_env`])
+/// as the host asks; the plug-in crate declares its entry points around it.
+impl RustPluginExporter for PrometheusExporter {
+    fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
+        let settings = Settings::from_env(params.output_path).map_err(|e| full_message(&e))?;
+        PrometheusExporter::with_settings(params.agent_name, &settings)
+            .map_err(|e| full_message(&e))
+    }
+
+    fn export_batch(&mut self, events: &[Event]) -> Result<(), String> {
+        self.record(events);
+        Ok(())
     }
 }
 

@@ -18,7 +18,7 @@ pub const ENV_LOCAL: &str = env::PROMETHEUS_LOCAL;
 pub const ENV_BUCKETS: &str = env::HISTOGRAM_BUCKETS_US;
 
 /// Every variable [`Settings::from_env`] reads.
-const VARIABLES: [&str; 3] = [ENV_PORT, ENV_LOCAL, ENV_BUCKETS];
+pub const VARIABLES: [&str; 3] = [ENV_PORT, ENV_LOCAL, ENV_BUCKETS];
 
 /// The port used when neither an output path nor [`ENV_PORT`] is given.
 pub const DEFAULT_PORT: u16 = 9090;

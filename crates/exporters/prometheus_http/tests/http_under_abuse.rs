@@ -1,5 +1,5 @@
-//! The endpoint under the abuses of issue 18 item 2, with the server in its own
-//! process (`prometheus-abuse serve`): 1 000 idle connections, 200 slow-loris
+//! The endpoint under abuse, with the server in its own process
+//! (`prometheus-abuse serve`): 1 000 idle connections, 200 slow-loris
 //! connections, 1 MB request lines, 10 000 headers, garbage bytes, conflicting
 //! `Content-Length`/`Transfer-Encoding`, clients vanishing mid-response; each
 //! alone, then all at once. Under each, well-formed scrapes (the head a real
@@ -11,7 +11,7 @@
 //!
 //! The server's timeouts are shortened (request 3 s, write 3 s, linger 1 s) so
 //! slots held by slow clients come back within the test's time; the counts are
-//! the issue's.
+//! the full ones above.
 
 #![forbid(unsafe_code)]
 
@@ -65,7 +65,7 @@ fn scrapes_succeed(server: &Server, n: usize, during: &str) {
 #[test]
 fn scrapes_are_answered_under_every_abuse_and_resources_come_back() {
     let fd_limit = raise_fd_limit();
-    // The issue's counts; they need about 1 300 descriptors in this process.
+    // The full counts above; they need about 1 300 descriptors in this process.
     let intensity = Intensity::default();
     assert!(
         fd_limit >= 2048,

@@ -1,4 +1,4 @@
-//! Requests the endpoint refuses, over a real socket (issue 18, defect 9):
+//! Requests the endpoint refuses, over a real socket:
 //! HTTP/0.9 requests and bytes that cannot begin a request are answered
 //! `400 Bad Request` and the connection closed as soon as they arrive, not at
 //! the request deadline; so are requests framed ambiguously (two different

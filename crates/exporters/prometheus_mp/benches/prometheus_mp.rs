@@ -1,7 +1,7 @@
 //! Speed of the multi-process plug-in (figures in docs/PERFORMANCE.md).
 //!
 //! ```text
-//! cargo bench -p nixl-telemetry-exporter-prometheus-mp --bench prometheus_mp \
+//! cargo bench -p nixl-telemetry-prometheus-mp --bench prometheus_mp \
 //!     [-- [write] [scrape] [--seconds S] [--processes N] [--scrapes K]]
 //! ```
 //!
@@ -27,8 +27,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
+use nixl_telemetry_benchsupport::thread_cpu_time;
 use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
-use telemetry_exporter_prometheus_mp::{MpSettings, MultiProcessExporter};
+use nixl_telemetry_prometheus_mp::{MpSettings, MultiProcessExporter};
 
 const BATCH: usize = 4096;
 
@@ -175,18 +176,6 @@ fn writer(dir: &str, port: u16, rank: &str) {
     let _ = std::io::stdin().read_to_end(&mut sink);
 }
 
-/// CPU time of the calling thread.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1e3
@@ -240,9 +229,9 @@ fn scrape(processes: usize, scrapes: usize) {
     let mut render_cpu = Vec::with_capacity(scrapes);
     for _ in 0..scrapes {
         let start = Instant::now();
-        let cpu = thread_cpu();
+        let cpu = thread_cpu_time();
         let body = owner.render(Format::Text);
-        render_cpu.push(thread_cpu() - cpu);
+        render_cpu.push(thread_cpu_time() - cpu);
         render.push(start.elapsed());
         assert!(body.len() > 1000);
     }

@@ -1,14 +1,19 @@
-//! The run's directory and the names of what lives in it.
+//! The run's directory, the names of what lives in it, and how its files are
+//! opened.
 //!
 //! Stores are `nixl-mp.<pid>.<instance>.<nanoseconds>.store`; the owner's
 //! lock file for an address is `nixl-mp-owner.<address>.lock`. Every file is
-//! opened with `O_NOFOLLOW` and created 0600.
+//! opened with `O_NOFOLLOW` and `O_CLOEXEC` and created 0600 (through
+//! `rustix`, without unsafe code).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use rustix::io::Errno;
 
 use crate::error::MpError;
 
@@ -92,18 +97,15 @@ pub fn store_name(pid: u32, instance: u32) -> String {
 /// following a symbolic link; refuses anything but a regular file owned by
 /// `uid`.
 pub fn open_lock_file(path: &Path, uid: u32) -> Result<File, MpError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|source| MpError::File {
-            action: "open the owner lock file",
-            path: path.to_owned(),
-            source,
-        })?;
+    let file = open(
+        path,
+        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+    )
+    .map_err(|source| MpError::File {
+        action: "open the owner lock file",
+        path: path.to_owned(),
+        source,
+    })?;
     let meta = file.metadata().map_err(|source| MpError::File {
         action: "inspect the owner lock file",
         path: path.to_owned(),
@@ -123,10 +125,49 @@ pub fn open_lock_file(path: &Path, uid: u32) -> Result<File, MpError> {
 /// Opens an existing file for reading without following a symbolic link,
 /// without blocking on a FIFO and without becoming a controlling terminal.
 pub fn open_untrusted(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
+    open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY,
+    )
+}
+
+/// Opens `path` with `flags` and `O_CLOEXEC`, creating it 0600 if asked.
+fn open(path: &Path, flags: OFlags) -> io::Result<File> {
+    let fd = rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::RUSR | Mode::WUSR)?;
+    Ok(File::from(fd))
+}
+
+/// Creates the file `path` (0600), failing if anything is there already, a
+/// symbolic link included.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    open(
+        path,
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW,
+    )
+}
+
+/// Creates an unnamed file (`O_TMPFILE`, 0600) in `dir`, or `None` where
+/// the filesystem cannot.
+pub fn create_unnamed(dir: &Path) -> io::Result<Option<File>> {
+    let flags = OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC;
+    match rustix::fs::openat(CWD, dir, flags, Mode::RUSR | Mode::WUSR) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Gives the unnamed file `file` (from [`create_unnamed`]) the name `path`;
+/// fails with `AlreadyExists` if the name is taken.
+pub fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
+    let through_proc = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file));
+    let error = match rustix::fs::linkat(CWD, &through_proc, CWD, path, AtFlags::SYMLINK_FOLLOW) {
+        Ok(()) => return Ok(()),
+        Err(Errno::EXIST) => return Err(Errno::EXIST.into()),
+        Err(e) => e,
+    };
+    // Without /proc: linking the descriptor itself needs CAP_DAC_READ_SEARCH.
+    rustix::fs::linkat(file, "", CWD, path, AtFlags::EMPTY_PATH).map_err(|_| error.into())
 }
 
 /// Everything in `dir` named like a store, with its path.

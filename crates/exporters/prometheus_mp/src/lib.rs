@@ -1,6 +1,7 @@
-//! The multi-process Prometheus exporter plug-in:
-//! `libtelemetry_exporter_prometheus_mp.so`, selected with
-//! `NIXL_TELEMETRY_EXPORTER=prometheus_mp`.
+//! The multi-process Prometheus exporter, without plug-in entry points: the
+//! plug-in `libtelemetry_exporter_prometheus_mp.so` (selected with
+//! `NIXL_TELEMETRY_EXPORTER=prometheus_mp`) is `crates/plugins/prometheus_mp`,
+//! an `export_plugin!` around [`MultiProcessExporter`].
 //!
 //! Every process of a run (one agent per GPU process, say) writes its totals
 //! into its own memory-mapped store in the run's directory
@@ -15,9 +16,12 @@
 //! See `docs/prometheus-mp.md`.
 //!
 //! The parts: [`settings`] (environment), `layout` (the store's bytes),
-//! `sys` (the only unsafe code: the mapping), [`store`] (the writer),
+//! `sys` (the only unsafe code: the mapping; denied everywhere else),
+//! [`store`] (the writer),
 //! [`scan`] (the owner's reading of the directory), `election` (who serves),
 //! `files` (the directory and its names).
+
+#![deny(unsafe_code)]
 
 mod election;
 pub mod error;
@@ -175,9 +179,3 @@ impl RustPluginExporter for MultiProcessExporter {
         Ok(())
     }
 }
-
-nixl_telemetry_abi::export_plugin!(
-    MultiProcessExporter,
-    name = "prometheus_mp",
-    version = env!("CARGO_PKG_VERSION")
-);

@@ -138,7 +138,7 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
 /// Opens `path` as an untrusted store and checks its kind, owner and size.
 pub fn open_store(path: &Path, uid: u32) -> Result<File, Skip> {
     let file = files::open_untrusted(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
             Skip::NotRegular("a symbolic link")
         } else if e.kind() == io::ErrorKind::NotFound {
             Skip::Vanished
@@ -343,6 +343,47 @@ pub struct Collector {
     /// Whether failing to list the directory was reported (until it works again).
     warned_listing: AtomicBool,
     renders: AtomicU64,
+    /// The published label sets' labels, escaped and laid out once: a label
+    /// set and its bounds make the same lines on every scrape. Only those of
+    /// the last rendering are kept.
+    labels: Mutex<Vec<CachedLabels>>,
+}
+
+/// A published label set's labels and what they were made from.
+#[derive(Debug)]
+struct CachedLabels {
+    pid: u32,
+    agent_instance: u32,
+    agent_name: String,
+    hostname: String,
+    local_rank: Option<String>,
+    bounds: Vec<f64>,
+    labels: AgentLabels,
+}
+
+impl CachedLabels {
+    fn of(store: &StoreReading) -> CachedLabels {
+        CachedLabels {
+            pid: store.pid,
+            agent_instance: store.agent_instance,
+            agent_name: store.agent_name.clone(),
+            hostname: store.hostname.clone(),
+            local_rank: store.local_rank.clone(),
+            bounds: store.totals.histogram(0).bounds().to_vec(),
+            labels: store.labels(),
+        }
+    }
+
+    /// Whether these are `store`'s labels and bounds (the numbers first:
+    /// the texts are compared only for the same pid and instance).
+    fn matches(&self, store: &StoreReading) -> bool {
+        self.pid == store.pid
+            && self.agent_instance == store.agent_instance
+            && self.agent_name == store.agent_name
+            && self.hostname == store.hostname
+            && self.local_rank == store.local_rank
+            && self.bounds == store.totals.histogram(0).bounds()
+    }
 }
 
 impl Collector {
@@ -356,6 +397,7 @@ impl Collector {
             warned: Mutex::new(HashSet::new()),
             warned_listing: AtomicBool::new(false),
             renders: AtomicU64::new(0),
+            labels: Mutex::new(Vec::new()),
         }
     }
 
@@ -496,11 +538,22 @@ impl BodySource for Collector {
 
     fn render(&self, format: Format) -> Vec<u8> {
         let stores = self.collect();
-        let labels: Vec<AgentLabels> = stores.iter().map(StoreReading::labels).collect();
-        let agents: Vec<(&AgentLabels, &Totals)> = labels
+        let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
+        // The label sets published now, in order, each found in (or added
+        // to) the cache: one scan of it per label set (tens to hundreds).
+        let mut kept = Vec::with_capacity(stores.len());
+        for store in &stores {
+            let labels = match cache.iter().position(|c| c.matches(store)) {
+                Some(i) => cache.swap_remove(i),
+                None => CachedLabels::of(store),
+            };
+            kept.push(labels);
+        }
+        *cache = kept;
+        let agents: Vec<(&AgentLabels, &Totals)> = cache
             .iter()
             .zip(&stores)
-            .map(|(l, s)| (l, &s.totals))
+            .map(|(c, s)| (&c.labels, &s.totals))
             .collect();
         nixl_telemetry_metrics::render(&agents, format)
     }
@@ -565,6 +618,40 @@ mod tests {
 
     fn stores_in(dir: &Path) -> usize {
         files::store_paths(dir).unwrap().len()
+    }
+
+    #[test]
+    fn ranks_sharing_pid_and_instance_each_render_with_their_own_labels() {
+        // Ranks in PID namespaces of their own: all pid 1, instance 0; the
+        // labels kept between scrapes must never be swapped.
+        let dir = tempfile::tempdir().unwrap();
+        let mut writers: Vec<StoreWriter> = (0..3)
+            .map(|rank| {
+                let identity = StoreIdentity {
+                    listen: LISTEN.to_owned(),
+                    hostname: "node".to_owned(),
+                    agent_name: format!("rank-{rank}"),
+                    pid: 1,
+                    agent_instance: 0,
+                    local_rank: Some(rank.to_string()),
+                };
+                StoreWriter::create(dir.path(), &identity, &Buckets::new(&[10.0]).unwrap()).unwrap()
+            })
+            .collect();
+        for (rank, w) in writers.iter_mut().enumerate() {
+            w.record(&tx(1000 + rank as u64));
+        }
+        let collector = collector(&writers[0], dir.path());
+        for _ in 0..3 {
+            let text = String::from_utf8(collector.render(Format::Text)).unwrap();
+            for rank in 0..3 {
+                let line = format!(
+                    "agent_tx_bytes_total{{agent_name=\"rank-{rank}\",hostname=\"node\",pid=\"1\",agent_instance=\"0\",local_rank=\"{rank}\"}} {}\n",
+                    1000 + rank
+                );
+                assert!(text.contains(&line), "{line} missing in:\n{text}");
+            }
+        }
     }
 
     #[test]

@@ -5,19 +5,21 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nixl_telemetry_prometheus_http::Settings;
+use nixl_telemetry_abi::env;
+use nixl_telemetry_prometheus_http::settings::VARIABLES as BASE_VARIABLES;
+use nixl_telemetry_prometheus_http::{Settings, SettingsError};
 
 use crate::error::MpError;
 use crate::layout::MAX_BOUNDS;
 
 /// `NIXL_TELEMETRY_MULTIPROC_DIR`: the directory every process of the run
 /// writes its stores into (required).
-pub const ENV_DIR: &str = "NIXL_TELEMETRY_MULTIPROC_DIR";
+pub const ENV_DIR: &str = env::MULTIPROC_DIR;
 /// `NIXL_TELEMETRY_MP_STALE_TTL`: seconds a released store stays published
 /// after its last update.
-pub const ENV_STALE_TTL: &str = "NIXL_TELEMETRY_MP_STALE_TTL";
+pub const ENV_STALE_TTL: &str = env::MP_STALE_TTL;
 /// `NIXL_TELEMETRY_RANK_ENV`: the name of the variable holding the local rank.
-pub const ENV_RANK_ENV: &str = "NIXL_TELEMETRY_RANK_ENV";
+pub const ENV_RANK_ENV: &str = env::RANK_ENV;
 /// The rank variable when [`ENV_RANK_ENV`] is not set.
 pub const DEFAULT_RANK_ENV: &str = "LOCAL_RANK";
 /// The stale TTL when [`ENV_STALE_TTL`] is not set.
@@ -48,8 +50,20 @@ impl MpSettings {
     }
 
     /// Reads the process environment; `output_path` is the host's
-    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`.
+    /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`. A variable of this plug-in or
+    /// of the single-process one that is not UTF-8 is an error naming it
+    /// (`nixl_telemetry_abi::env`'s rule); the rank's value is taken as
+    /// text, invalid sequences replaced.
     pub fn from_env(output_path: Option<&str>) -> Result<MpSettings, MpError> {
+        for variable in BASE_VARIABLES
+            .into_iter()
+            .chain([ENV_DIR, ENV_STALE_TTL, ENV_RANK_ENV])
+        {
+            env::var(variable).map_err(|e| SettingsError::NotUtf8 {
+                variable: e.variable,
+                value: e.value_lossy,
+            })?;
+        }
         MpSettings::from_lookup(output_path, |name| {
             std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
         })

@@ -11,9 +11,9 @@
 //! changed are stored, the sequence is made even again. Readers copy the
 //! store and retry when the sequence moved.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
@@ -23,7 +23,7 @@ use nixl_telemetry_metrics::{AgentMetrics, Buckets, Series, SeriesNaming};
 use crate::error::MpError;
 use crate::files;
 use crate::layout::{self, entry, off, text_len, FILE_SIZE, FIXED_READINGS, MAX_SERIES};
-use crate::sys::{link_unnamed, StoreMapping};
+use crate::sys::StoreMapping;
 
 /// Who a store speaks for: the labels of its series.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,28 +73,6 @@ fn text(what: &'static str, value: &str, size: usize) -> Result<Vec<u8>, MpError
         value: value.to_owned(),
         limit: size - 2,
     })
-}
-
-/// Creates an unnamed file in `dir`, or `None` where the filesystem cannot.
-fn create_unnamed(dir: &Path) -> io::Result<Option<File>> {
-    let opened = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
-        .open(dir);
-    match opened {
-        Ok(f) => Ok(Some(f)),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::ENOENT)
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 impl StoreWriter {
@@ -149,7 +127,7 @@ impl StoreWriter {
             }
         };
         let unnamed = if unnamed {
-            create_unnamed(dir).map_err(file_error("create a store in", dir))?
+            files::create_unnamed(dir).map_err(file_error("create a store in", dir))?
         } else {
             None
         };
@@ -160,14 +138,7 @@ impl StoreWriter {
                     ".{}.tmp",
                     path.file_name().unwrap_or_default().to_string_lossy()
                 ));
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                    .open(&tmp)
-                    .map_err(file_error("create the store", &tmp))?;
+                let f = files::create_new(&tmp).map_err(file_error("create the store", &tmp))?;
                 (f, Some(tmp))
             }
         };
@@ -212,7 +183,8 @@ impl StoreWriter {
             fence(Ordering::Release);
             map.write_bytes(off::MAGIC, &layout::MAGIC);
             match &temporary {
-                None => link_unnamed(&file, &path).map_err(file_error("name the store", &path))?,
+                None => files::link_unnamed(&file, &path)
+                    .map_err(file_error("name the store", &path))?,
                 Some(tmp) => {
                     std::fs::rename(tmp, &path).map_err(file_error("name the store", &path))?
                 }

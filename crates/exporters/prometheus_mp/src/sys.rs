@@ -1,15 +1,12 @@
-//! The crate's only unsafe code: the writer's shared mapping of its store,
-//! and giving a name to an unnamed (`O_TMPFILE`) file.
+//! The crate's only unsafe code: the writer's shared mapping of its store.
 //!
 //! Readers never map stores: they copy them with `pread`, so a file that
 //! another process truncates cannot fault the reader.
 
-use std::ffi::CString;
+#![allow(unsafe_code)]
+
 use std::fs::File;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::io::AsRawFd;
-use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use memmap2::MmapMut;
@@ -86,49 +83,6 @@ impl StoreMapping {
         // thread that owns the store writer (`&self` methods are not called
         // concurrently: the writer is not `Sync`-shared).
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
-    }
-}
-
-/// Gives the unnamed file `file` (opened with `O_TMPFILE`) the name `path`;
-/// fails with `AlreadyExists` if the name is taken.
-pub(crate) fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
-    let dest = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
-    let proc_path =
-        CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL in a number");
-    // SAFETY: both strings are NUL-terminated and live across the call.
-    let rc = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            proc_path.as_ptr(),
-            libc::AT_FDCWD,
-            dest.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let through_proc = io::Error::last_os_error();
-    if through_proc.kind() == io::ErrorKind::AlreadyExists {
-        return Err(through_proc);
-    }
-    // Without /proc: linking the descriptor itself needs CAP_DAC_READ_SEARCH.
-    let empty = CString::default();
-    // SAFETY: as above; the descriptor is open for the call.
-    let rc = unsafe {
-        libc::linkat(
-            file.as_raw_fd(),
-            empty.as_ptr(),
-            libc::AT_FDCWD,
-            dest.as_ptr(),
-            libc::AT_EMPTY_PATH,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(through_proc)
     }
 }
 

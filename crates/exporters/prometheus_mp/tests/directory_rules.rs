@@ -11,11 +11,9 @@ use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_prometheus_http::{Buckets, Format, Settings};
-use telemetry_exporter_prometheus_mp::layout::{self, FILE_SIZE};
-use telemetry_exporter_prometheus_mp::scan::{open_store, read_store, Collector, Skip};
-use telemetry_exporter_prometheus_mp::{
-    MpError, MpSettings, MultiProcessExporter, TAKEOVER_INTERVAL,
-};
+use nixl_telemetry_prometheus_mp::layout::{self, FILE_SIZE};
+use nixl_telemetry_prometheus_mp::scan::{open_store, read_store, Collector, Skip};
+use nixl_telemetry_prometheus_mp::{MpError, MpSettings, MultiProcessExporter, TAKEOVER_INTERVAL};
 
 fn settings(dir: &Path, port: u16) -> MpSettings {
     let mut base = Settings::new(SocketAddr::from(([127, 0, 0, 1], port)));

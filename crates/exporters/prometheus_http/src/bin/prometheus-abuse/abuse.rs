@@ -244,7 +244,7 @@ pub fn scrape(addr: SocketAddr) -> Result<Duration, String> {
     Ok(elapsed)
 }
 
-/// The abuses of issue 18 item 2.
+/// The abuses the endpoint is put through (docs/testing.md, "HTTP under abuse").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Connections opened and never written to.

@@ -1,4 +1,5 @@
-//! The Prometheus endpoint under abuse (issue 18 item 2), measured.
+//! The Prometheus endpoint under abuse, measured (docs/testing.md, "HTTP under
+//! abuse").
 //!
 //! ```text
 //! cargo run --release -p nixl-telemetry-prometheus-http --bin prometheus-abuse -- measure [--scrapes N] [--interval-ms I] [--pause-ms P] [--agents A] [--no-nice]

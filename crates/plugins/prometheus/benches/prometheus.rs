@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use nixl_telemetry::{Direction, ExportOutcome, Exporter, Telemetry, TelemetryStats};
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor, EXPORT_OK};
 use nixl_telemetry_abi::{Category, Event};
+use nixl_telemetry_benchsupport::{lower_priority, pin, real_time, thread_cpu_time};
 use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
 
 const BATCH: usize = 4096;
@@ -366,18 +367,6 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
 
 /// Runs `work` for `seconds` (it returns operations done per call), with or
 /// without `clients` scrapers; returns (ops/s, sorted latencies).
-/// CPU time the calling thread has used.
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write into.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0);
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// Operations per second of wall time, and per second of the working
 /// thread's own CPU time (which time-sharing with other threads and
 /// processes does not dilute).
@@ -405,7 +394,9 @@ fn phase(
             let stop = &stop;
             scope.spawn(move || {
                 pin(load.scraper_cpu);
-                nice(load.nice);
+                if load.nice {
+                    lower_priority();
+                }
                 let mut x = 1u64;
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..10_000 {
@@ -422,7 +413,9 @@ fn phase(
             let (stop, all) = (&stop, &all);
             scope.spawn(move || {
                 pin(load.scraper_cpu);
-                nice(load.nice);
+                if load.nice {
+                    lower_priority();
+                }
                 let l = scraper(addr, share, load.gzip, stop);
                 all.lock().unwrap().extend(l);
             });
@@ -565,31 +558,6 @@ struct Load {
     nice: bool,
 }
 
-/// Pins the calling thread to `cpu` (no-op for `None`).
-fn pin(cpu: Option<usize>) {
-    let Some(cpu) = cpu else { return };
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu is below the number of CPUs, so within the set.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: pid 0 is the calling thread; set is a valid cpu_set_t of the given size.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(rc, 0, "sched_setaffinity({cpu}) failed");
-}
-
-/// Lowers the calling thread to nice 19 when `lower` (Linux: per thread).
-fn nice(lower: bool) {
-    if !lower {
-        return;
-    }
-    // SAFETY: gettid takes no arguments and cannot fail.
-    let tid = unsafe { libc::gettid() };
-    // SAFETY: setpriority reads its three integer arguments only; on Linux,
-    // PRIO_PROCESS with a thread id changes that thread alone.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
-    assert_eq!(rc, 0, "setpriority(nice 19) failed");
-}
-
 fn scrape(o: &Options) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (work_cpu, scraper_cpu) = if o.pin && cpus >= 2 {
@@ -624,15 +592,11 @@ fn scrape(o: &Options) {
         // Every thread measured here runs SCHED_RR (inherited by the threads
         // created from this one): other processes on a shared machine cannot
         // take their CPUs, so what remains is the threads' effect on each other.
-        let param = libc::sched_param { sched_priority: 1 };
-        // SAFETY: pid 0 is the calling thread; param is valid.
-        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &param) };
         println!(
             "SCHED_RR for the server, scrapers, recorder and flush thread: {}",
-            if rc == 0 {
-                "set"
-            } else {
-                "refused (not root?)"
+            match real_time() {
+                Ok(()) => "set",
+                Err(_) => "refused (not root?)",
             }
         );
     }
