@@ -1,9 +1,15 @@
 //! A ring file of any version the readers accept, header and slots: the first
-//! input byte picks the read mode, the rest is the file. Properties: opening and
-//! reading never panic; a failure is a `RingError` with a message; a peeking
-//! reader never changes the file; no read returns more events than the ring
-//! holds, and reading ends (a bounded number of batches); slot bytes read in
-//! place ([`SlotView`]) give the records [`RingReader::peek_records`] gives.
+//! input byte picks the read mode, the rest is the file. Selector bits: 0
+//! consume (else peek), 1 large batches, 2 and 3 the API (events, records, or
+//! slot bytes beside records), 4 a peeking reader that follows the writer
+//! ([`RingReader::follow_writer`]), started at the slot bits 5–7 give, behind
+//! the consumer's `read_pos` or not. Properties: opening and reading never
+//! panic; a failure is a `RingError` with a message; a peeking reader never
+//! changes the file; no read returns more events than the ring holds, and
+//! reading ends (a bounded number of batches); slot bytes read in place
+//! ([`SlotView`]) give the records [`RingReader::peek_records`] gives; a
+//! reader following the writer reads or skips (counted) every slot up to
+//! `write_pos`, no more.
 
 #![no_main]
 #![forbid(unsafe_code)]
@@ -53,8 +59,21 @@ fuzz_target!(|data: &[u8]| {
     if let Some(problem) = reader.trailer_problem() {
         assert!(!problem.to_string().is_empty());
     }
-    let _ = reader.pending();
+    let follow = mode == ReadMode::Peek && selector & 16 != 0;
+    if follow {
+        reader.follow_writer();
+        // A start of its own: before read_pos, its slots were consumed.
+        let _ = reader.resume_peek_at(u64::from(selector >> 5) % capacity);
+    }
+    let waiting = reader.pending().ok();
     let batch = if selector & 2 == 0 { 7 } else { 1024 };
+    // Following the writer, a read that copied slots a consumer gave back
+    // may hand out nothing until the next read settles them.
+    let mut idle = 0;
+    let mut ended = |n: usize| {
+        idle = if n == 0 { idle + 1 } else { 0 };
+        idle > usize::from(follow)
+    };
     let mut read = 0u64;
     let mut rounds = 0u64;
     let mut clean_end = false;
@@ -63,10 +82,11 @@ fuzz_target!(|data: &[u8]| {
         loop {
             events.clear();
             match reader.read_batch(&mut events, batch) {
-                Ok(0) => {
+                Ok(n) if ended(n) => {
                     clean_end = true;
                     break;
                 }
+                Ok(0) => {}
                 Ok(n) => {
                     assert_eq!(n, events.len(), "count and events disagree");
                     read += n as u64;
@@ -90,10 +110,11 @@ fuzz_target!(|data: &[u8]| {
             records.clear();
             let peeked = reader.peek_records(&mut records, batch);
             match reader.read_slot_bytes(&mut slots, batch) {
-                Ok(0) => {
+                Ok(n) if ended(n) => {
                     clean_end = true;
                     break;
                 }
+                Ok(0) => {}
                 Ok(n) => {
                     assert_eq!(
                         slots.len(),
@@ -102,7 +123,9 @@ fuzz_target!(|data: &[u8]| {
                     );
                     let viewed: Vec<RingRecord> =
                         SlotView::all(layout, &slots).map(|s| s.record()).collect();
-                    if let Ok(m) = peeked {
+                    // (Following the writer, the first may hold what the
+                    // second then hands out.)
+                    if let (Ok(m), false) = (peeked, follow) {
                         assert_eq!(m, n, "peeked records and slot bytes disagree");
                         assert_eq!(viewed, records, "slot views and records disagree");
                     }
@@ -124,10 +147,11 @@ fuzz_target!(|data: &[u8]| {
         loop {
             records.clear();
             match reader.read_records(&mut records, batch) {
-                Ok(0) => {
+                Ok(n) if ended(n) => {
                     clean_end = true;
                     break;
                 }
+                Ok(0) => {}
                 Ok(n) => {
                     for record in &records {
                         let _ = record.name();
@@ -150,6 +174,13 @@ fuzz_target!(|data: &[u8]| {
         read <= capacity,
         "{read} events read from a ring of capacity {capacity}"
     );
+    if let (true, true, Some(waiting)) = (follow, clean_end, waiting) {
+        assert_eq!(
+            read + reader.overtaken(),
+            waiting,
+            "following the writer: slots read and skipped are not those up to write_pos"
+        );
+    }
     if mode == ReadMode::Consume && clean_end {
         if let Ok(left) = reader.pending() {
             assert_eq!(left, 0, "events left after reading everything");

@@ -1,5 +1,6 @@
 //! `nixl-telemetry top` in a real terminal: run under tmux, keys sent
-//! (sort, reverse, select, pause, help, quit), the screen captured and read.
+//! (sort, reverse, select, pause, help, quit), the screen captured and read;
+//! a terminal that goes away (its window closed) ends `top`.
 //! Skipped, saying so, when tmux is not installed; `scripts/test-view.sh`
 //! installs it and runs this test.
 
@@ -20,9 +21,10 @@ struct Tmux {
 }
 
 impl Tmux {
-    fn new() -> Tmux {
+    /// The server of the test `test`.
+    fn new(test: &str) -> Tmux {
         Tmux {
-            socket: format!("nixl-top-test-{}", std::process::id()),
+            socket: format!("nixl-top-test-{}-{test}", std::process::id()),
         }
     }
 
@@ -33,6 +35,28 @@ impl Tmux {
             .args(args)
             .output()
             .expect("run tmux")
+    }
+
+    /// Starts the session `top`, `width` × `height`, running `command`.
+    fn start(&self, width: u16, height: u16, command: &[&str]) {
+        let (width, height) = (width.to_string(), height.to_string());
+        let mut args = vec![
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            &width,
+            "-y",
+            &height,
+        ];
+        args.extend_from_slice(command);
+        let started = self.run(&args);
+        assert!(
+            started.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&started.stderr)
+        );
     }
 
     fn screen(&self) -> String {
@@ -103,7 +127,7 @@ fn keys_sort_select_pause_help_and_quit_on_a_real_terminal() {
             }
         })
     };
-    let tmux = Tmux::new();
+    let tmux = Tmux::new("keys");
     let status_file = dir.path().join("status");
     let command = format!(
         "'{}' top --interval 0.5 '{}'; echo $? > '{}'",
@@ -111,22 +135,7 @@ fn keys_sort_select_pause_help_and_quit_on_a_real_terminal() {
         dir.path().display(),
         status_file.display()
     );
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "top",
-        "-x",
-        "150",
-        "-y",
-        "30",
-        &command,
-    ]);
-    assert!(
-        started.status.success(),
-        "tmux: {}",
-        String::from_utf8_lossy(&started.stderr)
-    );
+    tmux.start(150, 30, &[&command]);
 
     // The view: title, both agents with rates, sorted by agent name.
     let screen = tmux.wait_for("both agents with rates", |s| {
@@ -209,4 +218,64 @@ fn read_status(path: &Path) -> Option<String> {
         .ok()
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
+}
+
+/// Whether process `pid` has ended (gone, or a zombie no one reaped).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
+/// The terminal closed under `top` (its tmux session killed: the pane's
+/// terminal hangs up): `top` ends within seconds instead of reading the
+/// dead terminal forever at full CPU.
+#[test]
+fn top_ends_when_its_terminal_goes_away() {
+    if skip_without("tmux", "top_ends_when_its_terminal_goes_away") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut alpha = ring(dir.path(), "alpha", 4096, &layout::V1);
+    alpha.push_batch(&transfer(1, true, 100, 20));
+    let tmux = Tmux::new("hang-up");
+    tmux.start(
+        120,
+        20,
+        &[
+            env!("CARGO_BIN_EXE_nixl-telemetry"),
+            "top",
+            "--interval",
+            "0.5",
+            &dir.path().display().to_string(),
+        ],
+    );
+    tmux.wait_for("the view", |s| s.contains("alpha") && s.contains("B/s"));
+    let out = tmux.run(&["display-message", "-p", "-t", "top", "#{pane_pid}"]);
+    let pid: u32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("the pane's process id");
+    assert!(!ended(pid));
+    assert!(tmux.run(&["kill-session", "-t", "top"]).status.success());
+    let end = Instant::now() + Duration::from_secs(5);
+    while !ended(pid) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let still = !ended(pid);
+    if still {
+        // Not left behind, whatever the outcome.
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        !still,
+        "top (pid {pid}) still runs 5 s after its terminal went away"
+    );
+    drop(alpha);
 }

@@ -9,13 +9,15 @@
 //! * [`c_values`]: what a C program prints of a header's constants and
 //!   layout, checked against the Rust side;
 //! * [`panic_boundary`]: every `extern "C"` entry point of a boundary runs
-//!   inside a panic guard, checked in the source.
+//!   inside a panic guard, checked in the source;
+//! * [`nixl_ring`]: rings as NIXL's own writer writes them (no trailer).
 
 #![forbid(unsafe_code)]
 
 pub mod c_values;
 pub mod capture;
 pub mod child;
+pub mod nixl_ring;
 pub mod panic_boundary;
 pub mod plugins;
 

@@ -4,14 +4,14 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nixl_telemetry::ring::{ReadMode, TrailerInfo};
 use nixl_telemetry::Event;
 use nixl_telemetry_metrics::{histogram, slot, AgentMetrics, Buckets, SeriesNaming, Totals};
 
 use super::feed::{Feed, Missed};
-use super::row::{Flags, Rates, Row};
+use super::row::{Flags, Rates, Row, Starting};
 use crate::lost::events_lost;
 use crate::read::escape_control;
 use crate::ring_files::{Candidate, RingSources};
@@ -29,10 +29,10 @@ struct Agent {
     metrics: AgentMetrics,
     version: Option<i32>,
     trailer: Option<TrailerInfo>,
-    /// The totals and what was missed at the last refresh (the baseline of
-    /// the rates); `None` until the first poll (whose events were recorded
-    /// before `top` looked: no rate is made of them).
-    last: Option<(Totals, Missed, Option<u64>)>,
+    /// The baseline of the rates: at the last refresh, or `None` until
+    /// the feed has read what its ring held when it was opened (recorded
+    /// before `top` looked: no rate is made of it).
+    last: Option<Baseline>,
     /// What the feeds of this agent missed before the current one (a ring
     /// replaced by a restarted producer gets a new feed).
     missed_before: Missed,
@@ -46,10 +46,7 @@ struct Agent {
 impl Agent {
     fn missed(&self) -> Missed {
         let now = self.feed.as_ref().map(Feed::missed).unwrap_or_default();
-        Missed {
-            drained: self.missed_before.drained + now.drained,
-            wrapped: self.missed_before.wrapped + now.wrapped,
-        }
+        self.missed_before.plus(&now)
     }
 
     fn lost(&self) -> Option<u128> {
@@ -60,6 +57,15 @@ impl Agent {
             self.version,
         )
     }
+}
+
+/// What an agent's rates are measured from.
+struct Baseline {
+    totals: Totals,
+    missed: Missed,
+    /// The trailer's count of events written.
+    written: Option<u64>,
+    at: Instant,
 }
 
 /// The agents of the rings named on the command line.
@@ -99,14 +105,14 @@ impl Agents {
         &self.skipped
     }
 
-    /// Looks for rings that appeared, went or were replaced, and reads what
-    /// every ring holds now. Returns whether a consumer took events from a
-    /// ring before this reader saw them (reading sooner may see more). A
+    /// Looks for rings that appeared, went or were replaced: a ring that
+    /// went is read to its end, a new one read for the first time. A
     /// directory that cannot be listed is reported among the skipped files,
     /// and its agents count as gone until it can be listed again.
-    pub fn poll(&mut self) -> bool {
+    pub fn scan(&mut self) {
         let scan = self.sources.scan();
         let files = &scan.files;
+        let now = Instant::now();
         let now_us = nixl_telemetry::clock::system_now_us();
         // Rings that went or were replaced: read to their end, then closed
         // (a replaced one is opened again below, as the same agent).
@@ -116,7 +122,7 @@ impl Agents {
                 .iter()
                 .any(|f| f.path() == agent.path && f.file.identity == feed.identity());
             if !still {
-                read_feed(agent, now_us, &mut self.events);
+                read_feed(agent, now, now_us, &mut self.events);
                 agent.missed_before = agent.missed();
                 agent.feed = None;
             }
@@ -135,7 +141,7 @@ impl Agents {
             if known.is_some_and(|at| self.agents[at].feed.is_some()) {
                 continue;
             }
-            match Feed::open(file, &self.sources, self.mode) {
+            match Feed::open(file, &self.sources, self.mode, now) {
                 Ok(feed) => {
                     self.skipped.retain(|(path, _)| path != file.path());
                     let at = match known {
@@ -150,6 +156,7 @@ impl Agents {
                     agent.problem = None;
                     agent.gone_for = 0;
                     agent.feed = Some(feed);
+                    read_feed(agent, now, now_us, &mut self.events);
                 }
                 Err(reason) => match self.skipped.iter_mut().find(|(p, _)| p == file.path()) {
                     Some((_, known_reason)) => *known_reason = reason,
@@ -157,13 +164,23 @@ impl Agents {
                 },
             }
         }
-        let mut overtaken = false;
+    }
+
+    /// Reads the rings whose look is due `now` (every ring when `all`), and
+    /// returns when the next look is due (at the latest `until`).
+    pub fn look(&mut self, now: Instant, all: bool, until: Instant) -> Instant {
+        let now_us = nixl_telemetry::clock::system_now_us();
+        let mut next = until;
         for agent in &mut self.agents {
-            let before = agent.missed();
-            read_feed(agent, now_us, &mut self.events);
-            overtaken |= agent.missed().drained > before.drained;
+            let Some(feed) = &agent.feed else { continue };
+            if all || feed.next_look() <= now {
+                read_feed(agent, now, now_us, &mut self.events);
+            }
+            if let Some(feed) = &agent.feed {
+                next = next.min(feed.next_look());
+            }
         }
-        overtaken
+        next
     }
 
     fn new_agent(&self, file: &Candidate) -> Agent {
@@ -183,10 +200,12 @@ impl Agents {
         }
     }
 
-    /// The rows at a refresh, `elapsed` after the previous one: rates are
-    /// the model's totals now less those at the previous refresh.
-    pub fn refresh(&mut self, elapsed: Duration) -> Vec<Row> {
-        let seconds = elapsed.as_secs_f64().max(1e-3);
+    /// The rows at a refresh `now`, `elapsed` after the previous one:
+    /// rates are the model's totals now less those at the previous refresh
+    /// (or, for an agent first seen since, when it had read what its ring
+    /// held: over the time since then, when that is half the interval or
+    /// more).
+    pub fn refresh(&mut self, now: Instant, elapsed: Duration) -> Vec<Row> {
         for agent in &mut self.agents {
             if agent.feed.is_none() {
                 agent.gone_for += 1;
@@ -229,18 +248,18 @@ impl Agents {
         self.agents
             .iter_mut()
             .zip(shown)
-            .map(|(agent, shown)| row(agent, shown, seconds, history_len))
+            .map(|(agent, shown)| row(agent, shown, now, elapsed, history_len))
             .collect()
     }
 }
 
 /// Reads what the agent's ring holds and folds it into the model.
-fn read_feed(agent: &mut Agent, now_us: u64, events: &mut Vec<Event>) {
+fn read_feed(agent: &mut Agent, now: Instant, now_us: u64, events: &mut Vec<Event>) {
     let Some(feed) = agent.feed.as_mut() else {
         return;
     };
     events.clear();
-    match feed.poll(now_us, events) {
+    match feed.poll(now, now_us, events) {
         Ok(()) => {
             agent.metrics.record(events);
             agent.trailer = feed.trailer().or(agent.trailer);
@@ -251,22 +270,52 @@ fn read_feed(agent: &mut Agent, now_us: u64, events: &mut Vec<Event>) {
             agent.feed = None;
         }
     }
-    if agent.last.is_none() {
-        let written = agent.trailer.map(|t| t.events_written);
-        agent.last = Some((agent.metrics.totals().clone(), agent.missed(), written));
+    // The rates start once what the ring held at open is read.
+    if agent.last.is_none() && agent.feed.as_ref().is_none_or(Feed::caught_up) {
+        agent.last = Some(Baseline {
+            totals: agent.metrics.totals().clone(),
+            missed: agent.missed(),
+            written: agent.trailer.map(|t| t.events_written),
+            at: now,
+        });
     }
 }
 
-/// The agent's row over the interval since the last refresh.
-fn row(agent: &mut Agent, shown: String, seconds: f64, history_len: usize) -> Row {
+/// The agent's row at a refresh `now`, `elapsed` after the previous one:
+/// its rates over the time since its baseline.
+fn row(
+    agent: &mut Agent,
+    shown: String,
+    now: Instant,
+    elapsed: Duration,
+    history_len: usize,
+) -> Row {
     let totals = agent.metrics.totals();
     let missed = agent.missed();
     let written = agent.trailer.map(|t| t.events_written);
     let full = agent.feed.as_ref().is_some_and(Feed::is_full);
-    let (rates, written_per_s, interval_missed) = match &agent.last {
-        Some((earlier, missed_before, written_before)) if agent.feed.is_some() => {
-            let interval_missed = missed.since(missed_before);
-            let diff = totals.since(earlier);
+    // A baseline taken late in the interval (an agent first seen, or whose
+    // ring's old events were read, shortly before) makes no rate yet: it is
+    // kept for the next refresh.
+    let since = agent
+        .last
+        .as_ref()
+        .map(|b| now.saturating_duration_since(b.at));
+    let too_short = agent.feed.is_some() && since.is_some_and(|s| s < elapsed / 2);
+    let starting = if agent.feed.is_none() {
+        None
+    } else if agent.last.is_none() {
+        Some(Starting::ReadingWhatTheRingHeld)
+    } else if too_short {
+        Some(Starting::LateInTheInterval)
+    } else {
+        None
+    };
+    let (rates, written_per_s, interval_missed) = match (&agent.last, since) {
+        (Some(before), Some(since)) if agent.feed.is_some() && !too_short => {
+            let seconds = since.as_secs_f64().max(1e-3);
+            let interval_missed = missed.since(&before.missed);
+            let diff = totals.since(&before.totals);
             let per_s = |v: u64| v as f64 / seconds;
             let xfer = diff.histogram(histogram::XFER_TIME);
             let rates = Rates {
@@ -280,11 +329,11 @@ fn row(agent: &mut Agent, shown: String, seconds: f64, history_len: usize) -> Ro
                 p50_us: xfer.quantile(0.5),
                 p99_us: xfer.quantile(0.99),
             };
-            let written_per_s = match (written, written_before) {
-                (Some(now), Some(before)) => Some(per_s(now.saturating_sub(*before))),
+            let written_per_s = match (written, before.written) {
+                (Some(now), Some(before)) => Some(per_s(now.saturating_sub(before))),
                 _ => None,
             };
-            let shown_rates = (interval_missed.total() == 0).then_some(rates);
+            let shown_rates = (!interval_missed.any()).then_some(rates);
             (shown_rates, written_per_s, interval_missed)
         }
         _ => (None, None, Missed::default()),
@@ -311,6 +360,7 @@ fn row(agent: &mut Agent, shown: String, seconds: f64, history_len: usize) -> Ro
             missed: interval_missed,
             full,
             problem: agent.problem.clone(),
+            starting,
         },
         errors: errors_by_status.iter().map(|(_, n)| n).sum(),
         errors_by_status,
@@ -318,6 +368,14 @@ fn row(agent: &mut Agent, shown: String, seconds: f64, history_len: usize) -> Ro
         lost: agent.lost(),
         history: agent.history.iter().copied().collect(),
     };
-    agent.last = Some((totals.clone(), missed, written));
+    // No baseline is made here before the feed has read what its ring held.
+    if starting.is_none() {
+        agent.last = Some(Baseline {
+            totals: totals.clone(),
+            missed,
+            written,
+            at: now,
+        });
+    }
     row
 }

@@ -5,18 +5,25 @@
 //! `--consume`, folds each agent's events into the one metric model
 //! (`nixl-telemetry-metrics`), and shows, refreshed every interval, per
 //! agent: events/s, bytes/s each way, requests/s, transfer time p50/p99,
-//! errors by status, memory registered now and events lost. When the reader
-//! misses events (another consumer drained the ring, or it wrapped), the
-//! agent's rates are not shown and the note says why.
+//! errors by status, memory registered now and events lost.
+//!
+//! Peeking follows the writer, not the consumer: the events another
+//! consumer (the export sidecar, NIXL's reader) took are read until the
+//! writer comes round to them, each ring looked at at a pace of its own
+//! (`pace.rs`). When the reader misses events all the same (the writer went
+//! round the ring between two looks), the agent's rates are not shown and
+//! the note says why.
 //!
 //! On a terminal the view is full-screen (ratatui); with `--plain`, or when
 //! stdout is no terminal, a plain table is printed at every refresh.
 
 mod agents;
 mod feed;
+mod pace;
 mod plain;
 mod row;
 mod screen;
+mod terminal_input;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -25,22 +32,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use nixl_telemetry::ring::{ReadMode, ScanRules};
-use ratatui::crossterm::event::{self, Event as TermEvent};
+use ratatui::crossterm::event::Event as TermEvent;
 
 use crate::read::local_date_time;
 use crate::ring_files::RingSources;
 use crate::signal::StopFlag;
 use agents::Agents;
 use screen::{Action, Screen};
+use terminal_input::{Input, TerminalInput};
 
-/// How often the rings are read (at most: the refresh interval if shorter).
-const POLL: Duration = Duration::from_millis(100);
-/// How soon the rings are read again after a consumer took events this
-/// reader had not seen (for [`HURRY_FOR`]): a consumer that leaves the newest
-/// events in the ring (the demo's) then takes none unseen.
-const HURRIED_POLL: Duration = Duration::from_millis(10);
-/// How long the rings are read at [`HURRIED_POLL`] after an overtaking.
-const HURRY_FOR: Duration = Duration::from_secs(5);
+/// How often the directories are scanned for rings that appeared or went
+/// (each ring is read at its own pace: `pace.rs`).
+const SCAN: Duration = Duration::from_millis(100);
 /// The sparkline's span.
 const HISTORY: Duration = Duration::from_secs(60);
 
@@ -118,7 +121,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     };
     let history_len = (HISTORY.as_secs_f64() / args.interval.as_secs_f64()).ceil() as usize;
     let mut agents = Agents::new(sources, mode, history_len);
-    agents.poll();
+    agents.scan();
     if args.plain || !std::io::stdout().is_terminal() {
         run_plain(&args, &mut agents, &stop)
     } else {
@@ -126,13 +129,11 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// When the rings are read next and when the rows are made next.
+/// When the directories are scanned, the rings read and the rows made next.
 struct Clock {
-    poll_every: Duration,
     interval: Duration,
-    next_poll: Instant,
-    /// Until when the rings are read at [`HURRIED_POLL`].
-    hurry_until: Option<Instant>,
+    next_scan: Instant,
+    next_look: Instant,
     next_refresh: Instant,
     last_refresh: Instant,
 }
@@ -140,52 +141,45 @@ struct Clock {
 impl Clock {
     fn new(interval: Duration) -> Clock {
         let now = Instant::now();
-        let poll_every = POLL.min(interval);
         Clock {
-            poll_every,
             interval,
-            next_poll: now + poll_every,
-            hurry_until: None,
+            next_scan: now + SCAN,
+            next_look: now,
             next_refresh: now + interval,
             last_refresh: now,
         }
     }
 
-    /// Time until the next thing to do.
-    fn wait(&self) -> Duration {
-        self.next_poll
-            .min(self.next_refresh)
-            .saturating_duration_since(Instant::now())
-    }
-
-    fn poll_due(&self) -> bool {
-        Instant::now() >= self.next_poll
-    }
-
-    /// After a poll: the next one soon for a while when `overtaken`.
-    fn polled(&mut self, overtaken: bool) {
+    /// Scans and reads what is due; at a refresh, every ring is read first,
+    /// so that the interval's rates hold everything written up to it.
+    /// Returns, when a refresh is due, its time and the time since the
+    /// last refresh.
+    fn tick(&mut self, agents: &mut Agents) -> Option<(Instant, Duration)> {
         let now = Instant::now();
-        if overtaken {
-            self.hurry_until = Some(now + HURRY_FOR);
+        if now >= self.next_scan {
+            agents.scan();
+            self.next_scan = now + SCAN;
         }
-        let every = match self.hurry_until {
-            Some(until) if now < until => HURRIED_POLL.min(self.poll_every),
-            _ => self.poll_every,
-        };
-        self.next_poll = now + every;
-    }
-
-    /// The time since the last refresh, when a refresh is due.
-    fn refresh_due(&mut self) -> Option<Duration> {
-        let now = Instant::now();
-        if now < self.next_refresh {
+        let refresh = now >= self.next_refresh;
+        if refresh || now >= self.next_look {
+            self.next_look = agents.look(now, refresh, now + SCAN);
+        }
+        if !refresh {
             return None;
         }
         // On schedule, unless far behind (a stopped process resumed).
         self.next_refresh = (self.next_refresh + self.interval).max(now);
         let elapsed = now - self.last_refresh;
         self.last_refresh = now;
-        Some(elapsed)
+        Some((now, elapsed))
+    }
+
+    /// Time until the next thing to do.
+    fn wait(&self) -> Duration {
+        self.next_scan
+            .min(self.next_look)
+            .min(self.next_refresh)
+            .saturating_duration_since(Instant::now())
     }
 }
 
@@ -198,12 +192,8 @@ fn run_plain(args: &TopArgs, agents: &mut Agents, stop: &StopFlag) -> anyhow::Re
     let mut out = std::io::stdout().lock();
     let mut refreshes = 0u64;
     while !stop.is_set() {
-        if clock.poll_due() {
-            let overtaken = agents.poll();
-            clock.polled(overtaken);
-        }
-        if let Some(elapsed) = clock.refresh_due() {
-            let rows = agents.refresh(elapsed);
+        if let Some((now, elapsed)) = clock.tick(agents) {
+            let rows = agents.refresh(now, elapsed);
             let gone = rows.iter().filter(|r| r.gone).count();
             let title = format!(
                 "nixl-telemetry top at {}: interval {:.3} s, {} agents{}, {}",
@@ -255,18 +245,19 @@ fn run_screen(
         agents.consuming(),
         HISTORY.as_secs_f64(),
     );
+    let mut input = TerminalInput::open().context("cannot read the terminal's keys")?;
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
     let result = (|| -> anyhow::Result<()> {
         let mut clock = Clock::new(args.interval);
         let mut refreshes = 0u64;
         let mut dirty = true;
         while !stop.is_set() {
-            if clock.poll_due() {
-                let overtaken = agents.poll();
-                clock.polled(overtaken);
-            }
-            if let Some(elapsed) = clock.refresh_due() {
-                screen.update(agents.refresh(elapsed), agents.skipped().len(), now_text());
+            if let Some((now, elapsed)) = clock.tick(agents) {
+                screen.update(
+                    agents.refresh(now, elapsed),
+                    agents.skipped().len(),
+                    now_text(),
+                );
                 dirty = true;
                 refreshes += 1;
                 if args.iterations.is_some_and(|n| refreshes >= n) {
@@ -278,17 +269,16 @@ fn run_screen(
                 dirty = false;
             }
             // Keys, or the next thing to do; at most 50 ms so that SIGTERM
-            // is seen soon.
-            if event::poll(clock.wait().min(Duration::from_millis(50)))? {
-                match event::read()? {
-                    TermEvent::Key(key) => match screen.key(key) {
-                        Action::Quit => break,
-                        Action::Redraw => dirty = true,
-                        Action::Nothing => {}
-                    },
-                    TermEvent::Resize(..) => dirty = true,
-                    _ => {}
-                }
+            // is seen soon. A terminal that went away ends top.
+            match input.wait(clock.wait().min(Duration::from_millis(50)))? {
+                Input::Event(TermEvent::Key(key)) => match screen.key(key) {
+                    Action::Quit => break,
+                    Action::Redraw => dirty = true,
+                    Action::Nothing => {}
+                },
+                Input::Event(TermEvent::Resize(..)) => dirty = true,
+                Input::Event(_) | Input::Nothing => {}
+                Input::Gone => break,
             }
         }
         Ok(())

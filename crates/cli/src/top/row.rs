@@ -38,6 +38,19 @@ pub struct Flags {
     pub full: bool,
     /// The ring could not be read (the message says why).
     pub problem: Option<String>,
+    /// Why an agent just found has no rates yet.
+    pub starting: Option<Starting>,
+}
+
+/// Why an agent just found has no rates yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Starting {
+    /// The events its ring held when `top` found it are still being read
+    /// (those a consumer took wait until the writer is seen to move on).
+    ReadingWhatTheRingHeld,
+    /// It was found, or its ring's old events read, late in the interval:
+    /// too little time to make a rate of.
+    LateInTheInterval,
 }
 
 impl Flags {
@@ -47,9 +60,18 @@ impl Flags {
         if let Some(problem) = &self.problem {
             parts.push(format!("unreadable: {problem}"));
         }
+        match self.starting {
+            Some(Starting::ReadingWhatTheRingHeld) => {
+                parts.push("reading what the ring held when top came: rates follow".to_owned())
+            }
+            Some(Starting::LateInTheInterval) => {
+                parts.push("just found: rates at the next refresh".to_owned())
+            }
+            None => {}
+        }
         if self.missed.drained > 0 {
             parts.push(format!(
-                "drained by another consumer: {} events missed",
+                "drained by another consumer, then written over: {} events missed",
                 self.missed.drained
             ));
         }
@@ -57,6 +79,15 @@ impl Flags {
             parts.push(format!(
                 "ring wrapped: {} events missed",
                 self.missed.wrapped
+            ));
+        }
+        if self.missed.suspected_laps > 0 {
+            let times = match self.missed.suspected_laps {
+                1 => "once".to_owned(),
+                n => format!("{n} times"),
+            };
+            parts.push(format!(
+                "ring may have wrapped between two looks ({times}): events may be missing"
             ));
         }
         if self.full && !consuming {
@@ -77,9 +108,10 @@ pub struct Row {
     pub version: Option<i32>,
     /// The ring file is gone (the agent vanished).
     pub gone: bool,
-    /// The interval's rates; `None` before a whole interval was seen, for a
-    /// gone agent, and when events were missed (the flags say why): never
-    /// wrong rates.
+    /// The interval's rates; `None` before the agent was seen for half an
+    /// interval, after what its ring held when `top` found it (older
+    /// events), for a gone agent, and when events were missed (the flags
+    /// say why): never wrong rates.
     pub rates: Option<Rates>,
     /// Events per second written by the producer, from the trailer, when
     /// the rates are not shown but the ring's trailer counts them.

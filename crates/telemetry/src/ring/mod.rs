@@ -12,6 +12,7 @@
 
 mod directory;
 mod error;
+mod follow;
 mod mapping;
 #[cfg(all(test, loom))]
 mod protocol_model;

@@ -4,12 +4,13 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 
 use nixl_telemetry_abi::ring::{self as layout, trailer, DetectError, RingLayout};
 use nixl_telemetry_abi::Event;
 
 use super::error::RingError;
+use super::follow::{self, Following, Unsettled};
 use super::mapping::Mapping;
 use super::record::RingRecord;
 
@@ -19,7 +20,9 @@ pub enum ReadMode {
     /// Advance `read_pos` in the file as events are read (NIXL's readers do this).
     Consume,
     /// Never write: the file is opened and mapped read-only; the reader keeps its
-    /// own position, starting at the file's `read_pos`.
+    /// own position, starting at the file's `read_pos`. A consuming reader
+    /// that moves `read_pos` past it moves it forward to `read_pos`, unless it
+    /// follows the writer ([`RingReader::follow_writer`]).
     Peek,
 }
 
@@ -218,8 +221,11 @@ pub struct RingReader {
     /// and the position they start at.
     uncommitted: u64,
     uncommitted_from: u64,
-    /// Peek mode: events a consuming reader took before this one saw them.
+    /// Peek mode: events a consuming reader took before this one saw them
+    /// (following the writer: those the writer may have written over).
     overtaken: u64,
+    /// Peek mode, following the writer: what is kept between reads.
+    following: Option<Following>,
     scratch: Vec<u8>,
 }
 
@@ -371,6 +377,7 @@ impl RingReader {
             uncommitted: 0,
             uncommitted_from: 0,
             overtaken: 0,
+            following: None,
             scratch: Vec::new(),
         })
     }
@@ -440,6 +447,9 @@ impl RingReader {
     /// peeking, its own position, moved forward to `read_pos` if a consuming
     /// reader has overtaken it (those slots may already hold newer events).
     fn read_position(&mut self, write: u64) -> Result<u64, RingError> {
+        if self.following.is_some() {
+            return Ok(self.peek_pos);
+        }
         let read = self.position(layout::READ_POS_OFFSET, "read_pos")?;
         match self.mode {
             ReadMode::Consume => Ok(read),
@@ -470,18 +480,66 @@ impl RingReader {
         }
         self.peek_pos = position;
         self.uncommitted = 0;
+        if let Some(following) = &mut self.following {
+            following.clear();
+        }
         Ok(())
     }
 
-    /// Peek mode: events a consuming reader took before this reader saw them.
+    /// Peek mode: events a consuming reader took before this reader saw them;
+    /// when following the writer ([`RingReader::follow_writer`]), those that
+    /// a consumer took and the writer may then have written over.
     pub fn overtaken(&self) -> u64 {
         self.overtaken
     }
 
-    /// Events waiting to be read by this reader.
+    /// Peek mode: from now on, follow the writer rather than the consumer.
+    ///
+    /// A consuming reader that moves `read_pos` past this reader does not
+    /// erase the slots it read: each keeps its event until the writer comes
+    /// round to it again. Following the writer, this reader reads every slot
+    /// from its own position up to `write_pos`, consumed or not, and after
+    /// copying them checks against the positions that the writer cannot have
+    /// written over what was copied: the slots it may have (the oldest) are
+    /// skipped and counted in [`RingReader::overtaken`], never handed out.
+    /// NIXL's writers publish `write_pos` after every event; this project's
+    /// writer (rings with a trailer) after a whole batch, so a copy holding
+    /// slots a consumer gave back is handed out only once the writer is seen
+    /// to publish or flush again (its trailer's heartbeat), to close, or to
+    /// be gone: the read that made such a copy returns 0 events, a later one
+    /// the events. See `docs/readers.md`, "Peeking behind a consumer".
+    ///
+    /// What the positions cannot show is the writer going round the whole
+    /// ring between two reads; a caller that must know looks often enough,
+    /// or counts with the trailer's `events_written`.
+    ///
+    /// Does nothing to a consuming reader.
+    pub fn follow_writer(&mut self) {
+        if self.mode == ReadMode::Peek && self.following.is_none() {
+            self.following = Some(Following::default());
+            self.uncommitted = 0;
+        }
+    }
+
+    /// Whether this reader follows the writer ([`RingReader::follow_writer`]).
+    pub fn follows_writer(&self) -> bool {
+        self.following.is_some()
+    }
+
+    /// Events waiting to be read by this reader. Following the writer
+    /// ([`RingReader::follow_writer`]): the slots copied and held, then those
+    /// after them up to `write_pos`, counted apart (together they may come
+    /// to the capacity or more, which the positions alone would show as
+    /// nothing waiting); some held may yet be skipped, the writer having
+    /// come round to them.
     pub fn pending(&mut self) -> Result<u64, RingError> {
         self.check_size()?;
         let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
+        if let Some(following) = &self.following {
+            let held = following.held_slots(self.layout.slot.size);
+            let after = write.wrapping_sub(self.peek_pos.wrapping_add(held)) & self.mask;
+            return Ok(held + after);
+        }
         let read = self.read_position(write)?;
         Ok(write.wrapping_sub(read) & self.mask)
     }
@@ -563,6 +621,11 @@ impl RingReader {
     pub fn peek_slot_bytes(&mut self, slots: &mut Vec<u8>, max: usize) -> Result<usize, RingError> {
         self.uncommitted = 0;
         self.check_size()?;
+        if let Some(mut following) = self.following.take() {
+            let result = self.peek_following(&mut following, slots, max);
+            self.following = Some(following);
+            return result;
+        }
         let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
         let read = self.read_position(write)?;
         let n = ((write.wrapping_sub(read) & self.mask) as usize).min(max);
@@ -628,9 +691,153 @@ impl RingReader {
                 .header
                 .u64_at(layout::READ_POS_OFFSET)
                 .store(next, Ordering::Release),
-            ReadMode::Peek => self.peek_pos = next,
+            ReadMode::Peek => {
+                self.peek_pos = next;
+                if let Some(following) = &mut self.following {
+                    following.drop_front(n, self.layout.slot.size);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// [`RingReader::peek_slot_bytes`] of a reader following the writer:
+    /// settles a copy the writer may have been writing into, hands out what
+    /// is held, or copies the slots up to `write_pos` afresh.
+    fn peek_following(
+        &mut self,
+        following: &mut Following,
+        slots: &mut Vec<u8>,
+        max: usize,
+    ) -> Result<usize, RingError> {
+        let size = self.layout.slot.size;
+        slots.clear();
+        if let Some(unsettled) = following.unsettled {
+            let Some(over) = self.settle(&unsettled)? else {
+                return Ok(0);
+            };
+            following.unsettled = None;
+            self.skip_following(following, over.saturating_sub(unsettled.dropped));
+        }
+        if following.held_slots(size) == 0 && !self.copy_following(following, max)? {
+            return Ok(0);
+        }
+        let held = following.held_slots(size);
+        let n = held.min(max as u64) as usize;
+        if n as u64 == held && following.start == 0 {
+            // Everything: handed over without a copy (a commit of fewer
+            // leaves the rest to be read again from the ring).
+            std::mem::swap(slots, &mut following.held);
+            following.clear();
+        } else {
+            let from = following.start;
+            slots.extend_from_slice(&following.held[from..from + n * size]);
+        }
+        self.uncommitted = n as u64;
+        self.uncommitted_from = self.peek_pos;
+        Ok(n)
+    }
+
+    /// Copies up to `max` slots from this reader's position up to
+    /// `write_pos` into `following`, then drops those the writer may have
+    /// written over. Returns whether slots are held to hand out now (not
+    /// when there are none, or when the copy must wait to be settled).
+    fn copy_following(&mut self, following: &mut Following, max: usize) -> Result<bool, RingError> {
+        let size = self.layout.slot.size;
+        let first = self.peek_pos;
+        let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
+        let backlog = write.wrapping_sub(first) & self.mask;
+        let n = backlog.min(max as u64);
+        if n == 0 {
+            return Ok(false);
+        }
+        following.held.resize(n as usize * size, 0);
+        following.start = 0;
+        let run = n.min(self.capacity - first) as usize;
+        let (before, after) = following.held.split_at_mut(run * size);
+        self.read_slots(first, before)?;
+        if !after.is_empty() {
+            self.read_slots(0, after)?;
+        }
+        // Everything below is loaded after the copy.
+        fence(Ordering::Acquire);
+        let trailer = self.trailer.map(|_| self.trailer());
+        fence(Ordering::Acquire);
+        let read = self.position(layout::READ_POS_OFFSET, "read_pos")?;
+        let write_after = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
+        let advance = write_after.wrapping_sub(write) & self.mask;
+        let unread = write_after.wrapping_sub(read) & self.mask;
+        let consumed = follow::consumed(backlog, advance, unread, n);
+        if consumed == 0 {
+            // No consumer gave any of them back: the writer cannot have
+            // touched them.
+            return Ok(true);
+        }
+        match trailer {
+            // NIXL's writer: the slot at write_pos may be being written.
+            None => {
+                let over = follow::written_over(self.capacity, backlog, advance, 1);
+                self.skip_following(following, over);
+            }
+            // This project's writer, closed or moved aside: done writing.
+            Some(Some(t)) if t.closed || t.stale => {
+                let over = follow::written_over(self.capacity, backlog, advance, 0);
+                self.skip_following(following, over);
+            }
+            // This project's writer, maybe amid a batch: what it has
+            // published reaches so far; the rest waits to be settled.
+            Some(trailer) => {
+                let over = follow::written_over(self.capacity, backlog, advance, 0);
+                self.skip_following(following, over);
+                following.unsettled = Some(Unsettled {
+                    write_before: write,
+                    backlog,
+                    dropped: over,
+                    write_after,
+                    heartbeat_after: trailer.map(|t| t.last_flush_us),
+                    consumed,
+                });
+                return Ok(false);
+            }
+        }
+        Ok(following.held_slots(size) > 0)
+    }
+
+    /// How many slots of the unsettled copy, from the oldest, the writer may
+    /// have written over, once that is known: `None` while it may still be
+    /// writing into them.
+    fn settle(&self, unsettled: &Unsettled) -> Result<Option<u64>, RingError> {
+        let trailer = self.trailer();
+        fence(Ordering::Acquire);
+        let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
+        let done = trailer.is_some_and(|t| t.closed || t.stale);
+        let moved = write != unsettled.write_after
+            || trailer.map(|t| t.last_flush_us) != unsettled.heartbeat_after;
+        if done || moved {
+            // Every write begun before the copy is published by now.
+            let advance = write.wrapping_sub(unsettled.write_before) & self.mask;
+            return Ok(Some(follow::written_over(
+                self.capacity,
+                unsettled.backlog,
+                advance,
+                0,
+            )));
+        }
+        if trailer.is_none() || self.producer_lock_free() {
+            // The producer is gone (or its trailer with the file's end),
+            // perhaps amid a batch it will never publish: any slot given
+            // back may hold part of it.
+            return Ok(Some(unsettled.consumed.max(unsettled.dropped)));
+        }
+        Ok(None)
+    }
+
+    /// Skips the oldest `n` slots from this reader's position (held or
+    /// not yet copied), counting them as overtaken.
+    fn skip_following(&mut self, following: &mut Following, n: u64) {
+        following.drop_front(n, self.layout.slot.size);
+        self.peek_pos = (self.peek_pos + n) & self.mask;
+        self.overtaken += n;
     }
 
     /// Appends up to `max` waiting events to `out` and advances past them:
