@@ -261,6 +261,49 @@ fn spawn_writers(
         .collect()
 }
 
+/// The machine's steal time so far, in ms summed over its CPUs (`/proc/stat`,
+/// in USER_HZ ticks of 10 ms); 0 where it cannot be read.
+fn steal_ms() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().next()?.to_owned();
+            line.split_whitespace().nth(8)?.parse::<u64>().ok()
+        })
+        .map_or(0, |ticks| ticks * 10)
+}
+
+/// Drops and steal time per sampling window of a throughput run.
+#[derive(Default)]
+struct Windows {
+    count: u64,
+    steal_ms: u64,
+    with_drops: u64,
+    steal_ms_with_drops: u64,
+}
+
+impl Windows {
+    fn add(&mut self, dropped: u64, steal_ms: u64) {
+        self.count += 1;
+        self.steal_ms += steal_ms;
+        if dropped > 0 {
+            self.with_drops += 1;
+            self.steal_ms_with_drops += steal_ms;
+        }
+    }
+
+    fn describe(&self) -> String {
+        let mean = |ms: u64, n: u64| ms as f64 / n.max(1) as f64;
+        format!(
+            "drops in {} of {} 50 ms windows; steal {:.1} ms per window with drops, {:.1} ms per window overall",
+            self.with_drops,
+            self.count,
+            mean(self.steal_ms_with_drops, self.with_drops),
+            mean(self.steal_ms, self.count)
+        )
+    }
+}
+
 fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
     println!(
         "throughput: {} agents x {} events/s target into v4 rings of {} slots, {} s per exporter",
@@ -286,7 +329,23 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
             .map(|w| w.written.load(Ordering::Relaxed))
             .sum();
         let t0 = Instant::now();
-        std::thread::sleep(Duration::from_secs_f64(o.seconds));
+        // Sampled every 50 ms: the drops and the hypervisor's steal time, to
+        // tell whether the windows with drops are those where the host took
+        // this guest's CPUs away (no reader can drain a ring then).
+        let mut windows = Windows::default();
+        let mut last = (dropped0, steal_ms());
+        while t0.elapsed().as_secs_f64() < o.seconds {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = (
+                writers
+                    .iter()
+                    .map(|w| w.dropped.load(Ordering::Relaxed))
+                    .sum::<u64>(),
+                steal_ms(),
+            );
+            windows.add(now.0 - last.0, now.1 - last.1);
+            last = now;
+        }
         let elapsed = t0.elapsed().as_secs_f64();
         let written1: u64 = writers
             .iter()
@@ -313,7 +372,7 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
         println!(
             "  {exporter:<10} writers reached {:.0} events/s = {:.1} % of the {} target ({:.2} cores of writers); \
              ring-full drops {dropped} ({:.4} %); sidecar {:.2} core-s over {:.1} s = {:.3} core-s per million events ({:.1} % of a core); \
-             its reader waited {wait_ms:.2} ms on the run queue per run ({runs:.0} runs); load average {}",
+             its reader waited {wait_ms:.2} ms on the run queue per run ({runs:.0} runs); {}; load average {}",
             rate,
             100.0 * rate / (o.agents as f64 * o.rate as f64),
             o.agents as u64 * o.rate,
@@ -323,6 +382,7 @@ fn throughput(o: &Options, bin: &Path) -> anyhow::Result<()> {
             elapsed,
             cpu / (events / 1e6).max(1e-9),
             100.0 * cpu / elapsed,
+            windows.describe(),
             std::fs::read_to_string("/proc/loadavg")
                 .unwrap_or_default()
                 .split_whitespace()
