@@ -8,7 +8,7 @@ use nixl_telemetry::ring::{ReadMode, RingDirectory, RingError, RingFile, RingRea
 use nixl_telemetry::Event;
 
 use super::convert::SlotConverter;
-use super::schedule::RingLoad;
+use super::schedule::{remembered_rate, RingLoad};
 
 /// Whether the ring's producer is still there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +36,8 @@ pub struct FollowedRing {
     pub stale: bool,
     slots: Vec<u8>,
     last_pass: Option<Instant>,
+    /// The rate the next pass is planned with ([`remembered_rate`]).
+    rate: f64,
     malformed_warned: bool,
 }
 
@@ -79,6 +81,7 @@ impl FollowedRing {
                 stale,
                 slots: Vec::new(),
                 last_pass: None,
+                rate: 0.0,
                 malformed_warned: false,
             },
             read_only,
@@ -108,17 +111,16 @@ impl FollowedRing {
         let started = Instant::now();
         let pending = self.reader.pending()?;
         let room = self.reader.capacity() - 1;
-        let rate = match self.last_pass {
-            Some(last) => {
-                let seconds = started.duration_since(last).as_secs_f64();
-                if seconds > 0.0 {
-                    pending as f64 / seconds
-                } else {
-                    0.0
-                }
-            }
-            None => 0.0,
-        };
+        if let Some(last) = self.last_pass {
+            let elapsed = started.duration_since(last);
+            let seen = if elapsed.is_zero() {
+                0.0
+            } else {
+                pending as f64 / elapsed.as_secs_f64()
+            };
+            self.rate = remembered_rate(self.rate, seen, elapsed);
+        }
+        let rate = self.rate;
         self.last_pass = Some(started);
         let mut report = ReadReport {
             load: Some(RingLoad {

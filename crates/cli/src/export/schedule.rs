@@ -7,11 +7,27 @@
 //! * otherwise the next pass comes when the fastest ring, at the rate it was
 //!   filling, would be a quarter full again — never later than the interval
 //!   (the idle case), never sooner than [`MIN_DELAY`].
+//!
+//! A ring's rate is remembered across passes and fades with a half-life of
+//! [`RATE_HALF_LIFE`] ([`remembered_rate`]): a pass that comes while every
+//! busy writer happens to be between bursts must not take the rings for idle
+//! and wait a whole interval, longer than a busy ring takes to fill.
 
 use std::time::Duration;
 
 /// The shortest wait between two passes when no ring is more than half full.
 pub const MIN_DELAY: Duration = Duration::from_micros(500);
+
+/// How fast a ring's remembered rate fades when nothing new is written.
+pub const RATE_HALF_LIFE: Duration = Duration::from_secs(1);
+
+/// The rate to plan the next pass with: the rate seen since the last pass
+/// (`seen`, events/s over `elapsed`), or the remembered one (`previous`)
+/// faded by its half-life over `elapsed`, whichever is higher.
+pub fn remembered_rate(previous: f64, seen: f64, elapsed: Duration) -> f64 {
+    let faded = previous * 0.5f64.powf(elapsed.as_secs_f64() / RATE_HALF_LIFE.as_secs_f64());
+    seen.max(faded)
+}
 
 /// What one pass saw of one ring.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +74,41 @@ mod tests {
     use super::*;
 
     const INTERVAL: Duration = Duration::from_millis(100);
+
+    #[test]
+    fn a_busy_ring_between_bursts_is_not_taken_for_idle() {
+        // 100,000 events/s into 4,096 slots, then a pass 0.5 ms later that
+        // finds nothing new: the plan stays that of a busy ring (about 10 ms),
+        // not the 100 ms interval in which the ring would fill.
+        let busy = remembered_rate(0.0, 100_000.0, Duration::from_millis(1));
+        let quiet = remembered_rate(busy, 0.0, Duration::from_micros(500));
+        assert!(quiet > 99_000.0, "{quiet}");
+        let load = RingLoad {
+            pending: 0,
+            room: 4095,
+            rate: quiet,
+        };
+        let delay = next_delay([load], INTERVAL);
+        assert!(delay < Duration::from_millis(11), "{delay:?}");
+    }
+
+    #[test]
+    fn a_ring_gone_quiet_fades_to_the_idle_interval() {
+        let mut rate = 100_000.0;
+        for _ in 0..100 {
+            rate = remembered_rate(rate, 0.0, INTERVAL);
+        }
+        // Ten seconds quiet: 2^-10 of the rate, a quarter ring takes > 10 s.
+        assert!(rate < 100.0, "{rate}");
+        let load = RingLoad {
+            pending: 0,
+            room: 4095,
+            rate,
+        };
+        assert_eq!(next_delay([load], INTERVAL), INTERVAL);
+        // A faster rate seen now replaces the remembered one at once.
+        assert_eq!(remembered_rate(10.0, 5_000.0, INTERVAL), 5_000.0);
+    }
 
     fn load(pending: u64, rate: f64) -> RingLoad {
         RingLoad {
