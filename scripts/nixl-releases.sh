@@ -33,7 +33,9 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry/nixl"
+# shellcheck source=scripts/lib.sh
+. "$HERE/lib.sh"
+CACHE="$NIXL_TELEMETRY_CACHE/nixl"
 RELEASES="0.10.0 0.10.1 1.0.0 1.0.1 1.1.0 1.2.0 1.3.0 1.3.1 1.3.2 1.4.0 1.4.1 1.5.0 1.5.1"
 
 die() {
@@ -67,9 +69,7 @@ install_one() {
         echo "nixl $v: installing into $d" >&2
         if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
             # Debian's python3 keeps venv's pip bootstrap in a separate package.
-            [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null ||
-                die "python3 cannot create virtual environments (install python3-venv)"
-            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+            need_packages python3-venv
         fi
         rm -rf "$d"
         python3 -m venv "$d"

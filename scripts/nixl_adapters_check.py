@@ -40,10 +40,6 @@ import time
 
 NIXL_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
                           "nixl-telemetry", "nixl")
-OTLP_VENV = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                         "nixl-telemetry", "otlp-venv")
-OTLP_CHECK = ("import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2, "
-              "opentelemetry.proto.collector.logs.v1.logs_service_pb2")
 EXPORTERS = ("csv", "otlp", "prometheus")
 GENERATIONS = ("nixl-0.9-1.0", "nixl-1.1", "nixl-1.2", "nixl-1.3-1.4", "nixl-1.5")
 TIMING = ("agent_xfer_time", "agent_xfer_post_time")
@@ -103,13 +99,13 @@ class AdapterChecks:
                               text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"nixl-telemetry-adapters stage: {proc.stderr.strip()}")
-        python = os.path.join(OTLP_VENV, "bin", "python")
-        if subprocess.run([python, "-c", OTLP_CHECK], capture_output=True).returncode != 0:
-            print(f"preparing {OTLP_VENV} (opentelemetry-proto, protobuf) ...", file=sys.stderr)
-            shutil.rmtree(OTLP_VENV, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", OTLP_VENV], check=True)
-            subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                            "opentelemetry-proto", "protobuf"], check=True)
+        # The receiver's environment comes from the one helper that makes every test
+        # environment (created here when no earlier step made it).
+        lib = os.path.join(self.root, "scripts", "lib.sh")
+        proc = subprocess.run(["bash", lib, "python-env", "otlp"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"scripts/lib.sh python-env otlp: {proc.stderr.strip()}")
+        python = proc.stdout.strip().splitlines()[-1]
         self.otlp_python = python
 
     def libdir(self, release):

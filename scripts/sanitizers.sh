@@ -168,13 +168,10 @@ fn main() {
 }
 
 install_gcc() {
-    if ! command -v gcc > /dev/null 2>&1; then
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="sudo"
-        export DEBIAN_FRONTEND=noninteractive
-        $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-        $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends gcc libc6-dev > /dev/null
-    fi
+    # shellcheck source=scripts/lib.sh
+    . scripts/lib.sh
+    need_commands gcc:gcc
+    need_packages libc6-dev
 }
 
 build_c_program() {

@@ -38,10 +38,9 @@ WINDOW=$((SECONDS_TO_RUN >= 600 ? 60 : SECONDS_TO_RUN / 10))
 OUT_CSV=${SOAK_CSV:-docs/soak.csv}
 OUT_PNG=${SOAK_PNG:-docs/soak-rss.png}
 
-if ! command -v gnuplot >/dev/null; then
-    echo "== installing gnuplot-nox (Debian)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnuplot-nox >/dev/null
-fi
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_commands gnuplot:gnuplot-nox
 
 echo "== building (release)"
 cargo build --release --quiet -p nixl-telemetry-cli -p nixl-telemetry-exporter-prometheus

@@ -23,32 +23,9 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 
 # --- 1. tools -----------------------------------------------------------------
-need=()
-command -v cmake >/dev/null 2>&1 || need+=(cmake)
-command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
-command -v cc >/dev/null 2>&1 || need+=(gcc)
-command -v c++ >/dev/null 2>&1 || need+=(g++)
-command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
-if [ ${#need[@]} -gt 0 ]; then
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then
-        sudo="sudo"
-    fi
-    echo "== test-capi: installing ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    # Wait for a package manager that is already running instead of failing
-    # on its lock; finish an install an earlier run left half done.
-    apt=(-o DPkg::Lock::Timeout=600)
-    $sudo dpkg --configure -a
-    $sudo apt-get "${apt[@]}" update -qq
-    $sudo apt-get "${apt[@]}" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-    for tool in cmake pkg-config cc c++ valgrind; do
-        command -v "$tool" >/dev/null 2>&1 || {
-            echo "test-capi: $tool is still missing after the install" >&2
-            exit 1
-        }
-    done
-fi
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+need_commands cmake:cmake pkg-config:pkg-config cc:gcc c++:g++ valgrind:valgrind
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/nixl-telemetry-capi.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

@@ -27,13 +27,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#releases[@]} -gt 0 ] || releases=(1.0.0 1.1.0 1.3.2 1.5.1)
 
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-apt_install() {
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-    $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >/dev/null
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 echo "== building nixl-telemetry and the Prometheus and OTLP plug-ins"
 cargo build --locked -p nixl-telemetry-cli -p nixl-telemetry-exporter-prometheus \
@@ -41,9 +36,7 @@ cargo build --locked -p nixl-telemetry-cli -p nixl-telemetry-exporter-prometheus
 bin="$PWD/target/debug/nixl-telemetry"
 
 echo "== deployment examples (docs/deploy)"
-if ! command -v systemd-analyze >/dev/null; then
-    apt_install systemd
-fi
+need_commands systemd-analyze:systemd
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 sed "s#/usr/local/bin/nixl-telemetry#$bin#" docs/deploy/nixl-telemetry-export.service \
@@ -55,10 +48,7 @@ if ! verify="$(systemd-analyze verify "$tmp/nixl-telemetry-export.service" 2>&1)
     exit 1
 fi
 echo "systemd unit: systemd-analyze verify passes"
-if ! python3 -c 'import yaml' 2>/dev/null; then
-    apt_install python3-yaml
-fi
-python3 - docs/deploy/kubernetes-sidecar.yaml <<'PY'
+"$(python_env yaml)" - docs/deploy/kubernetes-sidecar.yaml <<'PY'
 import sys
 import yaml
 
@@ -79,15 +69,7 @@ print("kubernetes example: parses; one in-memory emptyDir is NIXL_TELEMETRY_DIR 
 PY
 
 echo "== the OTLP receiver's environment (opentelemetry-proto)"
-venv="${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry/otlp-venv"
-python="$venv/bin/python"
-check='import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2'
-if ! [ -x "$python" ] || ! "$python" -c "$check" >/dev/null 2>&1; then
-    rm -rf "$venv"
-    mkdir -p "$(dirname "$venv")"
-    python3 -m venv "$venv" >/dev/null 2>&1 || { apt_install python3-venv && python3 -m venv "$venv"; }
-    "$python" -m pip install --quiet --disable-pip-version-check opentelemetry-proto protobuf
-fi
+python="$(python_env otlp)"
 
 echo "== NIXL ${releases[*]} at once into one directory, exported by the sidecar"
 bash scripts/nixl-releases.sh install "${releases[@]}"

@@ -16,12 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 
-venv="${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry/nixl-mp/1.5.1"
-if ! "$venv/bin/python" -c 'import nixl_cu12, numpy' 2>/dev/null; then
-    echo "== installing nixl-cu12 1.5.1 into $venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps nixl-cu12==1.5.1 numpy
-fi
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+venv="$(dirname "$(dirname "$(python_env nixl-mp/1.5.1)")")"
 site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 nixl_plugins="$site/.nixl_cu12.mesonpy.libs/plugins"
 test -f "$nixl_plugins/libtelemetry_exporter_prometheus_mp.so"

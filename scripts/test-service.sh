@@ -21,16 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/nixl-telemetry"
-VENV="$CACHE/python-venv"
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-
-apt_install() {
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-    $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >/dev/null
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 pg_bin() {
     local dir
@@ -89,23 +81,9 @@ if [ "${1:-}" = "--postgres-only" ]; then
     while sleep 3600; do :; done
 fi
 
-if [ ! -x "$VENV/bin/python" ]; then
-    echo "== creating $VENV"
-    mkdir -p "$CACHE"
-    python3 -m venv "$VENV" 2>/dev/null || {
-        # Debian ships venv support in a package of its own.
-        minor="$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
-        apt_install "python${minor}-venv" || apt_install python3-venv
-        rm -rf "$VENV"
-        python3 -m venv "$VENV"
-    }
-fi
-if ! "$VENV/bin/python" -c 'import requests, nvidia_tao_core.telemetry.telemetry' >/dev/null 2>&1; then
-    echo "== installing TAO's client into $VENV (nvidia-tao-core --no-deps, requests)"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "requests==2.32.3"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
-        "nvidia-tao-core==6.26.3"
-fi
+# TAO's client (nvidia-tao-core --no-deps, and the requests version it pins).
+# shellcheck source=scripts/python-venv.sh
+. scripts/python-venv.sh
 export NIXL_TELEMETRY_TAO_PYTHON="$VENV/bin/python"
 
 echo "== service tests (SQLite, PostgreSQL, TAO's client)"

@@ -7,19 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=()
-command -v tmux >/dev/null 2>&1 || need+=(tmux)
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
-if [ ${#need[@]} -gt 0 ]; then
-    sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    echo "== installing: ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt=(-o DPkg::Lock::Timeout=600)
-    $sudo dpkg --configure -a
-    $sudo apt-get "${apt[@]}" update -qq
-    $sudo apt-get "${apt[@]}" install -y -qq "${need[@]}" >/dev/null
-fi
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+need_commands tmux:tmux chromium:chromium
 
 echo "== top under tmux, report in headless Chromium"
 NIXL_VIEW_TESTS_REQUIRED=1 cargo test -p nixl-telemetry-cli --locked \
