@@ -3,6 +3,7 @@
 
 pub mod http;
 pub mod postgres;
+pub mod prometheus;
 pub mod records;
 pub mod server;
 
