@@ -5,7 +5,8 @@
 #   * `promtool check rules` on each rule file;
 #   * `promtool test rules` on each unit test file (docs/grafana/*.rules.test.yml);
 #   * every alert of a rule file has, in its test file, a case where it fires and a
-#     case where it stays quiet (`exp_alerts: []`).
+#     case where it stays quiet (`exp_alerts: []`);
+#   * every metric name the rules use is one the code exposes.
 #
 #   bash scripts/test-prometheus-rules.sh
 set -euo pipefail
@@ -50,6 +51,25 @@ for rules in "${rule_files[@]}"; do
         done
     done
 done
+
+# The rules name series that exist: each metric name of a rule file is one the
+# code exposes (a unit test's input series could repeat a misspelt name).
+check_names() {
+    local rules="$1" pattern="$2" name base
+    shift 2
+    for name in $(grep -oE "$pattern" "$rules" | sort -u); do
+        base="${name%_total}"
+        if ! grep -qE "\"($name|$base)\"" "$@"; then
+            echo "FAIL: $rules names $name, which none of $* exposes" >&2
+            failed=1
+        fi
+    done
+}
+check_names docs/grafana/nixl-telemetry.rules.yml '\b(agent|export)_[a-z_]+_total\b' \
+    crates/metrics/src/families.rs crates/cli/src/export/own_series.rs
+grep -q '"export_refused_"' crates/cli/src/export/own_series.rs ||
+    { echo "FAIL: the sidecar no longer names its refusals export_refused_<cause>" >&2; failed=1; }
+check_names docs/grafana/tao-service.rules.yml '\btao_[a-z_]+\b' crates/service/src/http/*.rs
 
 if [ "$failed" -ne 0 ]; then
     echo "FAIL: Prometheus rules" >&2
