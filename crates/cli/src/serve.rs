@@ -9,7 +9,7 @@ use clap::Args;
 use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use nixl_telemetry_service::{
     Service, ServiceConfig, StoreUrl, Token, DEFAULT_LISTEN, DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_LABEL_VALUES,
 };
 
 /// Options of `nixl-telemetry serve`.
@@ -40,6 +40,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_BATCH as u64,
           value_parser = clap::value_parser!(u64).range(1..=65536))]
     max_batch: u64,
+    /// The most distinct values of one label GET /metrics shows; further values
+    /// are shown as `other` and counted in tao_service_label_values_folded_total.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_LABEL_VALUES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    max_label_values: u64,
+    /// Also show, on GET /metrics, every other key of the JSON map (TAO's flat
+    /// keys) as one family tao_legacy_value{key="…"}.
+    #[arg(long)]
+    metrics_legacy_keys: bool,
 }
 
 /// Runs the service until SIGINT or SIGTERM.
@@ -60,6 +69,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         insecure: args.insecure,
         max_body_bytes: args.max_body,
         max_batch: args.max_batch as usize,
+        max_label_values: args.max_label_values as usize,
+        metrics_legacy_keys: args.metrics_legacy_keys,
         ..ServiceConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

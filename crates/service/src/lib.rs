@@ -35,6 +35,6 @@ pub use error::{DocumentError, ServeError, StoreError, StoreUrlError};
 pub use http::{ApiError, Token, TOKEN_VARIABLE};
 pub use service::{
     check_listen_address, Service, ServiceConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_LISTEN,
-    DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_LABEL_VALUES,
 };
 pub use store::{Store, StoreUrl, Synchronous, DEFAULT_SQLITE_FILE};

@@ -11,7 +11,9 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::error::ServeError;
-use crate::http::{self, AppState, Token, TOKEN_VARIABLE};
+use crate::http::{
+    self, AppState, ExpositionState, LabelBound, ServiceSeries, Token, TOKEN_VARIABLE,
+};
 use crate::store::{Pool, StoreUrl};
 use crate::writer::{self, ProcessorConfig};
 
@@ -28,6 +30,11 @@ pub const DEFAULT_MAX_BATCH: usize = 64;
 
 /// How long a client may take to send a request body, by default.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most distinct values of one label `GET /metrics` shows by default; further
+/// values are shown as `other` (and counted in
+/// `tao_service_label_values_folded_total`).
+pub const DEFAULT_MAX_LABEL_VALUES: usize = 100;
 
 /// Records waiting for the writer before new posts wait for room.
 const QUEUE_LENGTH: usize = 1024;
@@ -56,11 +63,18 @@ pub struct ServiceConfig {
     pub max_batch: usize,
     /// How long a client may take to send a request body (then: 408).
     pub body_timeout: Duration,
+    /// The most distinct values of one label `GET /metrics` shows; further ones
+    /// are shown as `other`.
+    pub max_label_values: usize,
+    /// Whether `GET /metrics` also shows the JSON map's other keys, as one family
+    /// `tao_legacy_value{key="…"}`.
+    pub metrics_legacy_keys: bool,
 }
 
 impl Default for ServiceConfig {
     /// The default store, the built-in registry and builders, no token, 64 KiB
-    /// bodies sent within 30 s, transactions of up to 64 records.
+    /// bodies sent within 30 s, transactions of up to 64 records, 100 values per
+    /// label on `/metrics`, no legacy keys there.
     fn default() -> Self {
         ServiceConfig {
             store: StoreUrl::default(),
@@ -71,6 +85,8 @@ impl Default for ServiceConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_batch: DEFAULT_MAX_BATCH,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_label_values: DEFAULT_MAX_LABEL_VALUES,
+            metrics_legacy_keys: false,
         }
     }
 }
@@ -117,21 +133,27 @@ impl Service {
         };
         processor.build().map(drop)?;
         let (queue, jobs) = mpsc::channel(QUEUE_LENGTH);
+        let series = Arc::new(ServiceSeries::default());
         let writer = writer::spawn(
             config.store.clone(),
             processor.clone(),
             config.max_batch,
             jobs,
+            series.clone(),
         )?;
         let state = Arc::new(AppState {
             token: config.token,
             max_body_bytes: config.max_body_bytes,
             body_timeout: config.body_timeout,
             known_keys: http::KnownKeys::new(&config.registry),
-            processor,
             queue,
             readers: Arc::new(Pool::new(config.store.clone(), IDLE_READERS)),
             store_kind: config.store.kind(),
+            exposition: ExpositionState {
+                series,
+                bound: LabelBound::new(config.max_label_values),
+                legacy_keys: config.metrics_legacy_keys,
+            },
         });
         Ok(Service { state, writer })
     }

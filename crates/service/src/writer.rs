@@ -14,16 +14,18 @@
 //! record and its times, never on stored values.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nixl_telemetry_processor::{
-    builders_from_list, parse_input_line, AttributeRegistry, BindError, Context, InputLine,
-    MetricKind, MetricProcessor, Metrics, Timestamp,
+    builders_from_list, extract_telemetry_data, parse_input_line, AttributeRegistry, BindError,
+    Context, InputLine, MetricProcessor, Metrics, Timestamp,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::ServeError;
+use crate::http::{ServiceSeries, StoreOperation};
 use crate::store::{Changes, Connection, StoreUrl};
 
 /// The registry and builders the service runs: each thread that needs a processor
@@ -38,12 +40,6 @@ impl ProcessorConfig {
     /// A processor with this registry and these builders.
     pub fn build(&self) -> Result<MetricProcessor, BindError> {
         MetricProcessor::with_builders(self.registry.clone(), builders_from_list(&self.builders)?)
-    }
-
-    /// The Prometheus kind of every family the builders claim, as a function.
-    pub fn kinds(&self) -> Result<impl Fn(&str) -> Option<MetricKind>, BindError> {
-        let processor = self.build()?;
-        Ok(move |family: &str| processor.metric_kind(family))
     }
 }
 
@@ -85,6 +81,7 @@ pub(crate) fn spawn(
     config: ProcessorConfig,
     max_batch: usize,
     queue: mpsc::Receiver<RecordJob>,
+    series: Arc<ServiceSeries>,
 ) -> Result<thread::JoinHandle<()>, ServeError> {
     let (opened, open_result) = std::sync::mpsc::channel();
     let thread = thread::Builder::new()
@@ -108,6 +105,7 @@ pub(crate) fn spawn(
                 url,
                 processor,
                 max_batch: max_batch.max(1),
+                series,
             }
             .run(queue)
         })
@@ -134,6 +132,8 @@ struct Writer {
     url: StoreUrl,
     processor: MetricProcessor,
     max_batch: usize,
+    /// Where the outcomes and the store's latency are counted.
+    series: Arc<ServiceSeries>,
 }
 
 impl Writer {
@@ -148,6 +148,7 @@ impl Writer {
                 }
             }
             let outcomes = self.apply(&batch);
+            self.count(&batch, &outcomes);
             for (job, outcome) in batch.drain(..).zip(outcomes) {
                 // A client that hung up before its answer is no error of ours.
                 let _ = job.reply.send(outcome);
@@ -156,14 +157,36 @@ impl Writer {
         tracing::debug!("store writer: queue closed, stopping");
     }
 
+    /// Counts the outcomes of a batch in the service's own series: each stored
+    /// record with its job's `time_lapsed`, each refused one with its cause.
+    fn count(&self, batch: &[RecordJob], outcomes: &[Outcome]) {
+        for (job, outcome) in batch.iter().zip(outcomes) {
+            match outcome {
+                Outcome::Applied(_) => {
+                    let time_lapsed = parse_input_line(&job.body).ok().and_then(|line| {
+                        extract_telemetry_data(self.processor.registry(), &line.record)
+                            .ok()
+                            .and_then(|data| data.integer("time_lapsed"))
+                    });
+                    self.series.accepted(time_lapsed);
+                }
+                Outcome::Rejected(_) => self.series.refused("bad_record"),
+                Outcome::Unavailable(_) => self.series.refused("store_unavailable"),
+            }
+        }
+    }
+
     /// Applies the jobs' records in one transaction; one outcome per job.
     fn apply(&mut self, batch: &[RecordJob]) -> Vec<Outcome> {
+        let started = Instant::now();
         let connection = match self.connection.take().filter(|c| !c.is_broken()) {
             Some(connection) => connection,
             None => match Connection::open(&self.url, false) {
                 Ok(connection) => connection,
                 Err(e) => {
                     tracing::error!("store writer: {e}");
+                    self.series
+                        .store(StoreOperation::Write, started.elapsed(), false);
                     // Do not spin on a store that is down.
                     thread::sleep(Duration::from_millis(100));
                     return batch
@@ -187,9 +210,12 @@ impl Writer {
         keys.sort_unstable();
         keys.dedup();
         let processor = &mut self.processor;
-        match connection.update(&keys, |metrics| {
+        let result = connection.update(&keys, |metrics| {
             apply_records(processor, &lines, &plans, metrics)
-        }) {
+        });
+        self.series
+            .store(StoreOperation::Write, started.elapsed(), result.is_ok());
+        match result {
             Ok(outcomes) => outcomes,
             Err(e) => {
                 tracing::error!("store writer: {e}");

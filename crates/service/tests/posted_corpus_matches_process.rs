@@ -1,17 +1,18 @@
 //! The reference corpus posted record by record (with its times, across days)
-//! gives exactly the map `nixl-telemetry process` and the library give, as JSON
-//! and as Prometheus text, on SQLite and on PostgreSQL; records with keys the
+//! gives exactly the map `nixl-telemetry process` and the library give as JSON,
+//! and labeled families on `/metrics` that add up to it, on SQLite and on
+//! PostgreSQL; records with keys the
 //! registry does not know are refused and named, as TAO's server refuses them.
 
 mod support;
 
-use nixl_telemetry_processor::{render_prometheus, MetricProcessor};
+use nixl_telemetry_processor::Metrics;
 use nixl_telemetry_service::StoreUrl;
 use support::http::{self, get};
 use support::postgres::TestDatabase;
-use support::promtool_parses;
 use support::records::{accepted_corpus, corpus, library_metrics};
 use support::server::{config, sqlite_in, TestServer};
+use support::{label_value, promtool_clean, sample, samples};
 
 fn corpus_on(store: StoreUrl) {
     let server = TestServer::start(config(store));
@@ -41,15 +42,90 @@ fn corpus_on(store: StoreUrl) {
         get(server.addr, "/api/v1/metrics").text(),
         expected.to_json_string()
     );
-    let processor = MetricProcessor::new();
-    let prometheus = render_prometheus(&expected, |f| processor.metric_kind(f)).unwrap();
     let response = get(server.addr, "/metrics");
     assert_eq!(
         response.header("content-type"),
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
-    assert_eq!(response.text(), prometheus);
-    promtool_parses(response.text());
+    exposition_tells_the_corpus(response.text(), &accepted, refused, &expected);
+}
+
+/// `/metrics` of a service fed the corpus: lint-free, and its families add up to
+/// what the accepted records say and to what the legacy keys of the JSON map say.
+fn exposition_tells_the_corpus(text: &str, accepted: &[String], refused: usize, map: &Metrics) {
+    promtool_clean(text);
+    let total = |family: &str| samples(text, family).iter().map(|(_, v)| v).sum::<f64>();
+    let records: Vec<serde_json::Value> = accepted
+        .iter()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["record"].clone())
+        .collect();
+    let time_lapsed: Vec<f64> = records
+        .iter()
+        .map(|r| r["time_lapsed"].as_i64().unwrap_or(0) as f64)
+        .filter(|t| *t > 0.0)
+        .collect();
+    let gpus: usize = records
+        .iter()
+        .map(|r| r.get("gpu").map_or(1, |g| g.as_array().unwrap().len()))
+        .sum();
+    assert_eq!(total("tao_jobs_total"), accepted.len() as f64);
+    assert_eq!(
+        total("tao_job_duration_seconds_total"),
+        time_lapsed.iter().sum::<f64>()
+    );
+    assert_eq!(total("tao_job_gpus_total"), gpus as f64);
+    assert!(total("tao_job_gpu_seconds_total") >= total("tao_job_duration_seconds_total"));
+    // The labeled and the legacy builders count the same jobs by action and status.
+    for (key, value) in map.iter() {
+        let Some(rest) = key.strip_prefix("total_action_") else {
+            continue;
+        };
+        let (action, status) = rest.rsplit_once('_').unwrap();
+        let labeled: f64 = samples(text, "tao_jobs_total")
+            .iter()
+            .filter(|(labels, _)| {
+                label_value(labels, "action") == Some(action)
+                    && label_value(labels, "status") == Some(status)
+            })
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(labeled, value as f64, "{key}");
+    }
+    assert_eq!(
+        sample(text, "tao_service_records_accepted_total"),
+        Some(accepted.len() as f64)
+    );
+    assert_eq!(
+        sample(
+            text,
+            "tao_service_records_refused_total{cause=\"unknown_key\"}"
+        ),
+        Some(refused as f64)
+    );
+    assert_eq!(
+        sample(text, "tao_service_job_duration_seconds_count"),
+        Some(time_lapsed.len() as f64)
+    );
+    assert_eq!(
+        sample(text, "tao_service_job_duration_seconds_sum"),
+        Some(time_lapsed.iter().sum::<f64>())
+    );
+    assert_eq!(sample(text, "tao_service_store_up"), Some(1.0));
+    assert!(
+        sample(
+            text,
+            "tao_service_store_duration_seconds_count{operation=\"write\"}"
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert!(sample(text, "tao_last_updated_timestamp_seconds").is_some());
+    assert!(
+        !text.contains("tao_legacy_value"),
+        "legacy keys only when asked for"
+    );
+    // No family of TAO's flat keys.
+    assert!(!text.contains("\ntotal_action_"), "{text}");
 }
 
 #[test]

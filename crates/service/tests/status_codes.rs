@@ -196,7 +196,13 @@ fn without_valid_credentials_it_is_401() {
         b"",
     );
     assert_eq!(response.status, 200);
-    assert!(response.text().contains("total_action_train_pass 3\n"));
+    assert!(response
+        .text()
+        .contains("tao_service_records_accepted_total 3\n"));
+    assert!(response
+        .text()
+        .lines()
+        .any(|l| l.starts_with("tao_jobs_total{action=\"train\"") && l.ends_with("} 3")));
     // The health check never asks.
     assert_eq!(get(server.addr, "/healthz").status, 200);
 }

@@ -1,12 +1,13 @@
 //! While the store cannot be reached, posts are answered 503 and nothing of them
-//! is stored, the health check says so, and the service recovers by itself once
-//! the store is back.
+//! is stored, the health check and `/metrics` say so, and the service recovers by
+//! itself once the store is back.
 
 mod support;
 
 use support::http::{get, post};
 use support::postgres::{TestDatabase, POSTGRES_URL_VARIABLE};
 use support::records::library_metrics;
+use support::sample;
 use support::server::{config, TestServer};
 
 fn admin(sql: &str) {
@@ -61,11 +62,31 @@ fn an_unreachable_postgres_is_503_and_the_service_recovers() {
     assert_eq!(health.status, 503, "{}", health.text());
     assert_eq!(health.json()["status"], "unavailable");
     assert_eq!(get(server.addr, "/api/v1/metrics").status, 503);
+    // /metrics still answers, with the instance's own series saying what happened.
+    let exposition = get(server.addr, "/metrics");
+    assert_eq!(exposition.status, 200, "{}", exposition.text());
+    let text = exposition.text();
+    assert_eq!(sample(text, "tao_service_store_up"), Some(0.0), "{text}");
+    assert_eq!(
+        sample(
+            text,
+            "tao_service_records_refused_total{cause=\"store_unavailable\"}"
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    assert!(!text.contains("tao_jobs_total{"), "{text}");
 
     admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
     stored.push(line(4));
     assert_eq!(post(server.addr, &stored[1]).status, 201);
     assert_eq!(get(server.addr, "/healthz").status, 200);
+    let text = get(server.addr, "/metrics").text().to_owned();
+    assert_eq!(sample(&text, "tao_service_store_up"), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, "tao_service_records_accepted_total"),
+        Some(2.0)
+    );
     assert_eq!(
         get(server.addr, "/api/v1/metrics").text(),
         library_metrics(&stored).to_json_string()

@@ -1,46 +1,45 @@
-//! `GET /metrics`: the stored map in Prometheus text, rendered by the processor's
-//! own renderer (as `nixl-telemetry process --format prometheus`).
+//! `GET /metrics`: the service's exposition, by the Prometheus naming conventions.
+//!
+//! * the families read from the store ([`stored_families`](super::stored_families)):
+//!   `tao_jobs_total`, `tao_job_duration_seconds_total`, `tao_job_gpu_seconds_total`,
+//!   `tao_job_gpus_total`, `tao_last_updated_timestamp_seconds`, and with
+//!   `serve --metrics-legacy-keys` the JSON map's other keys as `tao_legacy_value{key}`;
+//! * this instance's own series ([`service_series`](super::service_series)) and the
+//!   label bound's counter.
+//!
+//! When the store cannot be read the answer is still `200`, with the instance's own
+//! series only (`tao_service_store_up 0` says why the others are missing), so that
+//! an outage of the store is an alert rather than a failed scrape.
 
-use nixl_telemetry_processor::{
-    render_prometheus, split_series, MetricKind, Metrics, PrometheusKeyError,
-};
+use nixl_telemetry_processor::Metrics;
 
-/// The exposition of `metrics`. Keys that are not valid series (imported from a TAO
-/// deployment, whose processor writes label values unescaped) are left out, and a
-/// comment line says how many and names the first.
-pub(crate) fn exposition(
-    metrics: &Metrics,
-    kind_of: impl Fn(&str) -> Option<MetricKind>,
-) -> Result<String, PrometheusKeyError> {
-    let mut invalid: Vec<&str> = metrics
-        .iter()
-        .filter(|(key, _)| split_series(key).is_err())
-        .map(|(key, _)| key)
-        .collect();
-    if invalid.is_empty() {
-        return render_prometheus(metrics, kind_of);
+use super::label_bound::LabelBound;
+use super::service_series::ServiceSeries;
+use super::stored_families::write_stored_families;
+use super::text_format::TextFormat;
+
+/// What `/metrics` shows besides the stored map.
+#[derive(Debug)]
+pub(crate) struct ExpositionState {
+    /// This instance's own series.
+    pub series: std::sync::Arc<ServiceSeries>,
+    /// The bound on distinct label values.
+    pub bound: LabelBound,
+    /// Whether the legacy keys are shown (as `tao_legacy_value{key}`).
+    pub legacy_keys: bool,
+}
+
+/// The exposition of `metrics` (`None`: the store could not be read).
+pub(crate) fn exposition(state: &ExpositionState, metrics: Option<&Metrics>) -> String {
+    let mut text = TextFormat::new();
+    let mut admission = state.bound.admission();
+    if let Some(metrics) = metrics {
+        write_stored_families(&mut text, metrics, &mut admission, state.legacy_keys);
     }
-    invalid.sort_unstable();
-    let mut shown = Metrics::new();
-    for (key, value) in metrics.iter() {
-        if split_series(key).is_ok() {
-            // Keys of a map are never `last_updated`.
-            let _ = shown.insert(key, value);
-        }
-    }
-    shown.set_last_updated(metrics.last_updated().map(|t| t.into_owned()));
-    let first: String = invalid[0]
-        .chars()
-        .flat_map(|c| match c {
-            '\n' => vec!['\\', 'n'],
-            c => vec![c],
-        })
-        .collect();
-    Ok(format!(
-        "# nixl-telemetry: {} stored key(s) are not valid Prometheus series and are left out; first: {first}\n{}",
-        invalid.len(),
-        render_prometheus(&shown, kind_of)?
-    ))
+    admission.write(&mut text);
+    drop(admission);
+    state.series.write(&mut text);
+    text.finish()
 }
 
 #[cfg(test)]
@@ -48,23 +47,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn invalid_series_are_left_out_and_counted() {
+    fn without_the_store_only_the_own_series_are_shown() {
+        let state = ExpositionState {
+            series: Default::default(),
+            bound: LabelBound::new(10),
+            legacy_keys: false,
+        };
         let mut metrics = Metrics::new();
-        metrics.insert("good_total", 1).unwrap();
-        metrics.insert("m{a=\"x\"y\"}", 2).unwrap();
-        metrics.insert("bad\nkey", 3).unwrap();
-        metrics.set_last_updated(Some("2025-01-01T00:00:00".into()));
-        let text = exposition(&metrics, |_| Some(MetricKind::Counter)).unwrap();
-        assert_eq!(
-            text,
-            "# nixl-telemetry: 2 stored key(s) are not valid Prometheus series and are left out; first: bad\\nkey\n\
-             # last_updated 2025-01-01T00:00:00\n# TYPE good_total counter\ngood_total 1\n"
+        metrics
+            .insert(r#"tao_job_total{tao_action="train"}"#, 1)
+            .unwrap();
+        let text = exposition(&state, Some(&metrics));
+        assert!(
+            text.contains("tao_jobs_total{action=\"train\"} 1\n"),
+            "{text}"
         );
-        metrics = Metrics::new();
-        metrics.insert("good_total", 1).unwrap();
-        assert_eq!(
-            exposition(&metrics, |_| None).unwrap(),
-            render_prometheus(&metrics, |_| None).unwrap()
-        );
+        assert!(text.contains("tao_service_label_values_folded_total{label=\"action\"} 0\n"));
+        let text = exposition(&state, None);
+        assert!(!text.contains("tao_jobs_total"), "{text}");
+        assert!(text.contains("tao_service_store_up 1\n"), "{text}");
     }
 }

@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `POST /api/v1/metrics` | `201` and the record's metrics once it is stored |
 //! | `GET /api/v1/metrics` | the whole map as JSON (as `nixl-telemetry process` writes it) |
-//! | `GET /metrics` | the map as Prometheus text (as `process --format prometheus` writes it) |
+//! | `GET /metrics` | Prometheus text: the labeled families read from the store and the instance's own series ([`exposition`]) |
 //! | `GET /healthz` | `200` when the store answers, `503` when not (never asks for a token) |
 //!
 //! The first three ask for the token when one is configured. Every error is a JSON
@@ -14,6 +14,10 @@ mod auth;
 mod body;
 mod error;
 mod exposition;
+mod label_bound;
+mod service_series;
+mod stored_families;
+mod text_format;
 
 use std::sync::Arc;
 
@@ -27,9 +31,12 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use auth::{Token, TOKEN_VARIABLE};
 pub use error::ApiError;
+pub(crate) use exposition::ExpositionState;
+pub(crate) use label_bound::LabelBound;
+pub(crate) use service_series::{ServiceSeries, StoreOperation};
 
 use crate::store::Pool;
-use crate::writer::{Outcome, ProcessorConfig, RecordJob};
+use crate::writer::{Outcome, RecordJob};
 pub(crate) use body::KnownKeys;
 use body::RecordBody;
 
@@ -39,10 +46,11 @@ pub(crate) struct AppState {
     pub max_body_bytes: usize,
     pub body_timeout: std::time::Duration,
     pub known_keys: KnownKeys,
-    pub processor: ProcessorConfig,
     pub queue: mpsc::Sender<RecordJob>,
     pub readers: Arc<Pool>,
     pub store_kind: &'static str,
+    /// What `GET /metrics` shows besides the store, and the own series.
+    pub exposition: ExpositionState,
 }
 
 /// The service's routes over `state`.
@@ -65,17 +73,30 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
 /// once it is committed.
 async fn post_record(
     State(state): State<Arc<AppState>>,
-    RecordBody(body): RecordBody,
+    body: Result<RecordBody, ApiError>,
 ) -> Result<Response, ApiError> {
+    // The writer counts the records it decides on; the refusals before it are
+    // counted here.
+    let refused = |error: ApiError| {
+        state.exposition.series.refused(error.kind());
+        error
+    };
+    let RecordBody(body) = body.map_err(refused)?;
     let (reply, outcome) = oneshot::channel();
     state
         .queue
         .send(RecordJob { body, reply })
         .await
-        .map_err(|_| ApiError::Unavailable("the store's writer has stopped".into()))?;
-    let outcome = outcome
-        .await
-        .map_err(|_| ApiError::Unavailable("the store's writer has stopped".into()))?;
+        .map_err(|_| {
+            refused(ApiError::Unavailable(
+                "the store's writer has stopped".into(),
+            ))
+        })?;
+    let outcome = outcome.await.map_err(|_| {
+        refused(ApiError::Unavailable(
+            "the store's writer has stopped".into(),
+        ))
+    })?;
     match outcome {
         Outcome::Applied(applied) => {
             let metrics: serde_json::Map<String, serde_json::Value> = applied
@@ -93,10 +114,8 @@ async fn post_record(
 
 /// `GET /api/v1/metrics`: the map as sorted JSON.
 async fn get_metrics_json(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
-    let readers = state.readers.clone();
     let text = blocking(move || {
-        readers
-            .with(|c| c.snapshot())
+        snapshot(&state)
             .map(|m| m.to_json_string())
             .map_err(|e| ApiError::Unavailable(e.to_string()))
     })
@@ -104,18 +123,25 @@ async fn get_metrics_json(State(state): State<Arc<AppState>>) -> Result<Response
     Ok(json_body(text).into_response())
 }
 
-/// `GET /metrics`: the map as Prometheus text.
+/// The stored map, the read timed in the own series.
+fn snapshot(state: &AppState) -> Result<nixl_telemetry_processor::Metrics, crate::StoreError> {
+    let started = std::time::Instant::now();
+    let result = state.readers.with(|c| c.snapshot());
+    state
+        .exposition
+        .series
+        .store(StoreOperation::Read, started.elapsed(), result.is_ok());
+    result
+}
+
+/// `GET /metrics`: the families as Prometheus text (`200` even when the store
+/// cannot be read: the own series say so).
 async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
-    let readers = state.readers.clone();
-    let config = state.processor.clone();
     let text = blocking(move || {
-        let metrics = readers
-            .with(|c| c.snapshot())
-            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-        let kinds = config
-            .kinds()
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-        exposition::exposition(&metrics, kinds).map_err(|e| ApiError::Internal(e.to_string()))
+        let metrics = snapshot(&state)
+            .inspect_err(|e| tracing::warn!("GET /metrics: {e}"))
+            .ok();
+        Ok(exposition::exposition(&state.exposition, metrics.as_ref()))
     })
     .await?;
     Ok((
