@@ -32,6 +32,9 @@ bash scripts/test-otlp.sh
 echo "== export sidecar: deployment examples; NIXL 1.0, 1.1, 1.3, 1.5 exported at once (Prometheus parity, OTLP)"
 bash scripts/test-export.sh
 
+echo "== Prometheus rules: promtool check/test rules on docs/grafana/*.rules.yml"
+bash scripts/test-prometheus-rules.sh
+
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
