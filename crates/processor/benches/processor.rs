@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use nixl_telemetry_benchsupport::thread_cpu_time;
 use nixl_telemetry_processor::{
-    builders_from_list, parse_input_line, AttributeRegistry, Context, InputLine, MetricProcessor,
-    Metrics,
+    builders_from_list, parse_input_line, AttributeRegistry, Context, InputLine, JsonValue,
+    MetricProcessor, Metrics, Record,
 };
 
 const CORPUS: &str = concat!(
@@ -143,6 +143,92 @@ fn main() {
             "parse+process (default builders): {rate}  ({} records, {} distinct keys)",
             (rate.passes + 1) * n as u64,
             metrics.len()
+        );
+    }
+
+    // End to end, as `nixl-telemetry process` runs over a file: each line's JSON
+    // parsed, the default builders, and the result written once at the end (the
+    // metrics as JSON). A pass is one such run over the corpus repeated
+    // END_TO_END_REPEATS times.
+    if wanted("end to end (default builders)") {
+        const END_TO_END_REPEATS: usize = 20;
+        let file: Vec<&str> = (0..END_TO_END_REPEATS)
+            .flat_map(|_| lines.iter().copied())
+            .collect();
+        let mut p = processor(None);
+        let mut metrics = Metrics::new();
+        let mut out = Vec::new();
+        let rate = measure(budget, file.len(), || {
+            for line in &file {
+                let input = parse_input_line(black_box(line)).expect("corpus line");
+                let ctx = Context::at(input.now.expect("now"));
+                p.process(&mut metrics, &input.record, &ctx)
+                    .expect("corpus record");
+            }
+            out.clear();
+            metrics.write_json(&mut out).expect("write to memory");
+            black_box(&out);
+        });
+        println!(
+            "end to end (default builders):    {rate}  ({} records, {} bytes written every {} records)",
+            (rate.passes + 1) * file.len() as u64,
+            out.len(),
+            file.len()
+        );
+    }
+
+    // The floor: the fastest JSON parsers on the registry, each parsing the same
+    // lines into its own value tree and nothing else.
+    if wanted("parse only") {
+        let rate = measure(budget / 2, n, || {
+            for line in &lines {
+                black_box(parse_input_line(black_box(line)).expect("corpus line"));
+            }
+        });
+        println!("parse only (ours):                {rate}");
+        let rate = measure(budget / 2, n, || {
+            for line in &lines {
+                black_box(Record::parse(black_box(line)).expect("corpus line"));
+            }
+        });
+        println!("parse only (Record::parse):       {rate}  (serde_json into our borrowed values)");
+        let rate = measure(budget / 2, n, || {
+            for line in &lines {
+                let value: JsonValue<'_> =
+                    sonic_rs::from_str(black_box(line)).expect("corpus line");
+                black_box(value);
+            }
+        });
+        println!("parse only (sonic-rs to ours):    {rate}  (the same values through sonic-rs's serde path)");
+        let rate = measure(budget / 2, n, || {
+            for line in &lines {
+                let value: serde_json::Value =
+                    serde_json::from_str(black_box(line)).expect("corpus line");
+                black_box(value);
+            }
+        });
+        println!("parse only (serde_json Value):    {rate}");
+        let rate = measure(budget / 2, n, || {
+            for line in &lines {
+                let value: sonic_rs::Value =
+                    sonic_rs::from_str(black_box(line)).expect("corpus line");
+                black_box(value);
+            }
+        });
+        println!("parse only (sonic-rs Value):      {rate}");
+        let mut buffers = simd_json::Buffers::default();
+        let mut copy = Vec::new();
+        let rate = measure(budget / 2, n, || {
+            for line in &lines {
+                copy.clear();
+                copy.extend_from_slice(black_box(line).as_bytes());
+                let value = simd_json::to_borrowed_value_with_buffers(&mut copy, &mut buffers)
+                    .expect("corpus line");
+                black_box(value);
+            }
+        });
+        println!(
+            "parse only (simd-json borrowed):  {rate}  (the line copied first: it parses in place)"
         );
     }
 

@@ -220,8 +220,15 @@ pub(crate) fn stamp() -> (u64, bool) {
     if USE_TSC.load(Ordering::Relaxed) {
         (read_tsc(), true)
     } else {
-        (system_now_us(), false)
+        (system_now_us_out_of_line(), false)
     }
+}
+
+/// [`system_now_us`] as one call kept out of the record path's code.
+#[cold]
+#[inline(never)]
+fn system_now_us_out_of_line() -> u64 {
+    system_now_us()
 }
 
 /// The calibration in force, read once: converts TSC ticks to µs since the

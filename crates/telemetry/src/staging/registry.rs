@@ -73,7 +73,9 @@ impl Staging {
         name: impl FnOnce() -> [u8; EVENT_NAME_CAPACITY],
         value: u64,
     ) {
-        self.push_slot(0, move || StagedSlot::event(when, category, name(), value));
+        self.push_slot(0, move || {
+            StagedSlot::event_named_after_stamp(when, category, name, value)
+        });
     }
 
     /// Records one completed transfer in one slot that stands for its three
