@@ -26,6 +26,7 @@
 mod document;
 mod error;
 pub mod http;
+pub mod record_rules;
 mod service;
 mod store;
 mod writer;
@@ -34,7 +35,8 @@ pub use document::{ImportMode, ImportSummary, MetricsDocument, IGNORED_KEYS};
 pub use error::{DocumentError, ServeError, StoreError, StoreUrlError};
 pub use http::{ApiError, Token, TOKEN_VARIABLE};
 pub use service::{
-    check_listen_address, Service, ServiceConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_LISTEN,
-    DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
+    check_listen_address, Service, ServiceConfig, DEFAULT_BODY_TIMEOUT,
+    DEFAULT_COMMIT_CHECK_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_STORE_TIMEOUT,
 };
 pub use store::{Store, StoreUrl, Synchronous, DEFAULT_SQLITE_FILE};

@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 use crate::error::ServeError;
 use crate::http::{self, AppState, Token, TOKEN_VARIABLE};
 use crate::store::{Pool, StoreUrl};
-use crate::writer::{self, ProcessorConfig};
+use crate::writer::{self, ProcessorConfig, WriterLimits};
+
+pub use crate::store::DEFAULT_STORE_TIMEOUT;
 
 /// The address `serve` listens on by default.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -28,6 +30,10 @@ pub const DEFAULT_MAX_BATCH: usize = 64;
 
 /// How long a client may take to send a request body, by default.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the writer keeps asking whether a commit whose answer was lost
+/// happened, by default.
+pub const DEFAULT_COMMIT_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Records waiting for the writer before new posts wait for room.
 const QUEUE_LENGTH: usize = 1024;
@@ -56,6 +62,12 @@ pub struct ServiceConfig {
     pub max_batch: usize,
     /// How long a client may take to send a request body (then: 408).
     pub body_timeout: Duration,
+    /// How long the store may take to connect or to answer one round trip (then:
+    /// 503), and the longest a record waits for the writer.
+    pub store_timeout: Duration,
+    /// How long the writer keeps asking whether a commit whose answer was lost
+    /// happened.
+    pub commit_check_timeout: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -71,6 +83,8 @@ impl Default for ServiceConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_batch: DEFAULT_MAX_BATCH,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            store_timeout: DEFAULT_STORE_TIMEOUT,
+            commit_check_timeout: DEFAULT_COMMIT_CHECK_TIMEOUT,
         }
     }
 }
@@ -120,7 +134,11 @@ impl Service {
         let writer = writer::spawn(
             config.store.clone(),
             processor.clone(),
-            config.max_batch,
+            WriterLimits {
+                max_batch: config.max_batch,
+                store_timeout: config.store_timeout,
+                commit_check_timeout: config.commit_check_timeout,
+            },
             jobs,
         )?;
         let state = Arc::new(AppState {
@@ -130,7 +148,12 @@ impl Service {
             known_keys: http::KnownKeys::new(&config.registry),
             processor,
             queue,
-            readers: Arc::new(Pool::new(config.store.clone(), IDLE_READERS)),
+            readers: Arc::new(Pool::new(
+                config.store.clone(),
+                IDLE_READERS,
+                config.store_timeout,
+            )),
+            store_timeout: config.store_timeout,
             store_kind: config.store.kind(),
         });
         Ok(Service { state, writer })

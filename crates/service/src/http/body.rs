@@ -9,10 +9,13 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderValue, StatusCode};
-use nixl_telemetry_processor::{parse_input_line, AttributeRegistry};
+use nixl_telemetry_processor::{
+    parse_input_line, AttributeRegistry, AttributeType, JsonNumber, JsonValue,
+};
 
 use super::error::ApiError;
 use super::AppState;
+use crate::record_rules::MAX_INTEGER_VALUE;
 
 /// A record's text, checked: UTF-8, a JSON object (or a `{"now": …, "record": {…}}`
 /// envelope) whose keys are all attributes of the registry.
@@ -85,10 +88,12 @@ fn is_json(value: &HeaderValue) -> bool {
     })
 }
 
-/// The raw keys a record may have: the registry's.
+/// The raw keys a record may have (the registry's), and which of them hold integers
+/// (bounded by [`MAX_INTEGER_VALUE`]).
 #[derive(Debug)]
 pub(crate) struct KnownKeys {
     keys: HashSet<String>,
+    integers: HashSet<String>,
     /// For messages, in registry order.
     listed: String,
 }
@@ -102,25 +107,48 @@ impl KnownKeys {
             .collect();
         KnownKeys {
             keys: raw.iter().map(|k| (*k).to_owned()).collect(),
+            integers: registry
+                .attributes()
+                .iter()
+                .filter(|a| a.attr_type == AttributeType::Integer)
+                .map(|a| a.raw_key.clone())
+                .collect(),
             listed: raw.join(", "),
         }
     }
 
-    /// Checks that `text` is a record (or an envelope) with known keys only.
+    /// Checks that `text` is a record (or an envelope) with known keys only, and
+    /// integer attributes within [`MAX_INTEGER_VALUE`].
     pub fn check(&self, text: &str) -> Result<(), ApiError> {
         let line = parse_input_line(text).map_err(|e| ApiError::BadRecord(e.to_string()))?;
-        match line
-            .record
-            .fields()
-            .iter()
-            .find(|(key, _)| !self.keys.contains(key.as_ref()))
-        {
-            Some((key, _)) => Err(ApiError::UnknownKey {
-                key: key.to_string(),
-                known: self.listed.clone(),
-            }),
-            None => Ok(()),
+        for (key, value) in line.record.fields() {
+            if !self.keys.contains(key.as_ref()) {
+                return Err(ApiError::UnknownKey {
+                    key: key.to_string(),
+                    known: self.listed.clone(),
+                });
+            }
+            if !self.integers.contains(key.as_ref()) {
+                continue;
+            }
+            let beyond = match value {
+                JsonValue::Number(JsonNumber::PosInt(n)) => {
+                    (*n > MAX_INTEGER_VALUE as u64).then(|| n.to_string())
+                }
+                JsonValue::Number(JsonNumber::NegInt(n)) => {
+                    (*n < -MAX_INTEGER_VALUE).then(|| n.to_string())
+                }
+                _ => None,
+            };
+            if let Some(value) = beyond {
+                return Err(ApiError::OutOfBounds {
+                    key: key.to_string(),
+                    value,
+                    limit: MAX_INTEGER_VALUE,
+                });
+            }
         }
+        Ok(())
     }
 }
 
@@ -170,5 +198,31 @@ mod tests {
             .unwrap_err();
         assert!(matches!(&err, ApiError::UnknownKey { key, .. } if key == "gpus"));
         assert!(matches!(known.check("[]"), Err(ApiError::BadRecord(_))));
+    }
+
+    #[test]
+    fn integer_attributes_are_bounded() {
+        let known = KnownKeys::new(&AttributeRegistry::default());
+        known
+            .check(&format!(r#"{{"time_lapsed": {MAX_INTEGER_VALUE}}}"#))
+            .unwrap();
+        known
+            .check(&format!(r#"{{"time_lapsed": -{MAX_INTEGER_VALUE}}}"#))
+            .unwrap();
+        for beyond in [
+            (MAX_INTEGER_VALUE + 1).to_string(),
+            (-MAX_INTEGER_VALUE - 1).to_string(),
+            i64::MAX.to_string(),
+        ] {
+            let err = known
+                .check(&format!(
+                    r#"{{"action": "train", "time_lapsed": {beyond}}}"#
+                ))
+                .unwrap_err();
+            assert!(
+                matches!(&err, ApiError::OutOfBounds { key, value, .. } if key == "time_lapsed" && *value == beyond),
+                "{err}"
+            );
+        }
     }
 }

@@ -29,7 +29,7 @@ pub use auth::{Token, TOKEN_VARIABLE};
 pub use error::ApiError;
 
 use crate::store::Pool;
-use crate::writer::{Outcome, ProcessorConfig, RecordJob};
+use crate::writer::{Claim, Outcome, ProcessorConfig, RecordJob};
 pub(crate) use body::KnownKeys;
 use body::RecordBody;
 
@@ -43,7 +43,12 @@ pub(crate) struct AppState {
     pub queue: mpsc::Sender<RecordJob>,
     pub readers: Arc<Pool>,
     pub store_kind: &'static str,
+    /// How long a post waits for room in the writer's queue.
+    pub store_timeout: std::time::Duration,
 }
+
+/// The longest `/healthz` takes to answer.
+const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The service's routes over `state`.
 pub(crate) fn router(state: Arc<AppState>) -> Router {
@@ -67,15 +72,37 @@ async fn post_record(
     State(state): State<Arc<AppState>>,
     RecordBody(body): RecordBody,
 ) -> Result<Response, ApiError> {
-    let (reply, outcome) = oneshot::channel();
-    state
-        .queue
-        .send(RecordJob { body, reply })
+    let (reply, mut outcome) = oneshot::channel();
+    let claim = Arc::new(Claim::default());
+    let job = RecordJob {
+        body,
+        reply,
+        queued: std::time::Instant::now(),
+        claim: claim.clone(),
+    };
+    // Given up before it is queued, a record is never applied.
+    tokio::time::timeout(state.store_timeout, state.queue.send(job))
         .await
+        .map_err(|_| {
+            ApiError::Unavailable(format!(
+                "the store's writer had no room for the record within {} s",
+                state.store_timeout.as_secs_f64()
+            ))
+        })?
         .map_err(|_| ApiError::Unavailable("the store's writer has stopped".into()))?;
-    let outcome = outcome
-        .await
-        .map_err(|_| ApiError::Unavailable("the store's writer has stopped".into()))?;
+    let stopped = |_| ApiError::Unavailable("the store's writer has stopped".into());
+    let outcome = match tokio::time::timeout(state.store_timeout, &mut outcome).await {
+        Ok(outcome) => outcome.map_err(stopped)?,
+        // Still queued: given up, it is never applied.
+        Err(_) if claim.abandon() => {
+            return Err(ApiError::Unavailable(format!(
+                "the store's writer did not reach the record within {} s",
+                state.store_timeout.as_secs_f64()
+            )))
+        }
+        // In a transaction: its outcome comes within the store's own bounds.
+        Err(_) => outcome.await.map_err(stopped)?,
+    };
     match outcome {
         Outcome::Applied(applied) => {
             let metrics: serde_json::Map<String, serde_json::Value> = applied
@@ -88,6 +115,7 @@ async fn post_record(
         }
         Outcome::Rejected(reason) => Err(ApiError::BadRecord(reason)),
         Outcome::Unavailable(reason) => Err(ApiError::Unavailable(reason)),
+        Outcome::Unknown(reason) => Err(ApiError::OutcomeUnknown(reason)),
     }
 }
 
@@ -131,12 +159,18 @@ async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Re
 /// `GET /healthz`: whether the store answers and the writer runs.
 async fn healthz(State(state): State<Arc<AppState>>) -> Response {
     let readers = state.readers.clone();
-    let store = blocking(move || {
+    let ping = blocking(move || {
         readers
             .with(|c| c.ping())
             .map_err(|e| ApiError::Unavailable(e.to_string()))
-    })
-    .await;
+    });
+    let store = match tokio::time::timeout(HEALTH_TIMEOUT, ping).await {
+        Ok(answer) => answer,
+        Err(_) => Err(ApiError::Unavailable(format!(
+            "the store did not answer within {} s",
+            HEALTH_TIMEOUT.as_secs_f64()
+        ))),
+    };
     let problem = match (store, state.queue.is_closed()) {
         (Err(e), _) => Some(e.to_string()),
         (Ok(()), true) => Some("the store's writer has stopped".to_owned()),

@@ -3,6 +3,7 @@
 
 pub mod http;
 pub mod postgres;
+pub mod proxy;
 pub mod records;
 pub mod server;
 
