@@ -146,10 +146,8 @@ pub(crate) async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let connection = builder.serve_connection(
-            TokioIo::new(stream),
-            TowerToHyperService::new(app.clone()),
-        );
+        let connection =
+            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
         let connection = graceful.watch(connection);
         connections.spawn(async move {
             let _slot = slot;

@@ -23,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+mod connections;
 mod document;
 mod error;
 pub mod http;
@@ -36,7 +37,7 @@ pub use error::{DocumentError, ServeError, StoreError, StoreUrlError};
 pub use http::{ApiError, Token, TOKEN_VARIABLE};
 pub use service::{
     check_listen_address, Service, ServiceConfig, DEFAULT_BODY_TIMEOUT,
-    DEFAULT_COMMIT_CHECK_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_STORE_TIMEOUT,
+    DEFAULT_COMMIT_CHECK_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STORE_TIMEOUT,
 };
 pub use store::{Store, StoreUrl, Synchronous, DEFAULT_SQLITE_FILE};

@@ -1,6 +1,7 @@
 //! The body of `POST /api/v1/metrics`: one record, read as JSON when no content type
 //! is given (TAO's client sends none), refused when another type is given, when it
-//! is longer than the limit, not UTF-8, not a JSON object, or names a key the
+//! is longer than the limit or late (the router's `tower-http` layers bound both;
+//! this names the failure), not UTF-8, not a JSON object, or names a key the
 //! attribute registry does not know.
 
 use std::collections::HashSet;
@@ -12,6 +13,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use nixl_telemetry_processor::{
     parse_input_line, AttributeRegistry, AttributeType, JsonNumber, JsonValue,
 };
+use tower_http::timeout::TimeoutError;
 
 use super::error::ApiError;
 use super::AppState;
@@ -32,32 +34,21 @@ impl FromRequest<Arc<AppState>> for RecordBody {
                 });
             }
         }
-        // An announced length over the limit is refused before reading anything.
-        let announced = request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if announced.is_some_and(|length| length > state.max_body_bytes as u64) {
-            return Err(ApiError::TooLarge {
-                limit: state.max_body_bytes,
-            });
-        }
-        let read = Bytes::from_request(request, state);
-        let bytes = tokio::time::timeout(state.body_timeout, read)
-            .await
-            .map_err(|_| ApiError::Timeout {
-                seconds: state.body_timeout.as_secs_f64(),
-            })?
-            .map_err(|rejection| match rejection.status() {
-                StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {
-                    limit: state.max_body_bytes,
-                },
-                _ => ApiError::BadRecord(format!(
-                    "the body could not be read: {}",
-                    rejection.body_text()
-                )),
-            })?;
+        let bytes =
+            Bytes::from_request(request, state)
+                .await
+                .map_err(|rejection| match rejection.status() {
+                    StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {
+                        limit: state.max_body_bytes,
+                    },
+                    _ if caused_by::<TimeoutError>(&rejection) => ApiError::Timeout {
+                        seconds: state.body_timeout.as_secs_f64(),
+                    },
+                    _ => ApiError::BadRecord(format!(
+                        "the body could not be read: {}",
+                        rejection.body_text()
+                    )),
+                })?;
         let text = String::from_utf8(bytes.into()).map_err(|e| {
             ApiError::BadRecord(format!(
                 "the body is not UTF-8 text (invalid bytes at offset {}); send the record as UTF-8 JSON",
@@ -67,6 +58,18 @@ impl FromRequest<Arc<AppState>> for RecordBody {
         state.known_keys.check(&text)?;
         Ok(RecordBody(text))
     }
+}
+
+/// Whether `error` or one of its sources is an `E`.
+fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.is::<E>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// Whether a content type is JSON: `application/json` or `application/…+json`, with a

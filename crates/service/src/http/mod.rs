@@ -24,6 +24,9 @@ use axum::routing::get;
 use axum::{middleware, Router};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TOKEN_VARIABLE};
 pub use error::ApiError;
@@ -50,8 +53,11 @@ pub(crate) struct AppState {
 /// The longest `/healthz` takes to answer.
 const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The service's routes over `state`.
+/// The service's routes over `state`, under `tower-http` layers: request tracing
+/// (a `tracing` span per request, DEBUG), the body's time limit and its length
+/// limit (an announced length over it is refused before anything is read).
 pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let max_body_bytes = state.max_body_bytes;
     Router::new()
         .route("/api/v1/metrics", get(get_metrics_json).post(post_record))
         .route("/metrics", get(get_metrics_prometheus))
@@ -62,8 +68,27 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        // The length limit is the layer's, not axum's default.
+        .layer(DefaultBodyLimit::disable())
+        .layer(RequestBodyLimitLayer::new(max_body_bytes))
+        .layer(middleware::map_response(
+            move |response: Response| async move { json_too_large(response, max_body_bytes) },
+        ))
+        .layer(RequestBodyTimeoutLayer::new(state.body_timeout))
+        .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The length limit layer's own 413 (plain text), as the API's JSON error.
+fn json_too_large(response: Response, limit: usize) -> Response {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
+        return ApiError::TooLarge { limit }.into_response();
+    }
+    response
 }
 
 /// `POST /api/v1/metrics`: queues the record for the store's writer and answers
