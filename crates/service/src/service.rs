@@ -14,7 +14,7 @@ use crate::connections::{self, ConnectionLimits};
 use crate::error::ServeError;
 use crate::http::{self, AppState, Token, TOKEN_VARIABLE};
 use crate::store::{Pool, StoreUrl};
-use crate::writer::{self, ProcessorConfig, WriterLimits};
+use crate::writer::{self, MetricKinds, ProcessorConfig, WriterLimits};
 
 pub use crate::store::DEFAULT_STORE_TIMEOUT;
 
@@ -153,7 +153,7 @@ impl Service {
             registry: config.registry.clone(),
             builders: config.builders.clone(),
         };
-        processor.build().map(drop)?;
+        let kinds = Arc::new(MetricKinds::new(processor.build()?));
         let (queue, jobs) = mpsc::channel(QUEUE_LENGTH);
         let writer = writer::spawn(
             config.store.clone(),
@@ -170,7 +170,7 @@ impl Service {
             max_body_bytes: config.max_body_bytes,
             body_timeout: config.body_timeout,
             known_keys: http::KnownKeys::new(&config.registry),
-            processor,
+            kinds,
             queue,
             readers: Arc::new(Pool::new(
                 config.store.clone(),

@@ -50,11 +50,24 @@ impl ProcessorConfig {
     pub fn build(&self) -> Result<MetricProcessor, BindError> {
         MetricProcessor::with_builders(self.registry.clone(), builders_from_list(&self.builders)?)
     }
+}
 
-    /// The Prometheus kind of every family the builders claim, as a function.
-    pub fn kinds(&self) -> Result<impl Fn(&str) -> Option<MetricKind>, BindError> {
-        let processor = self.build()?;
-        Ok(move |family: &str| processor.metric_kind(family))
+/// The Prometheus kind of every family the builders claim, from one processor
+/// built when the service starts (for `GET /metrics`, which renders with
+/// [`MetricKinds::kind`] as its kind map).
+pub(crate) struct MetricKinds(std::sync::Mutex<MetricProcessor>);
+
+impl MetricKinds {
+    pub fn new(processor: MetricProcessor) -> MetricKinds {
+        MetricKinds(std::sync::Mutex::new(processor))
+    }
+
+    /// The kind of a family, from the first builder that claims it.
+    pub fn kind(&self, family: &str) -> Option<MetricKind> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .metric_kind(family)
     }
 }
 

@@ -32,7 +32,7 @@ pub use auth::{Token, TOKEN_VARIABLE};
 pub use error::ApiError;
 
 use crate::store::Pool;
-use crate::writer::{Claim, Outcome, ProcessorConfig, RecordJob};
+use crate::writer::{Claim, MetricKinds, Outcome, RecordJob};
 pub(crate) use body::KnownKeys;
 use body::RecordBody;
 
@@ -42,7 +42,8 @@ pub(crate) struct AppState {
     pub max_body_bytes: usize,
     pub body_timeout: std::time::Duration,
     pub known_keys: KnownKeys,
-    pub processor: ProcessorConfig,
+    /// The kind map of `GET /metrics`, made once.
+    pub kinds: Arc<MetricKinds>,
     pub queue: mpsc::Sender<RecordJob>,
     pub readers: Arc<Pool>,
     pub store_kind: &'static str,
@@ -160,15 +161,13 @@ async fn get_metrics_json(State(state): State<Arc<AppState>>) -> Result<Response
 /// `GET /metrics`: the map as Prometheus text.
 async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
     let readers = state.readers.clone();
-    let config = state.processor.clone();
+    let kinds = state.kinds.clone();
     let text = blocking(move || {
         let metrics = readers
             .with(|c| c.snapshot())
             .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-        let kinds = config
-            .kinds()
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-        exposition::exposition(&metrics, kinds).map_err(|e| ApiError::Internal(e.to_string()))
+        exposition::exposition(&metrics, |family| kinds.kind(family))
+            .map_err(|e| ApiError::Internal(e.to_string()))
     })
     .await?;
     Ok((
