@@ -3,13 +3,15 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
 use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use nixl_telemetry_service::{
-    Service, ServiceConfig, StoreUrl, Token, DEFAULT_LISTEN, DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_LABEL_VALUES,
+    Service, ServiceConfig, StoreUrl, Token, DEFAULT_BODY_TIMEOUT, DEFAULT_COMMIT_CHECK_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STORE_TIMEOUT,
 };
 
 /// Options of `nixl-telemetry serve`.
@@ -49,6 +51,44 @@ pub struct ServeArgs {
     /// keys) as one family tao_legacy_value{key="…"}.
     #[arg(long)]
     metrics_legacy_keys: bool,
+    /// Seconds a request's headers may take, counted from the moment the
+    /// connection is ready for the request (also how long a kept-alive connection
+    /// may stay idle).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
+    header_timeout: f64,
+    /// Seconds a client may take to send a request body (then: 408).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
+    body_timeout: f64,
+    /// The most connections served at once; the next ones wait until one closes.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: u64,
+    /// Seconds the store may take to connect or to answer one round trip (then:
+    /// 503); also the longest a record waits for the store's writer.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_STORE_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
+    store_timeout: f64,
+    /// Seconds the writer keeps asking whether a commit whose answer was lost
+    /// happened, before answering that it does not know.
+    #[arg(long, value_name = "SECONDS",
+          default_value_t = DEFAULT_COMMIT_CHECK_TIMEOUT.as_secs_f64(), value_parser = seconds)]
+    commit_check_timeout: f64,
+    /// Seconds requests under way may take to finish once SIGINT or SIGTERM came.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SHUTDOWN_GRACE.as_secs_f64(),
+          value_parser = seconds)]
+    shutdown_grace: f64,
+}
+
+/// A number of seconds: positive, finite, at most a day.
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value > 0.0 && value <= 86_400.0 => Ok(value),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds; give one above 0 and at most 86400, such as 5 or 0.5"
+        )),
+    }
 }
 
 /// Runs the service until SIGINT or SIGTERM.
@@ -69,6 +109,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         insecure: args.insecure,
         max_body_bytes: args.max_body,
         max_batch: args.max_batch as usize,
+        body_timeout: Duration::from_secs_f64(args.body_timeout),
+        store_timeout: Duration::from_secs_f64(args.store_timeout),
+        commit_check_timeout: Duration::from_secs_f64(args.commit_check_timeout),
+        header_timeout: Duration::from_secs_f64(args.header_timeout),
+        max_connections: args.max_connections as usize,
+        shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         max_label_values: args.max_label_values as usize,
         metrics_legacy_keys: args.metrics_legacy_keys,
         ..ServiceConfig::default()

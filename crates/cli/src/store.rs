@@ -53,6 +53,17 @@ enum StoreCommand {
 pub fn run(args: StoreArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         StoreCommand::Export { store, output } => {
+            // Opening a missing SQLite file would create it: an empty backup of a
+            // mistyped path.
+            if let StoreUrl::Sqlite { path, .. } = &store {
+                if !path.exists() {
+                    anyhow::bail!(
+                        "no SQLite store at {}: check the path (export never creates a store; \
+                         `serve` and `store import` do)",
+                        path.display()
+                    );
+                }
+            }
             let text = Store::open(&store)?.metrics()?.to_json_string();
             match output {
                 Some(path) => fs::write(&path, text)

@@ -322,6 +322,91 @@ fn a_non_loopback_address_needs_a_token_or_insecure() {
 }
 
 #[test]
+fn sigterm_stops_serve_within_its_grace_while_a_client_dribbles() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("m.db").display());
+    let mut server = Server::start(
+        &[
+            "--store",
+            &store,
+            "--header-timeout",
+            "60",
+            "--shutdown-grace",
+            "0.5",
+        ],
+        None,
+    );
+    let mut slow = std::net::TcpStream::connect(server.addr).unwrap();
+    std::io::Write::write_all(&mut slow, b"POST /api/v1/metrics HTTP/1.1\r\nHo").unwrap();
+    thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = server.child.wait().unwrap();
+    assert!(exit.success(), "{exit}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(slow);
+}
+
+#[test]
+fn store_export_of_a_missing_sqlite_file_is_refused_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("typo.db");
+    let out = run(
+        &[
+            "store",
+            "export",
+            "--store",
+            &format!("sqlite:{}", missing.display()),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("no SQLite store at"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!missing.exists(), "nothing was created");
+}
+
+#[test]
+fn a_token_with_surrounding_white_space_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("m.db").display());
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", &store])
+        .env("NIXL_TELEMETRY_METRICS_TOKEN", "secret ")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("white space"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn serve_refuses_a_time_that_is_not_a_number_of_seconds() {
+    for (flag, value) in [("--header-timeout", "0"), ("--store-timeout", "soon")] {
+        let out = run(&["serve", flag, value], "");
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let said = text(&out.stderr);
+        assert!(said.contains(flag), "{said}");
+        assert!(said.contains("is not a number of seconds"), "{said}");
+    }
+}
+
+#[test]
 fn sigterm_stops_serve_after_the_requests_under_way() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("m.db").display());

@@ -57,6 +57,23 @@ pub enum StoreError {
         /// What was found.
         what: String,
     },
+    /// The store did not answer within the time allowed.
+    #[error("store {store}: no answer within {seconds} s")]
+    Timeout {
+        /// The store.
+        store: String,
+        /// The time allowed.
+        seconds: f64,
+    },
+    /// The answer to a `COMMIT` was lost or late: whether it happened is not known
+    /// until the store is asked again.
+    #[error("store {store}: the answer to the commit was lost ({cause})")]
+    CommitUnknown {
+        /// The store.
+        store: String,
+        /// What happened to the answer.
+        cause: String,
+    },
     /// Other writers kept conflicting with this one.
     #[error(
         "store {store}: gave up after {attempts} attempts, each conflicting with another writer"
@@ -91,6 +108,36 @@ fn postgres_message(error: &tokio_postgres::Error) -> String {
 }
 
 impl StoreError {
+    /// Whether this is the server's own answer (a PostgreSQL error with a code), as
+    /// opposed to a lost connection or a timeout.
+    pub(crate) fn is_server_answer(&self) -> bool {
+        matches!(self, StoreError::Postgres { source, .. } if source.as_db_error().is_some())
+    }
+
+    /// Whether the store refused the data itself (a value or key it cannot hold), so
+    /// that the same records fail again however often they are tried, while other
+    /// records would succeed.
+    pub(crate) fn is_data_fault(&self) -> bool {
+        match self {
+            StoreError::Sqlite {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } => matches!(
+                e.code,
+                rusqlite::ErrorCode::TooBig
+                    | rusqlite::ErrorCode::ConstraintViolation
+                    | rusqlite::ErrorCode::TypeMismatch
+            ),
+            StoreError::Postgres { source, .. } => source.code().is_some_and(|code| {
+                // Classes 22 (data exception), 23 (integrity constraint violation)
+                // and 54 (program limit exceeded: an index row too large).
+                let class = &code.code()[..2];
+                matches!(class, "22" | "23" | "54")
+            }),
+            _ => false,
+        }
+    }
+
     /// Whether the transaction lost a race with another writer (a PostgreSQL
     /// serialisation failure or deadlock, SQLite busy beyond its timeout) and may
     /// simply be tried again.

@@ -23,9 +23,11 @@
 
 #![forbid(unsafe_code)]
 
+mod connections;
 mod document;
 mod error;
 pub mod http;
+pub mod record_rules;
 mod service;
 mod store;
 mod writer;
@@ -34,7 +36,9 @@ pub use document::{ImportMode, ImportSummary, MetricsDocument, IGNORED_KEYS};
 pub use error::{DocumentError, ServeError, StoreError, StoreUrlError};
 pub use http::{ApiError, Token, TOKEN_VARIABLE};
 pub use service::{
-    check_listen_address, Service, ServiceConfig, DEFAULT_BODY_TIMEOUT, DEFAULT_LISTEN,
-    DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_LABEL_VALUES,
+    check_listen_address, Service, ServiceConfig, DEFAULT_BODY_TIMEOUT,
+    DEFAULT_COMMIT_CHECK_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_STORE_TIMEOUT,
 };
 pub use store::{Store, StoreUrl, Synchronous, DEFAULT_SQLITE_FILE};

@@ -10,12 +10,15 @@ use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use crate::connections::{self, ConnectionLimits};
 use crate::error::ServeError;
 use crate::http::{
     self, AppState, ExpositionState, LabelBound, ServiceSeries, Token, TOKEN_VARIABLE,
 };
 use crate::store::{Pool, StoreUrl};
-use crate::writer::{self, ProcessorConfig};
+use crate::writer::{self, ProcessorConfig, WriterLimits};
+
+pub use crate::store::DEFAULT_STORE_TIMEOUT;
 
 /// The address `serve` listens on by default.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -35,6 +38,20 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// values are shown as `other` (and counted in
 /// `tao_service_label_values_folded_total`).
 pub const DEFAULT_MAX_LABEL_VALUES: usize = 100;
+/// How long the writer keeps asking whether a commit whose answer was lost
+/// happened, by default.
+pub const DEFAULT_COMMIT_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a request's headers may take (and a kept-alive connection may stay
+/// idle), by default.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most connections served at once, by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// How long requests under way may take to finish once shutdown begins, by
+/// default.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Records waiting for the writer before new posts wait for room.
 const QUEUE_LENGTH: usize = 1024;
@@ -69,6 +86,20 @@ pub struct ServiceConfig {
     /// Whether `GET /metrics` also shows the JSON map's other keys, as one family
     /// `tao_legacy_value{key="…"}`.
     pub metrics_legacy_keys: bool,
+    /// How long the store may take to connect or to answer one round trip (then:
+    /// 503), and the longest a record waits for the writer.
+    pub store_timeout: Duration,
+    /// How long the writer keeps asking whether a commit whose answer was lost
+    /// happened.
+    pub commit_check_timeout: Duration,
+    /// How long a request's headers may take, counted from the moment the
+    /// connection is ready for the request (so also how long a kept-alive
+    /// connection may stay idle).
+    pub header_timeout: Duration,
+    /// The most connections served at once (the next ones wait until one closes).
+    pub max_connections: usize,
+    /// How long requests under way may take to finish once shutdown begins.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -87,6 +118,11 @@ impl Default for ServiceConfig {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_label_values: DEFAULT_MAX_LABEL_VALUES,
             metrics_legacy_keys: false,
+            store_timeout: DEFAULT_STORE_TIMEOUT,
+            commit_check_timeout: DEFAULT_COMMIT_CHECK_TIMEOUT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -107,6 +143,7 @@ impl Default for ServiceConfig {
 pub struct Service {
     state: Arc<AppState>,
     writer: JoinHandle<()>,
+    limits: ConnectionLimits,
 }
 
 impl std::fmt::Debug for Service {
@@ -137,7 +174,11 @@ impl Service {
         let writer = writer::spawn(
             config.store.clone(),
             processor.clone(),
-            config.max_batch,
+            WriterLimits {
+                max_batch: config.max_batch,
+                store_timeout: config.store_timeout,
+                commit_check_timeout: config.commit_check_timeout,
+            },
             jobs,
             series.clone(),
         )?;
@@ -147,7 +188,12 @@ impl Service {
             body_timeout: config.body_timeout,
             known_keys: http::KnownKeys::new(&config.registry),
             queue,
-            readers: Arc::new(Pool::new(config.store.clone(), IDLE_READERS)),
+            readers: Arc::new(Pool::new(
+                config.store.clone(),
+                IDLE_READERS,
+                config.store_timeout,
+            )),
+            store_timeout: config.store_timeout,
             store_kind: config.store.kind(),
             exposition: ExpositionState {
                 series,
@@ -155,7 +201,16 @@ impl Service {
                 legacy_keys: config.metrics_legacy_keys,
             },
         });
-        Ok(Service { state, writer })
+        let limits = ConnectionLimits {
+            header_timeout: config.header_timeout,
+            max_connections: config.max_connections,
+            shutdown_grace: config.shutdown_grace,
+        };
+        Ok(Service {
+            state,
+            writer,
+            limits,
+        })
     }
 
     /// Resolves `address` and binds the first of its addresses that works, after
@@ -189,17 +244,21 @@ impl Service {
         http::router(self.state.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes, then finishes the requests
-    /// under way, lets the writer apply what is queued, and returns.
+    /// Serves on `listener` until `shutdown` completes, then lets the requests under
+    /// way finish (within the shutdown grace), lets the writer apply what is
+    /// queued, and returns.
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
-        let Service { state, writer } = self;
+        let Service {
+            state,
+            writer,
+            limits,
+        } = self;
         let app = http::router(state);
-        let result = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
+        let result = connections::serve(listener, app, limits, shutdown)
             .await
             .map_err(ServeError::Server);
         // The routes (and with them the queue's last sender) are gone: the writer

@@ -11,9 +11,18 @@
 //!
 //! Which keys a record touches is found before the transaction, by running it
 //! against an empty map: the built-in builders write keys that depend only on the
-//! record and its times, never on stored values.
+//! record and its times, never on stored values. A record whose keys break the
+//! rules every store shares (`record_rules`) is refused there, on its own.
+//!
+//! A transaction the store refuses for its data (a value or key it cannot hold) is
+//! tried again one record at a time, so that one record never fails the others of
+//! its batch. A transaction whose commit was answered late or not at all is
+//! resolved before anyone is answered: the writer asks the store, on a fresh
+//! connection and under the write lock, whether the transaction's mark is there.
 
 use std::collections::HashMap;
+use std::slice;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -24,9 +33,10 @@ use nixl_telemetry_processor::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::error::ServeError;
+use crate::error::{ServeError, StoreError};
 use crate::http::{ServiceSeries, StoreOperation};
-use crate::store::{Changes, Connection, StoreUrl};
+use crate::record_rules::{check_key, shown_key};
+use crate::store::{BatchMark, Changes, Connection, StoreUrl};
 
 /// The registry and builders the service runs: each thread that needs a processor
 /// builds its own from this (processors are not shared between threads).
@@ -51,14 +61,17 @@ pub(crate) struct Applied {
 }
 
 /// What became of a posted record.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Outcome {
     /// Applied and committed.
     Applied(Applied),
-    /// Refused by the processor (the reason); nothing of it was stored.
+    /// Refused by the processor or by the key rules (the reason); nothing of it was
+    /// stored.
     Rejected(String),
     /// The store failed; nothing of it was stored.
     Unavailable(String),
+    /// The commit's answer was lost and the store could not be asked since.
+    Unknown(String),
 }
 
 /// A posted record (its body, already checked to be a JSON object of known keys)
@@ -66,6 +79,61 @@ pub(crate) enum Outcome {
 pub(crate) struct RecordJob {
     pub body: String,
     pub reply: oneshot::Sender<Outcome>,
+    /// When it was queued: a record that waited longer than the store timeout is
+    /// answered 503 without being applied.
+    pub queued: Instant,
+    /// Whether the writer has taken it, or its client was answered without it.
+    pub claim: Arc<Claim>,
+}
+
+/// Who a queued record belongs to: the writer once it takes it into a
+/// transaction, or the request that stopped waiting for it first (then it is
+/// never applied).
+#[derive(Debug, Default)]
+pub(crate) struct Claim(AtomicU8);
+
+impl Claim {
+    const QUEUED: u8 = 0;
+    const TAKEN: u8 = 1;
+    const ABANDONED: u8 = 2;
+
+    /// The writer takes the record; false when its request gave it up.
+    pub fn take(&self) -> bool {
+        self.0
+            .compare_exchange(
+                Self::QUEUED,
+                Self::TAKEN,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// The request gives the record up; false when the writer has taken it (its
+    /// outcome will come).
+    pub fn abandon(&self) -> bool {
+        self.0
+            .compare_exchange(
+                Self::QUEUED,
+                Self::ABANDONED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+}
+
+/// How the writer treats the store.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriterLimits {
+    /// The most records applied in one transaction.
+    pub max_batch: usize,
+    /// How long the store may take to connect or to answer one round trip, and
+    /// the longest a record waits in the queue.
+    pub store_timeout: Duration,
+    /// How long the writer keeps asking whether a commit whose answer was lost
+    /// happened, before answering that it does not know.
+    pub commit_check_timeout: Duration,
 }
 
 /// Starts the writer thread, which opens the store (creating and migrating it as
@@ -79,7 +147,7 @@ pub(crate) struct RecordJob {
 pub(crate) fn spawn(
     url: StoreUrl,
     config: ProcessorConfig,
-    max_batch: usize,
+    limits: WriterLimits,
     queue: mpsc::Receiver<RecordJob>,
     series: Arc<ServiceSeries>,
 ) -> Result<thread::JoinHandle<()>, ServeError> {
@@ -87,7 +155,7 @@ pub(crate) fn spawn(
     let thread = thread::Builder::new()
         .name("store-writer".into())
         .spawn(move || {
-            let connection = match Connection::open(&url, true) {
+            let connection = match Connection::open(&url, true, limits.store_timeout) {
                 Ok(connection) => {
                     let _ = opened.send(Ok(()));
                     connection
@@ -104,8 +172,14 @@ pub(crate) fn spawn(
                 connection: Some(connection),
                 url,
                 processor,
-                max_batch: max_batch.max(1),
+                limits: WriterLimits {
+                    max_batch: limits.max_batch.max(1),
+                    ..limits
+                },
                 series,
+                writer_id: writer_id(),
+                next_batch: 1,
+                outage: Outage::default(),
             }
             .run(queue)
         })
@@ -125,27 +199,115 @@ pub(crate) fn spawn(
     }
 }
 
+/// An id for this writer, unique among the writers of one store: the host's
+/// process id, the time and a few bytes of the standard library's random hasher.
+fn writer_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos:x}-{:016x}", std::process::id(), hasher.finish())
+}
+
+/// The log of a store outage: the first failure and then one line every
+/// [`Outage::EVERY`] at most (with how many were not logged), and one line when
+/// the store answers again.
+#[derive(Debug, Default)]
+struct Outage {
+    since: Option<Instant>,
+    logged: Option<Instant>,
+    unlogged: u64,
+}
+
+impl Outage {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn failed(&mut self, error: &StoreError) {
+        let now = Instant::now();
+        self.since.get_or_insert(now);
+        if self.logged.is_some_and(|at| now - at < Outage::EVERY) {
+            self.unlogged += 1;
+            return;
+        }
+        if self.unlogged > 0 {
+            tracing::error!(
+                "store writer: {error} ({} more failures since the last line)",
+                self.unlogged
+            );
+        } else {
+            tracing::error!("store writer: {error}");
+        }
+        self.logged = Some(now);
+        self.unlogged = 0;
+    }
+
+    fn succeeded(&mut self) {
+        if let Some(since) = self.since.take() {
+            tracing::info!(
+                "store writer: the store answers again after {:.1} s",
+                since.elapsed().as_secs_f64()
+            );
+            self.logged = None;
+            self.unlogged = 0;
+        }
+    }
+}
+
+/// The connection in `slot` if it works, else a new one (left in `slot`).
+fn ready_connection<'a>(
+    slot: &'a mut Option<Connection>,
+    url: &StoreUrl,
+    timeout: Duration,
+) -> Result<&'a mut Connection, StoreError> {
+    let connection = match slot.take().filter(|c| !c.is_broken()) {
+        Some(connection) => connection,
+        None => Connection::open(url, false, timeout)?,
+    };
+    Ok(slot.insert(connection))
+}
+
 struct Writer {
     /// `None` after a failure that may have broken it: opened again before the next
     /// transaction.
     connection: Option<Connection>,
     url: StoreUrl,
     processor: MetricProcessor,
-    max_batch: usize,
+    limits: WriterLimits,
+    /// This writer's id in the store's `nixl_telemetry_writers`.
+    writer_id: String,
+    /// The number of the next transaction.
+    next_batch: i64,
+    outage: Outage,
     /// Where the outcomes and the store's latency are counted.
     series: Arc<ServiceSeries>,
 }
 
 impl Writer {
     fn run(mut self, mut queue: mpsc::Receiver<RecordJob>) {
-        let mut batch = Vec::with_capacity(self.max_batch);
+        let mut batch = Vec::with_capacity(self.limits.max_batch);
         while let Some(job) = queue.blocking_recv() {
             batch.push(job);
-            while batch.len() < self.max_batch {
+            while batch.len() < self.limits.max_batch {
                 match queue.try_recv() {
                     Ok(job) => batch.push(job),
                     Err(_) => break,
                 }
+            }
+            // Records given up by their requests are dropped; records that waited
+            // too long are answered without being applied.
+            batch.retain(|job| job.claim.take());
+            let limit = self.limits.store_timeout;
+            for job in batch.extract_if(.., |job| job.queued.elapsed() > limit) {
+                self.series.refused("store_unavailable");
+                let _ = job.reply.send(Outcome::Unavailable(format!(
+                    "the record waited longer than {} s for the store",
+                    limit.as_secs_f64()
+                )));
+            }
+            if batch.is_empty() {
+                continue;
             }
             let outcomes = self.apply(&batch);
             self.count(&batch, &outcomes);
@@ -172,31 +334,51 @@ impl Writer {
                 }
                 Outcome::Rejected(_) => self.series.refused("bad_record"),
                 Outcome::Unavailable(_) => self.series.refused("store_unavailable"),
+                Outcome::Unknown(_) => self.series.refused("store_outcome_unknown"),
             }
         }
     }
 
-    /// Applies the jobs' records in one transaction; one outcome per job.
+    /// Applies the jobs' records in one transaction; one outcome per job. When the
+    /// store refuses the transaction's data, each record is tried alone.
     fn apply(&mut self, batch: &[RecordJob]) -> Vec<Outcome> {
-        let started = Instant::now();
-        let connection = match self.connection.take().filter(|c| !c.is_broken()) {
-            Some(connection) => connection,
-            None => match Connection::open(&self.url, false) {
-                Ok(connection) => connection,
-                Err(e) => {
-                    tracing::error!("store writer: {e}");
-                    self.series
-                        .store(StoreOperation::Write, started.elapsed(), false);
+        match self.transaction(batch) {
+            Ok(outcomes) => {
+                self.outage.succeeded();
+                outcomes
+            }
+            Err(e) if e.is_data_fault() && batch.len() > 1 => {
+                tracing::warn!(
+                    "store writer: the store refused a transaction of {} records ({e}); trying each alone",
+                    batch.len()
+                );
+                batch
+                    .iter()
+                    .flat_map(|job| self.apply(slice::from_ref(job)))
+                    .collect()
+            }
+            Err(e) if e.is_data_fault() => {
+                tracing::warn!("store writer: the store refused a record: {e}");
+                vec![Outcome::Rejected(format!(
+                    "the store cannot hold this record's metrics: {e}"
+                ))]
+            }
+            Err(e) => {
+                self.outage.failed(&e);
+                if self.connection.is_none() {
                     // Do not spin on a store that is down.
                     thread::sleep(Duration::from_millis(100));
-                    return batch
-                        .iter()
-                        .map(|_| Outcome::Unavailable(e.to_string()))
-                        .collect();
                 }
-            },
-        };
-        let connection = self.connection.insert(connection);
+                batch
+                    .iter()
+                    .map(|_| Outcome::Unavailable(e.to_string()))
+                    .collect()
+            }
+        }
+    }
+
+    /// One transaction over the jobs' records.
+    fn transaction(&mut self, batch: &[RecordJob]) -> Result<Vec<Outcome>, StoreError> {
         let lines: Vec<Result<InputLine<'_>, String>> = batch
             .iter()
             .map(|job| parse_input_line(&job.body).map_err(|e| e.to_string()))
@@ -209,24 +391,98 @@ impl Writer {
             .collect();
         keys.sort_unstable();
         keys.dedup();
+        let mark = BatchMark {
+            writer: self.writer_id.clone(),
+            batch: self.next_batch,
+        };
+        self.next_batch += 1;
+        let connection =
+            ready_connection(&mut self.connection, &self.url, self.limits.store_timeout)?;
+        let lost = connection.backend();
         let processor = &mut self.processor;
-        let result = connection.update(&keys, |metrics| {
-            apply_records(processor, &lines, &plans, metrics)
+        let mut last = None;
+        let started = Instant::now();
+        let result = connection.update(&keys, &mark, |metrics| {
+            let (outcomes, changes) = apply_records(processor, &lines, &plans, metrics);
+            last = Some(outcomes.clone());
+            (outcomes, changes)
         });
         self.series
             .store(StoreOperation::Write, started.elapsed(), result.is_ok());
         match result {
-            Ok(outcomes) => outcomes,
-            Err(e) => {
-                tracing::error!("store writer: {e}");
-                // Open a fresh connection for the next transaction.
+            Ok(outcomes) => Ok(outcomes),
+            Err(StoreError::CommitUnknown { cause, .. }) => {
                 self.connection = None;
-                batch
-                    .iter()
-                    .map(|_| Outcome::Unavailable(e.to_string()))
-                    .collect()
+                let outcomes = last.unwrap_or_default();
+                Ok(self.resolve(&mark, lost, &cause, outcomes))
+            }
+            Err(e) => {
+                if !e.is_data_fault() && !e.is_conflict() {
+                    // Open a fresh connection for the next transaction.
+                    self.connection = None;
+                }
+                Err(e)
             }
         }
+    }
+
+    /// Finds out whether the transaction `mark` (whose commit's answer was lost)
+    /// was committed, asking again on fresh connections for up to the commit-check
+    /// timeout: its records are then answered as applied, or as not stored, or (the
+    /// store never answered) as unknown.
+    fn resolve(
+        &mut self,
+        mark: &BatchMark,
+        lost: Option<(i32, String)>,
+        cause: &str,
+        outcomes: Vec<Outcome>,
+    ) -> Vec<Outcome> {
+        tracing::warn!(
+            "store writer: {cause}; asking the store whether transaction {} was committed",
+            mark.batch
+        );
+        let until = Instant::now() + self.limits.commit_check_timeout;
+        let mut last_error = None;
+        while Instant::now() < until {
+            let asked =
+                ready_connection(&mut self.connection, &self.url, self.limits.store_timeout)
+                    .and_then(|c| c.batch_committed(mark, lost.clone()));
+            match asked {
+                Ok(true) => {
+                    tracing::info!("store writer: transaction {} was committed", mark.batch);
+                    return outcomes;
+                }
+                Ok(false) => {
+                    tracing::info!("store writer: transaction {} was not committed", mark.batch);
+                    let reason = format!("the commit did not happen ({cause})");
+                    return outcomes
+                        .into_iter()
+                        .map(|outcome| match outcome {
+                            Outcome::Applied(_) => Outcome::Unavailable(reason.clone()),
+                            other => other,
+                        })
+                        .collect();
+                }
+                Err(e) => {
+                    self.connection = None;
+                    last_error = Some(e.to_string());
+                    thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+        let reason = format!(
+            "{cause}; the store could not be asked within {} s whether the commit happened ({})",
+            self.limits.commit_check_timeout.as_secs_f64(),
+            last_error.unwrap_or_else(|| "no attempt".into())
+        );
+        tracing::error!("store writer: transaction {}: {reason}", mark.batch);
+        outcomes
+            .into_iter()
+            .map(|outcome| match outcome {
+                Outcome::Applied(_) => Outcome::Unknown(reason.clone()),
+                other => other,
+            })
+            .collect()
     }
 }
 
@@ -255,6 +511,14 @@ fn plan_records(
                     },
                 )
                 .map_err(|e| e.to_string())?;
+            for (key, _) in scratch.iter() {
+                check_key(key).map_err(|fault| {
+                    format!(
+                        "the metric key `{}` this record builds {fault}",
+                        shown_key(key)
+                    )
+                })?;
+            }
             Ok((now, scratch.iter().map(|(k, _)| k.to_owned()).collect()))
         })
         .collect()

@@ -3,6 +3,7 @@
 
 mod support;
 
+use nixl_telemetry_service::record_rules::MAX_INTEGER_VALUE;
 use support::http::{self, get, post};
 use support::records::library_metrics;
 use support::server::{config, sqlite_in, TestServer};
@@ -112,21 +113,21 @@ fn bad_bodies_are_refused_and_nothing_is_stored() {
         "bad_record",
         "key `time_lapsed` (attribute `time_lapsed`): expected a 64-bit integer",
     );
-    refused(
-        &server,
-        br#"{"time_lapsed": 9223372036854775807, "gpu": ["A100", "A100"]}"#,
-        400,
-        "bad_record",
-        "overflow",
-    );
-    // A sum that overflows only with what is stored: the first fits, the second
-    // would take `time_lapsed_today` past 2^63 - 1.
-    let big = at_now(&format!(r#"{{"time_lapsed": {}}}"#, i64::MAX - 100));
+    // Values beyond the bound of an integer attribute are refused on their own,
+    // whatever is stored: no record can take a sum near the 64-bit limit.
+    for beyond in [i64::MAX, i64::MAX - 100, MAX_INTEGER_VALUE + 1] {
+        refused(
+            &server,
+            format!(r#"{{"time_lapsed": {beyond}, "gpu": ["A100", "A100"]}}"#).as_bytes(),
+            400,
+            "value_out_of_bounds",
+            &format!("at most {MAX_INTEGER_VALUE} in size"),
+        );
+    }
+    let big = at_now(&format!(r#"{{"time_lapsed": {MAX_INTEGER_VALUE}}}"#));
     let response = post(server.addr, &big);
     assert_eq!(response.status, 201, "{}", response.text());
     let with_big = get(server.addr, "/api/v1/metrics").text().to_owned();
-    refused(&server, big.as_bytes(), 400, "bad_record", "overflow");
-    assert_eq!(get(server.addr, "/api/v1/metrics").text(), with_big);
     // An unknown key inside an envelope, and an envelope that is not one.
     refused(
         &server,
@@ -158,7 +159,7 @@ fn bad_bodies_are_refused_and_nothing_is_stored() {
         "the service's map is the library's for the two good records"
     );
     let got: serde_json::Value = serde_json::from_str(&after).unwrap();
-    assert_eq!(got["time_lapsed_today"], i64::MAX);
+    assert_eq!(got["time_lapsed_today"], MAX_INTEGER_VALUE + 100);
     assert_eq!(got["total_action_train_pass"], 1);
     assert_eq!(got["total_action_unknown_fail"], 1);
 }

@@ -45,6 +45,13 @@ impl Token {
                 reason: "holds control characters, which no client can send",
             });
         }
+        if secret.trim() != secret {
+            return Err(ServeError::BadToken {
+                variable: TOKEN_VARIABLE,
+                reason: "begins or ends with white space, which a client cannot send as \
+                         `Bearer <token>`; remove it",
+            });
+        }
         Ok(Token(secret.as_bytes().into()))
     }
 
@@ -141,5 +148,10 @@ mod tests {
     fn unusable_tokens_are_refused() {
         assert!(Token::new("").unwrap_err().to_string().contains("empty"));
         assert!(Token::new("a\nb").is_err());
+        for spaced in ["token ", " token", "token\u{a0}"] {
+            let err = Token::new(spaced).unwrap_err().to_string();
+            assert!(err.contains("white space"), "{spaced:?}: {err}");
+        }
+        Token::new("in ner").unwrap();
     }
 }

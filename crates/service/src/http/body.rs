@@ -1,6 +1,7 @@
 //! The body of `POST /api/v1/metrics`: one record, read as JSON when no content type
 //! is given (TAO's client sends none), refused when another type is given, when it
-//! is longer than the limit, not UTF-8, not a JSON object, or names a key the
+//! is longer than the limit or late (the router's `tower-http` layers bound both;
+//! this names the failure), not UTF-8, not a JSON object, or names a key the
 //! attribute registry does not know.
 
 use std::collections::HashSet;
@@ -9,10 +10,14 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderValue, StatusCode};
-use nixl_telemetry_processor::{parse_input_line, AttributeRegistry};
+use nixl_telemetry_processor::{
+    parse_input_line, AttributeRegistry, AttributeType, JsonNumber, JsonValue,
+};
+use tower_http::timeout::TimeoutError;
 
 use super::error::ApiError;
 use super::AppState;
+use crate::record_rules::MAX_INTEGER_VALUE;
 
 /// A record's text, checked: UTF-8, a JSON object (or a `{"now": …, "record": {…}}`
 /// envelope) whose keys are all attributes of the registry.
@@ -29,32 +34,21 @@ impl FromRequest<Arc<AppState>> for RecordBody {
                 });
             }
         }
-        // An announced length over the limit is refused before reading anything.
-        let announced = request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if announced.is_some_and(|length| length > state.max_body_bytes as u64) {
-            return Err(ApiError::TooLarge {
-                limit: state.max_body_bytes,
-            });
-        }
-        let read = Bytes::from_request(request, state);
-        let bytes = tokio::time::timeout(state.body_timeout, read)
-            .await
-            .map_err(|_| ApiError::Timeout {
-                seconds: state.body_timeout.as_secs_f64(),
-            })?
-            .map_err(|rejection| match rejection.status() {
-                StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {
-                    limit: state.max_body_bytes,
-                },
-                _ => ApiError::BadRecord(format!(
-                    "the body could not be read: {}",
-                    rejection.body_text()
-                )),
-            })?;
+        let bytes =
+            Bytes::from_request(request, state)
+                .await
+                .map_err(|rejection| match rejection.status() {
+                    StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge {
+                        limit: state.max_body_bytes,
+                    },
+                    _ if caused_by::<TimeoutError>(&rejection) => ApiError::Timeout {
+                        seconds: state.body_timeout.as_secs_f64(),
+                    },
+                    _ => ApiError::BadRecord(format!(
+                        "the body could not be read: {}",
+                        rejection.body_text()
+                    )),
+                })?;
         let text = String::from_utf8(bytes.into()).map_err(|e| {
             ApiError::BadRecord(format!(
                 "the body is not UTF-8 text (invalid bytes at offset {}); send the record as UTF-8 JSON",
@@ -64,6 +58,18 @@ impl FromRequest<Arc<AppState>> for RecordBody {
         state.known_keys.check(&text)?;
         Ok(RecordBody(text))
     }
+}
+
+/// Whether `error` or one of its sources is an `E`.
+fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.is::<E>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// Whether a content type is JSON: `application/json` or `application/…+json`, with a
@@ -85,10 +91,12 @@ fn is_json(value: &HeaderValue) -> bool {
     })
 }
 
-/// The raw keys a record may have: the registry's.
+/// The raw keys a record may have (the registry's), and which of them hold integers
+/// (bounded by [`MAX_INTEGER_VALUE`]).
 #[derive(Debug)]
 pub(crate) struct KnownKeys {
     keys: HashSet<String>,
+    integers: HashSet<String>,
     /// For messages, in registry order.
     listed: String,
 }
@@ -102,25 +110,48 @@ impl KnownKeys {
             .collect();
         KnownKeys {
             keys: raw.iter().map(|k| (*k).to_owned()).collect(),
+            integers: registry
+                .attributes()
+                .iter()
+                .filter(|a| a.attr_type == AttributeType::Integer)
+                .map(|a| a.raw_key.clone())
+                .collect(),
             listed: raw.join(", "),
         }
     }
 
-    /// Checks that `text` is a record (or an envelope) with known keys only.
+    /// Checks that `text` is a record (or an envelope) with known keys only, and
+    /// integer attributes within [`MAX_INTEGER_VALUE`].
     pub fn check(&self, text: &str) -> Result<(), ApiError> {
         let line = parse_input_line(text).map_err(|e| ApiError::BadRecord(e.to_string()))?;
-        match line
-            .record
-            .fields()
-            .iter()
-            .find(|(key, _)| !self.keys.contains(key.as_ref()))
-        {
-            Some((key, _)) => Err(ApiError::UnknownKey {
-                key: key.to_string(),
-                known: self.listed.clone(),
-            }),
-            None => Ok(()),
+        for (key, value) in line.record.fields() {
+            if !self.keys.contains(key.as_ref()) {
+                return Err(ApiError::UnknownKey {
+                    key: key.to_string(),
+                    known: self.listed.clone(),
+                });
+            }
+            if !self.integers.contains(key.as_ref()) {
+                continue;
+            }
+            let beyond = match value {
+                JsonValue::Number(JsonNumber::PosInt(n)) => {
+                    (*n > MAX_INTEGER_VALUE as u64).then(|| n.to_string())
+                }
+                JsonValue::Number(JsonNumber::NegInt(n)) => {
+                    (*n < -MAX_INTEGER_VALUE).then(|| n.to_string())
+                }
+                _ => None,
+            };
+            if let Some(value) = beyond {
+                return Err(ApiError::OutOfBounds {
+                    key: key.to_string(),
+                    value,
+                    limit: MAX_INTEGER_VALUE,
+                });
+            }
         }
+        Ok(())
     }
 }
 
@@ -170,5 +201,31 @@ mod tests {
             .unwrap_err();
         assert!(matches!(&err, ApiError::UnknownKey { key, .. } if key == "gpus"));
         assert!(matches!(known.check("[]"), Err(ApiError::BadRecord(_))));
+    }
+
+    #[test]
+    fn integer_attributes_are_bounded() {
+        let known = KnownKeys::new(&AttributeRegistry::default());
+        known
+            .check(&format!(r#"{{"time_lapsed": {MAX_INTEGER_VALUE}}}"#))
+            .unwrap();
+        known
+            .check(&format!(r#"{{"time_lapsed": -{MAX_INTEGER_VALUE}}}"#))
+            .unwrap();
+        for beyond in [
+            (MAX_INTEGER_VALUE + 1).to_string(),
+            (-MAX_INTEGER_VALUE - 1).to_string(),
+            i64::MAX.to_string(),
+        ] {
+            let err = known
+                .check(&format!(
+                    r#"{{"action": "train", "time_lapsed": {beyond}}}"#
+                ))
+                .unwrap_err();
+            assert!(
+                matches!(&err, ApiError::OutOfBounds { key, value, .. } if key == "time_lapsed" && *value == beyond),
+                "{err}"
+            );
+        }
     }
 }

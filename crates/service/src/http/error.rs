@@ -21,6 +21,19 @@ pub enum ApiError {
         /// The keys accepted, comma-separated.
         known: String,
     },
+    /// 400: an integer attribute beyond the bound every record is held to.
+    #[error(
+        "key `{key}`: {value} is beyond the bound of an integer attribute, at most {limit} \
+         in size (2^33; about 272 years of seconds)"
+    )]
+    OutOfBounds {
+        /// The key.
+        key: String,
+        /// The value as sent.
+        value: String,
+        /// The bound.
+        limit: i64,
+    },
     /// 401: missing or wrong credentials.
     #[error(
         "missing or wrong credentials: send the token as the password of HTTP Basic \
@@ -67,6 +80,13 @@ pub enum ApiError {
     /// 503: the store cannot be used right now; nothing was stored.
     #[error("the store is unavailable, nothing was stored: {0}")]
     Unavailable(String),
+    /// 503: the store stopped answering while committing the record and could not
+    /// be asked since whether it did; the record may be stored.
+    #[error(
+        "the store stopped answering while committing the record and could not be asked \
+         since whether the commit happened; the record may be stored: {0}"
+    )]
+    OutcomeUnknown(String),
     /// 500: the service cannot answer (a stored metric it cannot show).
     #[error("{0}")]
     Internal(String),
@@ -76,14 +96,18 @@ impl ApiError {
     /// The status code.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::BadRecord(_) | ApiError::UnknownKey { .. } => StatusCode::BAD_REQUEST,
+            ApiError::BadRecord(_) | ApiError::UnknownKey { .. } | ApiError::OutOfBounds { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Timeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::OutcomeUnknown(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -93,6 +117,7 @@ impl ApiError {
         match self {
             ApiError::BadRecord(_) => "bad_record",
             ApiError::UnknownKey { .. } => "unknown_key",
+            ApiError::OutOfBounds { .. } => "value_out_of_bounds",
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound { .. } => "not_found",
             ApiError::MethodNotAllowed { .. } => "method_not_allowed",
@@ -100,6 +125,7 @@ impl ApiError {
             ApiError::TooLarge { .. } => "body_too_large",
             ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
             ApiError::Unavailable(_) => "store_unavailable",
+            ApiError::OutcomeUnknown(_) => "store_outcome_unknown",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -108,7 +134,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({"error": self.kind(), "message": self.to_string()});
-        if let ApiError::UnknownKey { key, .. } = &self {
+        if let ApiError::UnknownKey { key, .. } | ApiError::OutOfBounds { key, .. } = &self {
             body["key"] = json!(key);
         }
         let mut response = (

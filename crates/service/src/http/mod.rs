@@ -28,6 +28,9 @@ use axum::routing::get;
 use axum::{middleware, Router};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::trace::TraceLayer;
 
 pub use auth::{Token, TOKEN_VARIABLE};
 pub use error::ApiError;
@@ -36,7 +39,7 @@ pub(crate) use label_bound::LabelBound;
 pub(crate) use service_series::{ServiceSeries, StoreOperation};
 
 use crate::store::Pool;
-use crate::writer::{Outcome, RecordJob};
+use crate::writer::{Claim, Outcome, RecordJob};
 pub(crate) use body::KnownKeys;
 use body::RecordBody;
 
@@ -51,10 +54,18 @@ pub(crate) struct AppState {
     pub store_kind: &'static str,
     /// What `GET /metrics` shows besides the store, and the own series.
     pub exposition: ExpositionState,
+    /// How long a post waits for room in the writer's queue.
+    pub store_timeout: std::time::Duration,
 }
 
-/// The service's routes over `state`.
+/// The longest `/healthz` takes to answer.
+const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The service's routes over `state`, under `tower-http` layers: request tracing
+/// (a `tracing` span per request, DEBUG), the body's time limit and its length
+/// limit (an announced length over it is refused before anything is read).
 pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let max_body_bytes = state.max_body_bytes;
     Router::new()
         .route("/api/v1/metrics", get(get_metrics_json).post(post_record))
         .route("/metrics", get(get_metrics_prometheus))
@@ -65,8 +76,27 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        // The length limit is the layer's, not axum's default.
+        .layer(DefaultBodyLimit::disable())
+        .layer(RequestBodyLimitLayer::new(max_body_bytes))
+        .layer(middleware::map_response(
+            move |response: Response| async move { json_too_large(response, max_body_bytes) },
+        ))
+        .layer(RequestBodyTimeoutLayer::new(state.body_timeout))
+        .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The length limit layer's own 413 (plain text), as the API's JSON error.
+fn json_too_large(response: Response, limit: usize) -> Response {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
+        return ApiError::TooLarge { limit }.into_response();
+    }
+    response
 }
 
 /// `POST /api/v1/metrics`: queues the record for the store's writer and answers
@@ -82,21 +112,37 @@ async fn post_record(
         error
     };
     let RecordBody(body) = body.map_err(refused)?;
-    let (reply, outcome) = oneshot::channel();
-    state
-        .queue
-        .send(RecordJob { body, reply })
+    let (reply, mut outcome) = oneshot::channel();
+    let claim = Arc::new(Claim::default());
+    let job = RecordJob {
+        body,
+        reply,
+        queued: std::time::Instant::now(),
+        claim: claim.clone(),
+    };
+    // Given up before it is queued, a record is never applied.
+    tokio::time::timeout(state.store_timeout, state.queue.send(job))
         .await
         .map_err(|_| {
-            refused(ApiError::Unavailable(
-                "the store's writer has stopped".into(),
-            ))
-        })?;
-    let outcome = outcome.await.map_err(|_| {
-        refused(ApiError::Unavailable(
-            "the store's writer has stopped".into(),
-        ))
-    })?;
+            refused(ApiError::Unavailable(format!(
+                "the store's writer had no room for the record within {} s",
+                state.store_timeout.as_secs_f64()
+            )))
+        })?
+        .map_err(|_| refused(ApiError::Unavailable("the store's writer has stopped".into())))?;
+    let stopped = |_| refused(ApiError::Unavailable("the store's writer has stopped".into()));
+    let outcome = match tokio::time::timeout(state.store_timeout, &mut outcome).await {
+        Ok(outcome) => outcome.map_err(stopped)?,
+        // Still queued: given up, it is never applied.
+        Err(_) if claim.abandon() => {
+            return Err(refused(ApiError::Unavailable(format!(
+                "the store's writer did not reach the record within {} s",
+                state.store_timeout.as_secs_f64()
+            ))))
+        }
+        // In a transaction: its outcome comes within the store's own bounds.
+        Err(_) => outcome.await.map_err(stopped)?,
+    };
     match outcome {
         Outcome::Applied(applied) => {
             let metrics: serde_json::Map<String, serde_json::Value> = applied
@@ -109,6 +155,7 @@ async fn post_record(
         }
         Outcome::Rejected(reason) => Err(ApiError::BadRecord(reason)),
         Outcome::Unavailable(reason) => Err(ApiError::Unavailable(reason)),
+        Outcome::Unknown(reason) => Err(ApiError::OutcomeUnknown(reason)),
     }
 }
 
@@ -157,12 +204,18 @@ async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Re
 /// `GET /healthz`: whether the store answers and the writer runs.
 async fn healthz(State(state): State<Arc<AppState>>) -> Response {
     let readers = state.readers.clone();
-    let store = blocking(move || {
+    let ping = blocking(move || {
         readers
             .with(|c| c.ping())
             .map_err(|e| ApiError::Unavailable(e.to_string()))
-    })
-    .await;
+    });
+    let store = match tokio::time::timeout(HEALTH_TIMEOUT, ping).await {
+        Ok(answer) => answer,
+        Err(_) => Err(ApiError::Unavailable(format!(
+            "the store did not answer within {} s",
+            HEALTH_TIMEOUT.as_secs_f64()
+        ))),
+    };
     let problem = match (store, state.queue.is_closed()) {
         (Err(e), _) => Some(e.to_string()),
         (Ok(()), true) => Some("the store's writer has stopped".to_owned()),

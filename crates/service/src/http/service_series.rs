@@ -11,13 +11,15 @@ use super::text_format::{float, TextFormat};
 
 /// Why a posted record was refused: the `cause` label of
 /// `tao_service_records_refused_total`, the `error` member of the answer.
-pub(crate) const REFUSAL_CAUSES: [&str; 7] = [
+pub(crate) const REFUSAL_CAUSES: [&str; 9] = [
     "bad_record",
     "unknown_key",
+    "value_out_of_bounds",
     "request_timeout",
     "body_too_large",
     "unsupported_media_type",
     "store_unavailable",
+    "store_outcome_unknown",
     "internal",
 ];
 

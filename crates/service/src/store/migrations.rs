@@ -16,18 +16,32 @@ pub(crate) struct Migration {
 pub(crate) const MIGRATIONS_TABLE: &str = "nixl_telemetry_migrations";
 
 /// SQLite's migrations, oldest first.
-pub(crate) const SQLITE: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_metrics.sql",
-    sql: include_str!("../../migrations/sqlite/0001_metrics.sql"),
-}];
+pub(crate) const SQLITE: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_metrics.sql",
+        sql: include_str!("../../migrations/sqlite/0001_metrics.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_writers.sql",
+        sql: include_str!("../../migrations/sqlite/0002_writers.sql"),
+    },
+];
 
 /// PostgreSQL's migrations, oldest first.
-pub(crate) const POSTGRES: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_metrics.sql",
-    sql: include_str!("../../migrations/postgres/0001_metrics.sql"),
-}];
+pub(crate) const POSTGRES: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_metrics.sql",
+        sql: include_str!("../../migrations/postgres/0001_metrics.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_writers.sql",
+        sql: include_str!("../../migrations/postgres/0002_writers.sql"),
+    },
+];
 
 /// The newest version of a list.
 pub(crate) fn newest(migrations: &[Migration]) -> i64 {

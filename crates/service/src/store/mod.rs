@@ -26,6 +26,10 @@ use crate::error::StoreError;
 pub(crate) use pool::Pool;
 pub use url::{StoreUrl, Synchronous, DEFAULT_SQLITE_FILE};
 
+/// How long the store may take to connect or to answer one round trip (and how
+/// long SQLite waits for another process's write lock), by default.
+pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How many times a write transaction is tried when it keeps conflicting.
 const WRITE_ATTEMPTS: u32 = 20;
 
@@ -35,6 +39,16 @@ pub(crate) struct Changes {
     pub values: Vec<(String, i64)>,
     /// The new `last_updated`.
     pub last_updated: Option<String>,
+}
+
+/// The mark a writer's transaction leaves in the store: the writer's id (chosen
+/// when the service starts) and the transaction's number, written in the same
+/// transaction as the records' metrics, read back when the commit's answer was
+/// lost.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchMark {
+    pub writer: String,
+    pub batch: i64,
 }
 
 /// What a write transaction can do once it holds the store's write lock.
@@ -51,26 +65,34 @@ pub(crate) trait WriteTransaction {
     fn set_last_updated(&mut self, value: Option<&str>) -> Result<(), StoreError>;
     /// Removes every metric.
     fn remove_all(&mut self) -> Result<(), StoreError>;
+    /// Records the writer's transaction number.
+    fn mark_batch(&mut self, mark: &BatchMark) -> Result<(), StoreError>;
 }
 
 /// One open connection to a store.
 pub(crate) enum Connection {
     /// An SQLite connection.
     Sqlite(sqlite::SqliteConnection),
-    /// A PostgreSQL connection.
-    Postgres(postgres::PostgresConnection),
+    /// A PostgreSQL connection (boxed: it is much larger than SQLite's).
+    Postgres(Box<postgres::PostgresConnection>),
 }
 
 impl Connection {
     /// Connects, and brings the schema up to date (`migrate`) or checks that it is.
-    pub fn open(url: &StoreUrl, migrate: bool) -> Result<Connection, StoreError> {
+    /// `timeout` bounds the connection and each round trip to PostgreSQL, and the
+    /// wait for another process's write lock on SQLite.
+    pub fn open(
+        url: &StoreUrl,
+        migrate: bool,
+        timeout: Duration,
+    ) -> Result<Connection, StoreError> {
         Ok(match url {
             StoreUrl::Sqlite { path, synchronous } => Connection::Sqlite(
-                sqlite::SqliteConnection::open(url, path, *synchronous, migrate)?,
+                sqlite::SqliteConnection::open(url, path, *synchronous, migrate, timeout)?,
             ),
-            StoreUrl::Postgres { url: text } => {
-                Connection::Postgres(postgres::PostgresConnection::open(url, text, migrate)?)
-            }
+            StoreUrl::Postgres { url: text } => Connection::Postgres(Box::new(
+                postgres::PostgresConnection::open(url, text, migrate, timeout)?,
+            )),
         })
     }
 
@@ -124,6 +146,7 @@ impl Connection {
     pub fn update<T>(
         &mut self,
         keys: &[&str],
+        mark: &BatchMark,
         mut apply: impl FnMut(Metrics) -> (T, Option<Changes>),
     ) -> Result<T, StoreError> {
         self.retrying(|connection| match connection {
@@ -140,11 +163,34 @@ impl Connection {
                         .collect();
                     tx.write_values(&values)?;
                     tx.set_last_updated(changes.last_updated.as_deref())?;
+                    tx.mark_batch(mark)?;
                 }
                 Ok(value)
             }),
-            Connection::Postgres(c) => c.update(keys, &mut apply),
+            Connection::Postgres(c) => c.update(keys, mark, &mut apply),
         })
+    }
+
+    /// Whether the writer's transaction `mark` was committed, asked on a fresh
+    /// connection after its answer was lost on another (`lost`: that connection's
+    /// server process, ended first).
+    pub fn batch_committed(
+        &mut self,
+        mark: &BatchMark,
+        lost: Option<(i32, String)>,
+    ) -> Result<bool, StoreError> {
+        match self {
+            Connection::Sqlite(c) => c.batch_committed(mark),
+            Connection::Postgres(c) => c.batch_committed(mark, lost),
+        }
+    }
+
+    /// The PostgreSQL server process of this connection and when it started.
+    pub fn backend(&self) -> Option<(i32, String)> {
+        match self {
+            Connection::Sqlite(_) => None,
+            Connection::Postgres(c) => Some(c.backend()),
+        }
     }
 
     /// The whole map and `last_updated`, as of one moment.
@@ -206,7 +252,7 @@ impl Store {
     /// brings the schema of either kind up to date.
     pub fn open(url: &StoreUrl) -> Result<Store, StoreError> {
         Ok(Store {
-            connection: Connection::open(url, true)?,
+            connection: Connection::open(url, true, DEFAULT_STORE_TIMEOUT)?,
         })
     }
 

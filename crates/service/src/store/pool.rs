@@ -1,6 +1,7 @@
 //! A few idle connections kept for the readers (`GET` requests, health checks).
 
 use std::sync::Mutex;
+use std::time::Duration;
 
 use super::{Connection, StoreUrl};
 use crate::error::StoreError;
@@ -11,16 +12,18 @@ pub(crate) struct Pool {
     url: StoreUrl,
     idle: Mutex<Vec<Connection>>,
     max_idle: usize,
+    timeout: Duration,
 }
 
 impl Pool {
     /// A pool of connections to `url`, keeping at most `max_idle` idle ones. The
     /// schema must be current already (the writer's connection migrates it).
-    pub fn new(url: StoreUrl, max_idle: usize) -> Pool {
+    pub fn new(url: StoreUrl, max_idle: usize, timeout: Duration) -> Pool {
         Pool {
             url,
             idle: Mutex::new(Vec::new()),
             max_idle,
+            timeout,
         }
     }
 
@@ -32,7 +35,7 @@ impl Pool {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut connection = match idle {
             Some(connection) => connection,
-            None => Connection::open(&self.url, false)?,
+            None => Connection::open(&self.url, false, self.timeout)?,
         };
         let result = body(&mut connection);
         if !connection.is_broken() {

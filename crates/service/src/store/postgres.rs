@@ -12,16 +12,19 @@
 //! read of the keys go out together, then the writes and `COMMIT`; the server runs
 //! them in order, so the read still follows the lock.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nixl_telemetry_processor::Metrics;
 use tokio::runtime::{Handle, Runtime};
+use tokio::task::JoinHandle;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::migrations::{newest, MIGRATIONS_TABLE, POSTGRES};
-use super::{Changes, StoreUrl, WriteTransaction};
+use super::{BatchMark, Changes, StoreUrl, WriteTransaction};
 use crate::error::StoreError;
 
 /// The key of the advisory lock that makes concurrent migrations take turns.
@@ -37,13 +40,35 @@ const WRITE_VALUES: &str = "INSERT INTO nixl_telemetry_metrics (key, value) \
      ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
 const SET_LAST_UPDATED: &str =
     "UPDATE nixl_telemetry_state SET value = $1 WHERE name = 'last_updated'";
+const MARK_BATCH: &str = "INSERT INTO nixl_telemetry_writers (writer, batch) VALUES ($1, $2) \
+     ON CONFLICT (writer) DO UPDATE SET batch = EXCLUDED.batch";
+const READ_MARK: &str = "SELECT batch FROM nixl_telemetry_writers WHERE writer = $1";
+const CHECK_DEADLINE: &str = "SELECT nixl_telemetry_check_deadline($1)";
 
 pub(crate) struct PostgresConnection {
     client: Client,
     /// Where the driver's futures run.
     executor: Executor,
+    /// The task that drives the connection's socket: ended when the connection is
+    /// dropped, so that nothing sent on it runs later on a server that was frozen.
+    driver: JoinHandle<()>,
     name: String,
     statements: Statements,
+    /// How long one round trip may take.
+    timeout: Duration,
+    /// The server's clock minus this machine's, in seconds (measured at connect).
+    clock_offset: f64,
+    /// The server process of this connection and when it started: ended when a
+    /// commit's answer was lost, before asking whether it happened.
+    backend: (i32, String),
+    /// Set when a round trip took too long: the connection is not used again.
+    timed_out: Cell<bool>,
+}
+
+impl Drop for PostgresConnection {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
 }
 
 /// Where the driver's futures run: the runtime the connection was opened in (from
@@ -62,6 +87,15 @@ impl Executor {
             Executor::Own(runtime) => runtime.block_on(future),
         }
     }
+
+    /// Runs `future` for at most `limit` (the timer is made inside the runtime).
+    fn block_on_within<F: Future>(
+        &self,
+        limit: Duration,
+        future: F,
+    ) -> Result<F::Output, tokio::time::error::Elapsed> {
+        self.block_on(async move { tokio::time::timeout(limit, future).await })
+    }
 }
 
 /// The statements the writer runs for every batch, prepared once per connection.
@@ -70,13 +104,18 @@ struct Statements {
     read_values: Statement,
     write_values: Statement,
     set_last_updated: Statement,
+    mark_batch: Statement,
+    check_deadline: Statement,
 }
 
 impl PostgresConnection {
+    /// Connects (within `timeout`, as every later round trip), sets the server's own
+    /// statement and idle-transaction timeouts, and migrates or checks the schema.
     pub fn open(
         url: &StoreUrl,
         text: &str,
         migrate: bool,
+        timeout: Duration,
     ) -> Result<PostgresConnection, StoreError> {
         let name = url.to_string();
         let fail = |source| StoreError::Postgres {
@@ -95,35 +134,78 @@ impl PostgresConnection {
                     })?,
             ),
         };
-        let config = tokio_postgres::Config::from_str(text).map_err(fail)?;
-        let client = executor.block_on(async {
-            let (client, connection) = config.connect(NoTls).await?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!("PostgreSQL connection ended: {e}");
-                }
-            });
-            Ok(client)
+        let timed_out = || StoreError::Timeout {
+            store: name.clone(),
+            seconds: timeout.as_secs_f64(),
+        };
+        let mut config = tokio_postgres::Config::from_str(text).map_err(fail)?;
+        config.connect_timeout(timeout);
+        let connected = executor.block_on(async {
+            tokio::time::timeout(timeout, async {
+                let (client, connection) = config.connect(NoTls).await?;
+                let driver = tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!("PostgreSQL connection ended: {e}");
+                    }
+                });
+                Ok((client, driver))
+            })
+            .await
         });
-        let client = client.map_err(fail)?;
+        let (client, driver) = connected.map_err(|_| timed_out())?.map_err(fail)?;
+        // The server ends what runs too long too, and a transaction left idle.
+        let milliseconds = timeout.as_millis().max(1);
+        let set_up = executor.block_on_within(timeout, async {
+            client
+                .batch_execute(&format!(
+                    "SET statement_timeout = {milliseconds}; \
+                     SET idle_in_transaction_session_timeout = {}",
+                    milliseconds * 2
+                ))
+                .await?;
+            let before = SystemTime::now();
+            let row = client
+                .query_one(
+                    "SELECT extract(epoch FROM clock_timestamp())::float8, pg_backend_pid(), \
+                     (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())",
+                    &[],
+                )
+                .await?;
+            let after = SystemTime::now();
+            let here = (epoch_seconds(before) + epoch_seconds(after)) / 2.0;
+            let server: f64 = row.get(0);
+            let backend = (row.get::<_, i32>(1), row.get::<_, Option<String>>(2).unwrap_or_default());
+            Ok::<_, tokio_postgres::Error>((server - here, backend))
+        });
+        let (clock_offset, backend) = set_up.map_err(|_| timed_out())?.map_err(fail)?;
         if migrate {
-            executor.block_on(migrate_schema(&client, &name))?;
+            executor
+                .block_on_within(timeout * 4, migrate_schema(&client, &name))
+                .map_err(|_| timed_out())??;
         }
         let statements = executor
-            .block_on(async {
+            .block_on_within(timeout, async {
                 Ok(Statements {
                     lock: client.prepare(LOCK).await?,
                     read_values: client.prepare(READ_VALUES).await?,
                     write_values: client.prepare(WRITE_VALUES).await?,
                     set_last_updated: client.prepare(SET_LAST_UPDATED).await?,
+                    mark_batch: client.prepare(MARK_BATCH).await?,
+                    check_deadline: client.prepare(CHECK_DEADLINE).await?,
                 })
             })
+            .map_err(|_| timed_out())?
             .map_err(fail)?;
         Ok(PostgresConnection {
             client,
             executor,
+            driver,
             name,
             statements,
+            timeout,
+            clock_offset,
+            backend,
+            timed_out: Cell::new(false),
         })
     }
 
@@ -134,20 +216,31 @@ impl PostgresConnection {
         }
     }
 
-    /// Runs `future` to completion from blocking code.
+    /// Runs `future` to completion from blocking code, within the round-trip
+    /// timeout; a connection that timed out is not used again.
     fn run<T>(
         &self,
         future: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, StoreError> {
-        self.executor.block_on(future).map_err(|e| self.fail(e))
+        match self.executor.block_on_within(self.timeout, future) {
+            Ok(result) => result.map_err(|e| self.fail(e)),
+            Err(_) => {
+                self.timed_out.set(true);
+                self.driver.abort();
+                Err(StoreError::Timeout {
+                    store: self.name.clone(),
+                    seconds: self.timeout.as_secs_f64(),
+                })
+            }
+        }
     }
 
     /// Ends a failed transaction (when the connection still works).
     fn roll_back(&self) {
-        if !self.client.is_closed() {
+        if !self.is_broken() {
             let _ = self
                 .executor
-                .block_on(self.client.batch_execute("ROLLBACK"));
+                .block_on_within(self.timeout, self.client.batch_execute("ROLLBACK"));
         }
     }
 
@@ -184,11 +277,19 @@ impl PostgresConnection {
         result
     }
 
+    /// The writer's transaction (see `Connection::update`). The writes, the batch's
+    /// mark, the deadline check and `COMMIT` go out together; when their answer is
+    /// lost or late, the error is [`StoreError::CommitUnknown`].
     pub fn update<T>(
         &mut self,
         keys: &[&str],
+        mark: &BatchMark,
         apply: &mut dyn FnMut(Metrics) -> (T, Option<Changes>),
     ) -> Result<T, StoreError> {
+        // The server rolls the transaction back if it reaches its end after the
+        // writer stopped waiting for it.
+        let deadline =
+            epoch_seconds(SystemTime::now()) + self.timeout.as_secs_f64() * 2.0 + self.clock_offset;
         let client = &self.client;
         let statements = &self.statements;
         // One round trip: the server runs BEGIN, the lock and the read in order.
@@ -223,31 +324,92 @@ impl PostgresConnection {
         }
         metrics.set_last_updated(last_updated);
         let (value, changes) = apply(metrics);
-        // One more: the writes and COMMIT.
+        let Some(changes) = changes else {
+            // Nothing to write: end the transaction.
+            self.run(client.batch_execute("COMMIT"))?;
+            return Ok(value);
+        };
+        // One more: the writes, the mark, the deadline check and COMMIT. The time
+        // the whole transaction may take counts from its start.
         let written = self.run(async {
-            match &changes {
-                Some(changes) => {
-                    let keys: Vec<&str> = changes.values.iter().map(|(k, _)| k.as_str()).collect();
-                    let values: Vec<i64> = changes.values.iter().map(|(_, v)| *v).collect();
-                    let write_params: [&(dyn ToSql + Sync); 2] = [&keys, &values];
-                    let stamp_params: [&(dyn ToSql + Sync); 1] = [&changes.last_updated];
-                    let (write, stamp, commit) = tokio::join!(
-                        client.execute(&statements.write_values, &write_params),
-                        client.execute(&statements.set_last_updated, &stamp_params),
-                        client.batch_execute("COMMIT"),
-                    );
-                    write?;
-                    stamp?;
-                    commit
-                }
-                None => client.batch_execute("COMMIT").await,
-            }
+            let keys: Vec<&str> = changes.values.iter().map(|(k, _)| k.as_str()).collect();
+            let values: Vec<i64> = changes.values.iter().map(|(_, v)| *v).collect();
+            let write_params: [&(dyn ToSql + Sync); 2] = [&keys, &values];
+            let stamp_params: [&(dyn ToSql + Sync); 1] = [&changes.last_updated];
+            let mark_params: [&(dyn ToSql + Sync); 2] = [&mark.writer, &mark.batch];
+            let deadline_params: [&(dyn ToSql + Sync); 1] = [&deadline];
+            let (write, stamp, marked, checked, commit) = tokio::join!(
+                client.execute(&statements.write_values, &write_params),
+                client.execute(&statements.set_last_updated, &stamp_params),
+                client.execute(&statements.mark_batch, &mark_params),
+                client.query(&statements.check_deadline, &deadline_params),
+                client.batch_execute("COMMIT"),
+            );
+            write?;
+            stamp?;
+            marked?;
+            checked?;
+            commit
         });
-        if let Err(e) = written {
-            self.roll_back();
-            return Err(e);
+        match written {
+            Ok(()) => Ok(value),
+            // The server said no: nothing was committed.
+            Err(e @ StoreError::Postgres { .. }) if e.is_server_answer() => {
+                self.roll_back();
+                Err(e)
+            }
+            // The answer was lost or late: the commit may have happened.
+            Err(e) => Err(StoreError::CommitUnknown {
+                store: self.name.clone(),
+                cause: e.to_string(),
+            }),
         }
-        Ok(value)
+    }
+
+    /// Whether the writer's transaction `mark` was committed: first ends the
+    /// server process of the connection it was sent on (`lost`, when known), then
+    /// takes the write lock (so a transaction still under way ends first) and reads
+    /// the writer's row.
+    pub fn batch_committed(
+        &mut self,
+        mark: &BatchMark,
+        lost: Option<(i32, String)>,
+    ) -> Result<bool, StoreError> {
+        let client = &self.client;
+        if let Some((pid, started)) = lost {
+            self.run(client.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE pid = $1 AND backend_start::text = $2",
+                &[&pid, &started],
+            ))?;
+        }
+        let statements = &self.statements;
+        let writer: [&(dyn ToSql + Sync); 1] = [&mark.writer];
+        let read = self.run(async {
+            let (begin, lock, row, commit) = tokio::join!(
+                client.batch_execute("BEGIN"),
+                client.query_one(&statements.lock, &[]),
+                client.query_opt(READ_MARK, &writer),
+                client.batch_execute("COMMIT"),
+            );
+            begin?;
+            lock?;
+            let row = row?;
+            commit?;
+            Ok(row.map(|row| row.get::<_, i64>(0)))
+        });
+        match read {
+            Ok(batch) => Ok(batch.is_some_and(|batch| batch >= mark.batch)),
+            Err(e) => {
+                self.roll_back();
+                Err(e)
+            }
+        }
+    }
+
+    /// The server process of this connection and when it started.
+    pub fn backend(&self) -> (i32, String) {
+        self.backend.clone()
     }
 
     pub fn snapshot(&mut self) -> Result<Metrics, StoreError> {
@@ -283,12 +445,18 @@ impl PostgresConnection {
     }
 
     pub fn is_broken(&self) -> bool {
-        self.client.is_closed()
+        self.timed_out.get() || self.client.is_closed()
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// Seconds since 1970 of `time`.
+fn epoch_seconds(time: SystemTime) -> f64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The metrics of `key, value` rows.
@@ -423,5 +591,14 @@ impl WriteTransaction for PostgresTransaction<'_> {
         let c = self.connection;
         c.run(c.client.execute("DELETE FROM nixl_telemetry_metrics", &[]))
             .map(drop)
+    }
+
+    fn mark_batch(&mut self, mark: &BatchMark) -> Result<(), StoreError> {
+        let c = self.connection;
+        c.run(
+            c.client
+                .execute(&c.statements.mark_batch, &[&mark.writer, &mark.batch]),
+        )
+        .map(drop)
     }
 }

@@ -13,12 +13,8 @@ use nixl_telemetry_processor::Metrics;
 use rusqlite::{OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::migrations::{newest, MIGRATIONS_TABLE, SQLITE};
-use super::{StoreUrl, Synchronous, WriteTransaction};
+use super::{BatchMark, StoreUrl, Synchronous, WriteTransaction};
 use crate::error::StoreError;
-
-/// How long a writer waits for another process's write transaction before the
-/// attempt counts as a conflict (and is tried again).
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(crate) struct SqliteConnection {
     connection: rusqlite::Connection,
@@ -31,6 +27,7 @@ impl SqliteConnection {
         path: &Path,
         synchronous: Synchronous,
         migrate: bool,
+        busy_timeout: Duration,
     ) -> Result<SqliteConnection, StoreError> {
         let name = url.to_string();
         let fail = |source| StoreError::Sqlite {
@@ -55,7 +52,7 @@ impl SqliteConnection {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(fail)?;
-        connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+        connection.busy_timeout(busy_timeout).map_err(fail)?;
         let mode: String = connection
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
             .map_err(fail)?;
@@ -168,6 +165,19 @@ impl SqliteConnection {
         Ok(metrics)
     }
 
+    /// Whether the writer's transaction `mark` was committed.
+    pub fn batch_committed(&mut self, mark: &BatchMark) -> Result<bool, StoreError> {
+        self.connection
+            .query_row(
+                "SELECT batch FROM nixl_telemetry_writers WHERE writer = ?1",
+                [&mark.writer],
+                |row| row.get::<_, i64>(0),
+            )
+            .optional()
+            .map(|batch| batch.is_some_and(|batch| batch >= mark.batch))
+            .map_err(|e| self.fail(e))
+    }
+
     pub fn ping(&mut self) -> Result<(), StoreError> {
         self.connection
             .query_row("SELECT COUNT(*) FROM nixl_telemetry_state", [], |row| {
@@ -275,6 +285,17 @@ impl WriteTransaction for SqliteTransaction<'_> {
     fn remove_all(&mut self) -> Result<(), StoreError> {
         self.tx
             .execute("DELETE FROM nixl_telemetry_metrics", [])
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn mark_batch(&mut self, mark: &BatchMark) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
+                "INSERT INTO nixl_telemetry_writers (writer, batch) VALUES (?1, ?2) \
+                 ON CONFLICT (writer) DO UPDATE SET batch = excluded.batch",
+            )
+            .and_then(|mut s| s.execute((&mark.writer, mark.batch)))
             .map(drop)
             .map_err(|e| self.fail(e))
     }

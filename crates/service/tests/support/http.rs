@@ -59,6 +59,14 @@ impl Connection {
         })
     }
 
+    /// Gives up reading an answer after `timeout`.
+    pub fn set_read_timeout(&mut self, timeout: Duration) {
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(timeout))
+            .expect("a read timeout");
+    }
+
     /// Sends one request (with `Content-Length` for the body) and reads the answer.
     pub fn request(
         &mut self,

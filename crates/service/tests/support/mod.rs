@@ -4,6 +4,7 @@
 pub mod http;
 pub mod postgres;
 pub mod prometheus;
+pub mod proxy;
 pub mod records;
 pub mod server;
 
