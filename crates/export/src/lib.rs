@@ -3,9 +3,13 @@
 //! and consumes them as NIXL's own reader does, and feeds each agent's events
 //! to its own exporter of one plug-in, loaded as a host loads it: with
 //! Prometheus, one endpoint for every agent on the node. See `docs/export.md`.
+//! Ring slots become plug-in events through the library's
+//! [`SlotConverter`](nixl_telemetry::ring::SlotConverter).
+//!
+//! The `nixl-telemetry` command parses the arguments ([`ExportArgs`]), calls
+//! [`prepare`], sets up its log and signal handling, and calls [`run`].
 //!
 //! * [`settings`]: the command line over the `NIXL_TELEMETRY_*` variables;
-//! * [`convert`]: ring slots of every layout as plug-in events;
 //! * [`ring`]: one followed ring file;
 //! * [`agent`]: one agent's exporter, rings and liveness;
 //! * [`own_series`]: the sidecar's own series, sent as events;
@@ -14,7 +18,6 @@
 //! * [`sidecar`]: the loop.
 
 pub mod agent;
-pub mod convert;
 pub mod own_series;
 pub mod ring;
 pub mod schedule;
@@ -24,36 +27,39 @@ pub mod watch;
 
 use std::process::ExitCode;
 
-pub use settings::ExportArgs;
+pub use settings::{ExportArgs, Settings};
 
-use crate::read::Log;
-use crate::signal::StopFlag;
-use settings::Settings;
 use sidecar::Sidecar;
 use watch::DirectoryWatch;
 
 /// The program name in messages.
 pub const PROGRAM: &str = "nixl-telemetry export";
 
-/// Runs the sidecar until SIGINT or SIGTERM; then drains, flushes, exits 0.
-pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let settings = Settings::resolve(&args, |name| std::env::var(name).ok())?;
-    // The exporter's own variables given with --set: into the environment
-    // before any thread starts and before the plug-in reads them.
+/// The sidecar's settings, from its command line over the environment; the
+/// exporter's own variables given with `--set` are put into the
+/// environment, where the plug-in reads them. Call it before any thread
+/// starts (before a signal handler or a log writer), as the environment is
+/// process-wide.
+pub fn prepare(args: &ExportArgs) -> anyhow::Result<Settings> {
+    let settings = Settings::resolve(args, |name| std::env::var(name).ok())?;
     for (name, value) in &settings.set {
         std::env::set_var(name, value);
     }
-    install_log_subscriber();
-    let log = Log::new(PROGRAM, settings.quiet);
-    let stop = StopFlag::install().map_err(anyhow::Error::msg)?;
+    Ok(settings)
+}
+
+/// Runs the sidecar until `stop` returns true (the caller's SIGINT or
+/// SIGTERM); then drains, flushes and returns success. Informational lines
+/// and warnings go to `tracing` (the caller's subscriber shows them).
+pub fn run(settings: Settings, stop: impl Fn() -> bool) -> anyhow::Result<ExitCode> {
     let dir = settings.dir.clone();
-    let mut sidecar = Sidecar::new(settings.clone(), Log::new(PROGRAM, settings.quiet))?;
+    let mut sidecar = Sidecar::new(settings.clone())?;
     let (mut watch, unwatched) = if settings.poll {
         (DirectoryWatch::polling(), Some("--poll".to_owned()))
     } else {
         DirectoryWatch::new(&dir)
     };
-    log.info(format_args!(
+    tracing::info!(
         "{PROGRAM}: following {} ({}), exporter {}, agent {} for the sidecar's own series",
         dir.display(),
         match &unwatched {
@@ -65,23 +71,13 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         },
         settings.exporter_name,
         settings.self_name
-    ));
-    sidecar.run(&mut watch, || stop.is_set());
+    );
+    sidecar.run(&mut watch, stop);
     let totals = sidecar.totals();
-    log.info(format_args!(
+    tracing::info!(
         "{PROGRAM}: stopped; {} events of {} agents exported",
-        totals.events, totals.agents
-    ));
+        totals.events,
+        totals.agents
+    );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Shows the warnings the exporter loader and host log (a plug-in that
-/// fails, its reasons) on stderr.
-fn install_log_subscriber() {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::WARN)
-        .with_target(false)
-        .without_time()
-        .try_init();
 }

@@ -7,8 +7,8 @@ use std::time::Instant;
 use nixl_telemetry::ring::{ReadMode, RingDirectory, RingError, RingFile, RingReader};
 use nixl_telemetry::Event;
 
-use super::convert::SlotConverter;
 use super::schedule::{remembered_rate, RingLoad};
+use nixl_telemetry::ring::SlotConverter;
 
 /// Whether the ring's producer is still there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,8 +19,7 @@ use super::ring::FollowedRing;
 use super::schedule::{next_delay, RingLoad};
 use super::settings::Settings;
 use super::watch::{DirectoryWatch, SAFETY_RESCAN};
-use crate::read::source::describe;
-use crate::read::Log;
+use nixl_telemetry::ring::error_message as describe;
 
 /// How often the sidecar's own figures are reported.
 pub const OWN_REPORT_EVERY: Duration = Duration::from_secs(1);
@@ -65,7 +64,6 @@ pub struct Totals {
 /// The sidecar.
 pub struct Sidecar {
     settings: Settings,
-    log: Log,
     directory: RingDirectory,
     sink: Sink,
     agents: BTreeMap<String, Agent>,
@@ -89,14 +87,13 @@ pub struct Sidecar {
 impl Sidecar {
     /// A sidecar for `settings`: its own agent's exporter is created now
     /// (so a plug-in that cannot load is an error at start).
-    pub fn new(settings: Settings, log: Log) -> anyhow::Result<Sidecar> {
+    pub fn new(settings: Settings) -> anyhow::Result<Sidecar> {
         let sink = Sink::new(settings.clone());
         let self_exporter = sink.create(&settings.self_name)?;
         let now = Instant::now();
         Ok(Sidecar {
             directory: RingDirectory::new(&settings.dir, ScanRules::Confined),
             settings,
-            log,
             sink,
             agents: BTreeMap::new(),
             self_exporter: Some(self_exporter),
@@ -149,10 +146,10 @@ impl Sidecar {
                     if now.duration_since(*last) >= SAFETY_RESCAN {
                         *last = now;
                         if watch.try_again(&self.settings.dir) {
-                            self.log.info(format_args!(
+                            tracing::info!(
                                 "{}: watched with inotify from now on",
                                 self.settings.dir.display()
-                            ));
+                            );
                         }
                     }
                 }
@@ -177,10 +174,7 @@ impl Sidecar {
         let scan = match self.directory.scan() {
             Ok(scan) => {
                 if self.directory_problem.take().is_some() {
-                    self.log.info(format_args!(
-                        "{}: directory readable again",
-                        self.settings.dir.display()
-                    ));
+                    tracing::info!("{}: directory readable again", self.settings.dir.display());
                 }
                 scan
             }
@@ -195,7 +189,7 @@ impl Sidecar {
                     format!("{e}; retrying")
                 };
                 if self.directory_problem.as_deref() != Some(message.as_str()) {
-                    self.log.warn(format_args!("{message}"));
+                    tracing::warn!("{message}");
                     self.directory_problem = Some(message);
                 }
                 return;
@@ -311,12 +305,12 @@ impl Sidecar {
         self.directory.accept(&file.name);
         self.refused_as.remove(&file.name);
         if read_only {
-            self.log.warn(format_args!(
+            tracing::warn!(
                 "{}: the sidecar may read this ring but not write it: exported without consuming \
                  (the producer's ring fills up and drops its newest events); give the sidecar \
                  write access to consume it as NIXL's reader does",
                 file.path.display()
-            ));
+            );
         }
         // A ring a restarted producer moved aside (`<agent>.stale-<µs>`)
         // belongs to that agent.
@@ -326,14 +320,14 @@ impl Sidecar {
             name
         };
         let header = ring.reader().header().ok();
-        self.log.info(format_args!(
+        tracing::info!(
             "Agent {agent_key}: following {} ({}, capacity {} events, {} events unread)",
             file.path.display(),
             ring.reader().layout().name,
             ring.reader().capacity(),
             header.map_or(0, |h| h.write_pos.wrapping_sub(h.read_pos)
                 & (ring.reader().capacity() - 1))
-        ));
+        );
         if !self.agents.contains_key(&agent_key) {
             match self.sink.create(&agent_key) {
                 Ok(exporter) => {
@@ -373,9 +367,9 @@ impl Sidecar {
             .add(&format!("{}{cause}", own_series::REFUSED_PREFIX), 1);
         if kind == RefusalCause::Duplicate {
             // Read once under its other name: nothing is lost.
-            self.log.info(format_args!("{message}"));
+            tracing::info!("{message}");
         } else {
-            self.log.warn(format_args!("skipping {message}"));
+            tracing::warn!("skipping {message}");
         }
     }
 
@@ -408,14 +402,13 @@ impl Sidecar {
             let mut index = 0;
             while index < rings.len() {
                 let ring = &mut rings[index];
-                let log = &self.log;
                 let result = ring.read(
                     RING_QUOTA,
                     batch,
                     now_us,
                     &mut self.events,
                     |events| Agent::export(exporter, unflushed, events),
-                    |warning| log.warn(format_args!("{warning}")),
+                    |warning| tracing::warn!("{warning}"),
                 );
                 let close = match result {
                     Ok(report) => {
@@ -440,8 +433,7 @@ impl Sidecar {
                         {
                             self.own
                                 .add(&format!("{}{}", own_series::REFUSED_PREFIX, cause), 1);
-                            self.log
-                                .warn(format_args!("stopped following a ring: {message}"));
+                            tracing::warn!("stopped following a ring: {message}");
                         }
                         // Not opened again until the file changes once more.
                         if let Some(stamp) = FileStamp::of_path(&ring.file.path) {
@@ -491,13 +483,9 @@ impl Sidecar {
                     let agent = self.agents.get_mut(&name).expect("listed above");
                     agent.exporter = Some(exporter);
                     agent.gone_since = None;
-                    self.log.info(format_args!(
-                        "Agent {name}: events again in its ring: exported again"
-                    ));
+                    tracing::info!("Agent {name}: events again in its ring: exported again");
                 }
-                Err(e) => self.log.warn(format_args!(
-                    "Agent {name}: no exporter: {e:#}; its events wait"
-                )),
+                Err(e) => tracing::warn!("Agent {name}: no exporter: {e:#}; its events wait"),
             }
         }
     }
@@ -522,10 +510,10 @@ impl Sidecar {
             if agent.grace_over(now, grace) {
                 agent.drop_series(now_us, &mut self.scratch);
                 self.own.add(own_series::AGENTS_DROPPED, 1);
-                self.log.info(format_args!(
+                tracing::info!(
                     "Agent {name}: gone for {:.1} s: its series are dropped",
                     grace.as_secs_f64()
-                ));
+                );
             }
             if agent.exporter.is_none() && agent.rings.is_empty() {
                 dropped.push(name.clone());

@@ -25,8 +25,8 @@ use nixl_telemetry::ring::{ReadMode, RingReader};
 use nixl_telemetry::{ExporterChoice, Telemetry, TelemetryConfig};
 use nixl_telemetry_workload::{agent_roles, Workload, WorkloadConfig};
 
-use crate::signal::StopFlag;
 use monitor::{RingMonitor, StatsMonitor};
+use nixl_telemetry_views::signal::StopFlag;
 use sidecar::{DemoSidecar, EndpointMonitor};
 
 /// Events per ring (and per staging buffer) when the demo picks the settings.

@@ -15,8 +15,6 @@
 //! `full_size_8_threads_x_1m_events` (see docs/testing.md for the command
 //! and its figures).
 
-mod read_support;
-
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -24,9 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::read_support::*;
 use nixl_telemetry::ring::{ReadMode, RingReader};
 use nixl_telemetry::{Category, Telemetry, TelemetryStats, EVENTS_DROPPED_EVENT};
-use read_support::*;
 
 const THREADS: usize = 8;
 const CI_EVENTS_PER_THREAD: u64 = 100_000;

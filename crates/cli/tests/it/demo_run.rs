@@ -1,12 +1,10 @@
 //! The demo runs with nothing set up, prints its live table, and leaves rings
 //! that both readers decode; every event the producers wrote was read back.
 
-mod read_support;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use read_support::*;
+use crate::read_support::*;
 
 /// The number after `label` in `text` (up to the next non-digit).
 fn number_after(text: &str, label: &str) -> u64 {

@@ -4,13 +4,11 @@
 //! are dropped; a ring replaced by a restarted producer is followed from its
 //! start with the counters going on, never reset.
 
-mod export_support;
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use export_support::*;
+use crate::export_support::*;
 use nixl_telemetry::ring::layout;
 use nixl_telemetry::{Category, Event};
 
@@ -202,7 +200,7 @@ fn a_replaced_ring_is_followed_from_its_start_with_counters_going_on() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let log = sidecar.log();
-    assert!(!log.contains("warning"), "{log}");
+    assert!(!log.contains(" WARN "), "{log}");
     sidecar.wait_for_log("Agent a: following", Duration::from_secs(1));
     let body = scrape_until(addr, "own figures", Duration::from_secs(5), |b| {
         agent_value(b, "export_rings_opened_total", "a", None) == Some(2.0)

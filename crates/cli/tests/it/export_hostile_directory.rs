@@ -3,14 +3,12 @@
 //! reason, never a crash, never unbounded memory, never a stall of the
 //! other agents.
 
-mod export_support;
-
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use export_support::*;
+use crate::export_support::*;
 use nixl_telemetry::ring::layout;
 use nixl_telemetry::{Category, Event};
 
@@ -42,7 +40,7 @@ fn mkfifo(path: &Path) {
 /// Lines of `log` that are warnings naming `name`.
 fn warnings_about(log: &str, name: &str) -> usize {
     log.lines()
-        .filter(|l| l.contains("warning") && l.contains(&format!("/{name}:")))
+        .filter(|l| l.contains(" WARN ") && l.contains(&format!("/{name}:")))
         .count()
 }
 

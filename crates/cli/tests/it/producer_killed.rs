@@ -3,15 +3,13 @@
 //! the same agent name keeps what the dead one flushed and nobody consumed; a
 //! second live producer of the agent is refused clearly.
 
-mod read_support;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::read_support::*;
 use nixl_telemetry::ring::{ReadMode, RingReader};
-use read_support::*;
 
 /// `nixl-telemetry emit` for agent `a`, rings in `dir`.
 fn emit(dir: &Path, events: &str, hold: &str) -> Command {

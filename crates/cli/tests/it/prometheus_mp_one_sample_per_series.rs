@@ -15,8 +15,6 @@
 //! to make PID namespaces (root, or unprivileged user namespaces). Every
 //! process is killed when the test ends, pass or fail.
 
-mod prometheus_support;
-
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -24,7 +22,7 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use prometheus_support::{
+use crate::prometheus_support::{
     free_addr, http_get, prometheus_mp_plugin_dir, wait_for, without_nixl_env, Prometheus, Reaped,
 };
 

@@ -6,14 +6,12 @@
 //! killed when the test ends, pass or fail. The exposition also goes through
 //! `promtool check metrics`.
 
-mod prometheus_support;
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use prometheus_support::{
+use crate::prometheus_support::{
     cli_without_nixl_env, free_addr, http_get, prometheus_mp_plugin_dir, wait_for, Prometheus,
     Reaped,
 };

@@ -9,8 +9,6 @@
 //! ends, pass or fail. Needs `prometheus` and `promtool` on PATH
 //! (`bash scripts/prometheus-test-env.sh` installs them).
 
-mod prometheus_support;
-
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -18,7 +16,7 @@ use serde_json::Value;
 
 use promtool::installed as tool;
 
-use prometheus_support::{
+use crate::prometheus_support::{
     build_plugin, cli_without_nixl_env, free_addr, http_get, percent_encode, wait_for,
     workspace_root, Prometheus, Reaped,
 };

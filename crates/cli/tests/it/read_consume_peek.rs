@@ -2,10 +2,8 @@
 //! nothing; after `--peek` it prints everything again, and `--peek` never
 //! changes a byte of the file.
 
-mod read_support;
-
+use crate::read_support::*;
 use nixl_telemetry::{Direction, Telemetry};
-use read_support::*;
 
 fn ring_with_events(dir: &std::path::Path) -> std::path::PathBuf {
     let t = Telemetry::builder("agent")

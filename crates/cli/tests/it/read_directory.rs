@@ -2,14 +2,12 @@
 //! removed ring is finished and closed, SIGINT/SIGTERM end the reader with
 //! status 0 and its totals; the summary refreshes while following.
 
-mod read_support;
-
 use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::read_support::*;
 use nixl_telemetry::{Category, Telemetry};
-use read_support::*;
 
 fn telemetry(dir: &std::path::Path, agent: &str) -> Telemetry {
     Telemetry::builder(agent)

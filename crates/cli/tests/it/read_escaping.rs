@@ -2,9 +2,7 @@
 //! or drive the terminal in text output (both readers write them as `\xHH`);
 //! `--json` keeps them exact.
 
-mod read_support;
-
-use read_support::*;
+use crate::read_support::*;
 
 #[test]
 fn control_characters_are_escaped_in_text_and_exact_in_json() {

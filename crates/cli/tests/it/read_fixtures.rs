@@ -1,11 +1,9 @@
 //! Every NIXL-written fixture decodes to exactly its `.json` events, and the
 //! text output equals the event blocks of its `.reader.txt` (made with TZ=UTC).
 
-mod read_support;
-
 use std::path::{Path, PathBuf};
 
-use read_support::*;
+use crate::read_support::*;
 use serde_json::Value;
 
 fn fixture_rings() -> Vec<PathBuf> {

@@ -2,15 +2,13 @@
 //! wrong and what is accepted, and exit status 2 (a bad slot: a warning and the
 //! slot skipped) — never a panic, a hang or a crash.
 
-mod read_support;
-
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use read_support::*;
+use crate::read_support::*;
 
 /// Runs the reader (`--once`, consuming and peeking) on `path` and checks
 /// the failure: status 2, one error line naming the path and containing

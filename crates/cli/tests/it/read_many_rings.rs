@@ -2,11 +2,9 @@
 //! both readers read every event of every ring (they open at most a bounded
 //! number of rings at a time), consuming or peeking, once or following.
 
-mod read_support;
-
 use std::process::Command;
 
-use read_support::*;
+use crate::read_support::*;
 
 const RINGS: usize = 300;
 

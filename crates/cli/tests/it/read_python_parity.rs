@@ -2,12 +2,10 @@
 //! rings written by the collector (one file and directory mode; text, JSON,
 //! summary; filters) and rings built byte by byte with awkward content.
 
-mod read_support;
-
 use std::path::Path;
 
+use crate::read_support::*;
 use nixl_telemetry::{Category, Direction, Telemetry};
-use read_support::*;
 
 const AGENTS: [&str; 4] = ["initiator", "target", "zeta-ünï", "q\"uote"];
 

@@ -10,12 +10,10 @@
 //! outside 0..=8, `unknown_event` any `unknown_event_<n>` (in the probe rings
 //! the value is the type number, so there `<n>` must equal the value).
 
-mod read_support;
-
 use std::path::{Path, PathBuf};
 
+use crate::read_support::*;
 use chrono::TimeZone;
-use read_support::*;
 use serde_json::Value;
 
 const RELEASES: [&str; 11] = [

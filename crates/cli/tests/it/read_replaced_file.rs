@@ -3,14 +3,12 @@
 //! file it finds and puts a new one in its place; both readers finish the old
 //! file and go on with the new one.
 
-mod read_support;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::read_support::*;
 use nixl_telemetry::{Category, Telemetry};
-use read_support::*;
 
 fn telemetry(dir: &Path) -> Telemetry {
     telemetry_of_size(dir, 4096)

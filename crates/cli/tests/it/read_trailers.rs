@@ -2,9 +2,7 @@
 //! size is ignored with the same warning, and loss totals are exact even when
 //! they exceed 2^64.
 
-mod read_support;
-
-use read_support::*;
+use crate::read_support::*;
 
 /// Runs both readers (`--once --peek`) on `bytes`; returns their stderr.
 fn both_stderr(bytes: &[u8]) -> (String, String) {

@@ -2,12 +2,9 @@
 //! numbers are known (see its README): the summary, the charts as PNG, the
 //! read-order axis of a capture without timestamps.
 
-mod read_support;
-mod view_support;
-
-use read_support::{cli, ok, run, stderr};
+use crate::read_support::{cli, ok, run, stderr};
+use crate::view_support::{colour_stats, decode_png, report_data, report_fixtures};
 use serde_json::{json, Value};
-use view_support::{colour_stats, decode_png, report_data, report_fixtures};
 
 const MIB: u64 = 1 << 20;
 

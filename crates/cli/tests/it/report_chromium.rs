@@ -4,14 +4,11 @@
 //! pixel). Skipped, saying so, when Chromium is not installed;
 //! `scripts/test-view.sh` installs it and runs this test.
 
-mod read_support;
-mod view_support;
-
 use std::path::Path;
 use std::process::Command;
 
-use read_support::{cli, ok, run};
-use view_support::{decode_png, report_fixtures, skip_without};
+use crate::read_support::{cli, ok, run};
+use crate::view_support::{decode_png, report_fixtures, skip_without};
 
 /// Chromium, headless and quiet: no network of its own, a fresh profile.
 fn chromium(profile: &Path) -> Command {

@@ -2,16 +2,13 @@
 //! versions is consumed (or only peeked at), its losses come from the
 //! trailers, and a report that cannot be written consumes nothing.
 
-mod read_support;
-mod view_support;
-
 use std::path::Path;
 
+use crate::read_support::{cli, ok, positions, run, stderr};
+use crate::view_support::{report_data, ring, transfer};
 use nixl_telemetry::ring::{layout, TrailerCounts};
 use nixl_telemetry::{Category, Event};
-use read_support::{cli, ok, positions, run, stderr};
 use serde_json::json;
-use view_support::{report_data, ring, transfer};
 
 /// A directory with a version-1 ring (`alpha`) and a version-4 ring (`beta`).
 fn rings() -> tempfile::TempDir {

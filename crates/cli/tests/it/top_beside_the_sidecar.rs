@@ -7,24 +7,19 @@
 //! trailer on this project's ring, suspected from the positions on NIXL's.
 
 #[allow(unused_imports)] // what the export tests use of it
-mod export_support;
-mod read_support;
-mod top_support;
-mod view_support;
-
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use export_support::{export_command, Sidecar};
+use crate::export_support::{export_command, Sidecar};
+use crate::read_support::{kill, positions, wait_until};
+use crate::top_support::{number, start, tables, wait_tables};
+use crate::view_support::{ring, transfer};
 use nixl_telemetry::ring::{layout, RingWriter, TrailerCounts};
 use nixl_telemetry::{Category, Event};
 use nixl_telemetry_testsupport::nixl_ring::hide_trailer;
-use read_support::{kill, positions, wait_until};
-use top_support::{number, start, tables, wait_tables};
-use view_support::{ring, transfer};
 
 /// The sidecar on `dir`, reading every `interval_ms`.
 fn sidecar(dir: &Path, log_dir: &Path, interval_ms: u32) -> Sidecar {

@@ -3,17 +3,13 @@
 //! vanishes, and a ring another consumer drains as it is written (read all
 //! the same). `top_beside_the_sidecar.rs` has the real sidecar as consumer.
 
-mod read_support;
-mod top_support;
-mod view_support;
-
 use std::time::Duration;
 
+use crate::read_support::{cli, kill, wait_until};
+use crate::top_support::{number, start, tables, wait_tables};
+use crate::view_support::{ring, transfer};
 use nixl_telemetry::ring::{layout, ReadMode, RingReader, TrailerCounts};
 use nixl_telemetry::{Category, Event};
-use read_support::{cli, kill, wait_until};
-use top_support::{number, start, tables, wait_tables};
-use view_support::{ring, transfer};
 
 /// `printed` is `amount / interval` to the printed precision.
 fn assert_rate(printed: &str, amount: f64, interval: f64, what: &str) {
@@ -227,7 +223,10 @@ fn consume_empties_a_ring_nothing_else_reads() {
     // Consuming: emptied.
     let (mut child, lines) = start(dir.path(), &["--consume"]);
     wait_tables(&lines, 1);
-    assert_eq!(read_support::positions(&dir.path().join("alpha")), (7, 7));
+    assert_eq!(
+        crate::read_support::positions(&dir.path().join("alpha")),
+        (7, 7)
+    );
     assert_eq!(
         tables(&lines)[0].rows[0].len(),
         11,
@@ -240,19 +239,20 @@ fn consume_empties_a_ring_nothing_else_reads() {
 
 #[test]
 fn bad_arguments_are_refused() {
-    let out = read_support::run(cli().args(["top", "--plain", "--interval", "0"]));
+    let out = crate::read_support::run(cli().args(["top", "--plain", "--interval", "0"]));
     assert_eq!(out.status.code(), Some(2));
-    assert!(read_support::stderr(&out).contains("accepted: a number of seconds from 0.1 to 3600"));
-    let out = read_support::run(cli().args(["top", "--plain"]));
+    assert!(crate::read_support::stderr(&out)
+        .contains("accepted: a number of seconds from 0.1 to 3600"));
+    let out = crate::read_support::run(cli().args(["top", "--plain"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        read_support::stderr(&out).contains("set NIXL_TELEMETRY_DIR"),
+        crate::read_support::stderr(&out).contains("set NIXL_TELEMETRY_DIR"),
         "{}",
-        read_support::stderr(&out)
+        crate::read_support::stderr(&out)
     );
-    let out = read_support::run(cli().args(["top", "--plain", "/nonexistent/rings"]));
+    let out = crate::read_support::run(cli().args(["top", "--plain", "/nonexistent/rings"]));
     assert_eq!(out.status.code(), Some(2));
-    assert!(read_support::stderr(&out).contains("/nonexistent/rings"));
+    assert!(crate::read_support::stderr(&out).contains("/nonexistent/rings"));
 }
 
 #[test]

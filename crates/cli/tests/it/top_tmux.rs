@@ -4,16 +4,14 @@
 //! Skipped, saying so, when tmux is not installed; `scripts/test-view.sh`
 //! installs it and runs this test.
 
-mod view_support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::view_support::{ring, skip_without, transfer};
 use nixl_telemetry::ring::layout;
-use view_support::{ring, skip_without, transfer};
 
 /// A tmux server of this test's own (its own socket), killed on drop.
 struct Tmux {

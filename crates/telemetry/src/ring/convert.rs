@@ -15,10 +15,9 @@
 //!   cannot map (`agent_telemetry_unmapped_events_total`) instead of making a
 //!   series of a number a hostile file may invent.
 
-use nixl_telemetry::ring::layout::{EventKey, RingLayout, EVENT_TYPES};
-use nixl_telemetry::ring::{event_type_name_field, SlotKey, SlotView};
-use nixl_telemetry::{Category, Event};
-use nixl_telemetry_abi::event::encode_name;
+use super::layout::{EventKey, RingLayout, EVENT_TYPES};
+use super::{event_type_name_field, SlotKey, SlotView};
+use crate::{Category, Event};
 
 /// The category of events whose type the ring's table lacks.
 pub const UNKNOWN_TYPE_CATEGORY: Category = Category(8);
@@ -128,15 +127,10 @@ impl SlotConverter {
     }
 }
 
-/// The name field of `name` (for tests and the sidecar's own events).
-pub fn name_field(name: &str) -> [u8; nixl_telemetry_abi::EVENT_NAME_CAPACITY] {
-    encode_name(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nixl_telemetry::ring::layout::{V1, V2_NAMED, V2_TYPED, V3, V4};
+    use crate::ring::layout::{V1, V2_NAMED, V2_TYPED, V3, V4};
 
     fn typed_slot(t: u32, value: u64) -> [u8; 16] {
         let mut slot = [0u8; 16];

@@ -28,12 +28,14 @@
 //! event: names are decoded once per distinct 32-byte field (a direct-mapped
 //! cache), dates once per distinct second, integers with `itoa`.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use nixl_telemetry::filter::glob_match;
 use nixl_telemetry::ring::RingRecord;
 use nixl_telemetry_abi::{Category, Event, EVENT_NAME_CAPACITY};
+
+use crate::local_date::DateCache;
+use crate::printable::escape_control;
 
 /// The line that opens every text block, blank line before it included.
 const EVENT_HEAD: &str = "\n=== NIXL Telemetry Event ===\n";
@@ -99,24 +101,6 @@ impl SlotView for RingRecord {
     fn value(&self) -> u64 {
         self.value
     }
-}
-
-/// `text` with every control character (U+0000–U+001F, U+007F–U+009F)
-/// written as `\xHH` (lower-case hex), for text output.
-pub fn escape_control(text: &str) -> Cow<'_, str> {
-    let is_control = |c: char| matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}');
-    if !text.contains(is_control) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if is_control(c) {
-            out.push_str(&format!("\\x{:02x}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
 }
 
 /// The bytes around each event of one ring, built once per ring.
@@ -287,66 +271,6 @@ pub fn push_micros(out: &mut Vec<u8>, value: u32) {
     out.extend_from_slice(&digits);
 }
 
-/// `seconds` since the epoch as local `%Y-%m-%d %H:%M:%S` (the C library's
-/// time zone rules, so `TZ` applies), or `@<seconds>` when the local date does
-/// not fit a four-digit year.
-pub fn local_date_time(seconds: u64) -> String {
-    let mut out = String::with_capacity(19);
-    push_local_date_time(&mut out, seconds);
-    out
-}
-
-fn push_local_date_time(out: &mut String, seconds: u64) {
-    let local = nixl_telemetry::local_time::local_date_time(seconds)
-        .filter(|dt| (0..=9999).contains(&dt.year));
-    let Some(dt) = local else {
-        out.push('@');
-        out.push_str(itoa::Buffer::new().format(seconds));
-        return;
-    };
-    // Formatted by hand: once per distinct second (see DateCache).
-    let mut digits = [0u8; 19];
-    let mut put = |at: usize, value: u32, width: usize| {
-        let mut v = value;
-        for i in (at..at + width).rev() {
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, dt.year as u32, 4);
-    put(5, dt.month, 2);
-    put(8, dt.day, 2);
-    put(11, dt.hour, 2);
-    put(14, dt.minute, 2);
-    put(17, dt.second, 2);
-    digits[4] = b'-';
-    digits[7] = b'-';
-    digits[10] = b' ';
-    digits[13] = b':';
-    digits[16] = b':';
-    out.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
-}
-
-/// Remembers the formatted date of the last second seen.
-#[derive(Debug, Default)]
-pub struct DateCache {
-    second: Option<u64>,
-    text: String,
-}
-
-impl DateCache {
-    /// The local date-time text of `seconds`.
-    #[inline]
-    pub fn get(&mut self, seconds: u64) -> &str {
-        if self.second != Some(seconds) {
-            self.text.clear();
-            push_local_date_time(&mut self.text, seconds);
-            self.second = Some(seconds);
-        }
-        &self.text
-    }
-}
-
 /// What the reader knows about one distinct 32-byte name field.
 #[derive(Debug)]
 pub struct NameInfo {
@@ -472,6 +396,7 @@ pub fn push_category(out: &mut Vec<u8>, category: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::local_date::local_date_time;
 
     fn json(text: &str) -> String {
         let mut out = Vec::new();
@@ -521,24 +446,6 @@ mod tests {
             String::from_utf8(text).unwrap(),
             String::from_utf8(json).unwrap(),
         )
-    }
-
-    #[test]
-    fn control_characters_are_escaped_for_text() {
-        assert_eq!(escape_control("agent_tx_bytes"), "agent_tx_bytes");
-        assert!(matches!(escape_control("é ü"), Cow::Borrowed(_)));
-        assert_eq!(
-            escape_control("a\nb\u{1b}[2J\t\u{7f}\u{9b}\u{a0}\\"),
-            "a\\x0ab\\x1b[2J\\x09\\x7f\\x9b\u{a0}\\"
-        );
-        let framing = Framing::new(Some("evil\nAgent: x"));
-        assert_eq!(
-            framing.text_heads[2],
-            b"\n=== NIXL Telemetry Event ===\nAgent: evil\\x0aAgent: x\nEvent: ".to_vec()
-        );
-        assert!(String::from_utf8(framing.json_tail)
-            .unwrap()
-            .contains("evil\\nAgent"));
     }
 
     #[test]
@@ -611,28 +518,15 @@ mod tests {
             "a\u{fffd}b"
         );
     }
-
     #[test]
-    fn dates_out_of_range_print_seconds() {
-        assert_eq!(local_date_time(u64::MAX / 1_000_000), "@18446744073709");
-        assert!(local_date_time(1_749_737_007).starts_with("2025-06-1"));
-        // The same as chrono's own formatting (an independent implementation
-        // of the zone rules; they agree for every zone but `right/…` ones).
-        for s in [
-            0u64,
-            86_399,
-            951_782_400,
-            1_749_737_007,
-            4_102_444_800,
-            253_402_214_400,
-        ] {
-            use chrono::TimeZone;
-            let want = chrono::Local
-                .timestamp_opt(s as i64, 0)
-                .unwrap()
-                .format("%Y-%m-%d %H:%M:%S")
-                .to_string();
-            assert_eq!(local_date_time(s), want);
-        }
+    fn agents_are_escaped_in_text_blocks_not_in_json() {
+        let framing = Framing::new(Some("evil\nAgent: x"));
+        assert_eq!(
+            framing.text_heads[2],
+            b"\n=== NIXL Telemetry Event ===\nAgent: evil\\x0aAgent: x\nEvent: ".to_vec()
+        );
+        assert!(String::from_utf8(framing.json_tail)
+            .unwrap()
+            .contains("evil\\nAgent"));
     }
 }

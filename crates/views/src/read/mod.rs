@@ -15,7 +15,7 @@
 //! error.
 
 mod format;
-pub(crate) mod source;
+mod source;
 mod summary;
 
 use std::fmt;
@@ -27,18 +27,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use nixl_telemetry::ring::error_message as describe;
 use nixl_telemetry::ring::{layout, ReadMode, RingRecord, TrailerInfo};
 use nixl_telemetry_abi::{Category, Event};
 
+use crate::local_date::{local_date_time, DateCache};
 use crate::signal::StopFlag;
-use format::{DateCache, NameCache, SlotView};
+use format::{NameCache, SlotView};
 use source::{InputError, Ring, Source};
 use summary::Summary;
-
-/// Names made safe to show (also in `top` and `report`), and local times.
-pub(crate) use format::{escape_control, local_date_time};
-/// The reader's message for a ring error (also `top`'s and `report`'s).
-pub(crate) use source::describe as describe_ring_error;
 
 /// Exit status: done, or stopped by SIGINT/SIGTERM.
 pub const EXIT_OK: u8 = 0;
@@ -330,13 +327,13 @@ fn drain(
     let mask = ring.capacity - 1;
     let mut remaining = reader
         .pending()
-        .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
+        .map_err(|e| Failure::Input(describe(&e, mode)))?;
     while remaining > 0 && !stop.is_set() {
         let reader = ring.reader.as_mut().expect("checked above");
         if mode == ReadMode::Consume {
             ring.cursor = reader
                 .header()
-                .map_err(|e| Failure::Input(source::describe(&e, mode)))?
+                .map_err(|e| Failure::Input(describe(&e, mode)))?
                 .read_pos
                 & mask;
         }
@@ -352,7 +349,7 @@ fn drain(
             batch.records.clear();
             reader.peek_records(&mut batch.records, want)
         }
-        .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
+        .map_err(|e| Failure::Input(describe(&e, mode)))?;
         if n == 0 {
             break;
         }
@@ -365,7 +362,7 @@ fn drain(
         if let Some(reader) = ring.reader.as_mut() {
             reader
                 .commit(n)
-                .map_err(|e| Failure::Input(source::describe(&e, mode)))?;
+                .map_err(|e| Failure::Input(describe(&e, mode)))?;
         }
         if bad > 0 {
             report_malformed(ring, &emitter.bad_slots, start, log);
@@ -427,7 +424,7 @@ fn show_summary(
         }
         text.push_str(&format!(
             "Summary at {}\n\n",
-            format::local_date_time(nixl_telemetry::clock::system_now_us() / 1_000_000)
+            local_date_time(nixl_telemetry::clock::system_now_us() / 1_000_000)
         ));
     }
     text.push_str(&tables);

@@ -100,7 +100,7 @@ impl Summary {
         }
         let mut blocks = Vec::new();
         for agent in agents {
-            let mut block = format!("Agent: {}\n", super::format::escape_control(agent));
+            let mut block = format!("Agent: {}\n", crate::printable::escape_control(agent));
             let id = self.agent_ids.get(agent).copied();
             let mut keys: Vec<(Option<i32>, &str, &Row)> = self
                 .index

@@ -10,12 +10,12 @@ use nixl_telemetry::ring::{ReadMode, RingError, RingReader};
 use serde::Deserialize;
 
 use super::kind::{Classifier, Kind};
-use crate::export::convert::{event_of_type, SlotConverter, UNKNOWN_TYPE_CATEGORY};
 use crate::lines::{open_input, BoundedLines, Line};
-use crate::read::describe_ring_error;
 use crate::ring_files::{agent_of, RingSources};
+use nixl_telemetry::ring::error_message as describe_ring_error;
 use nixl_telemetry::ring::layout::EVENT_TYPES;
 use nixl_telemetry::ring::ScanRules;
+use nixl_telemetry::ring::{event_of_type, SlotConverter, UNKNOWN_TYPE_CATEGORY};
 use nixl_telemetry::{Category, Event};
 
 /// Events taken from a ring at a time.

@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use nixl_telemetry::ring::ReadMode;
 
-use crate::read::local_date_time;
+use crate::local_date::local_date_time;
 use chart::Chart;
 use input::Input;
 use model::ReportModel;

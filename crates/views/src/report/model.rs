@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::input::{AgentInput, Input};
 use super::kind::Kind;
 use crate::lost::events_lost;
-use crate::read::escape_control;
+use crate::printable::escape_control;
 
 /// Bins the charts' x axis is cut into, about.
 const TARGET_BINS: f64 = 100.0;

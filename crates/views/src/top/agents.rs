@@ -13,7 +13,7 @@ use nixl_telemetry_metrics::{histogram, slot, AgentMetrics, Buckets, SeriesNamin
 use super::feed::{Feed, Missed};
 use super::row::{Flags, Rates, Row, Starting};
 use crate::lost::events_lost;
-use crate::read::escape_control;
+use crate::printable::escape_control;
 use crate::ring_files::{Candidate, RingSources};
 
 /// Gone agents kept on screen; beyond, the longest gone are forgotten.

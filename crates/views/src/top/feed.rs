@@ -29,9 +29,9 @@ use nixl_telemetry::ring::{FileIdentity, ReadMode, RingReader, TrailerInfo};
 use nixl_telemetry::Event;
 
 use super::pace::Pace;
-use crate::export::convert::SlotConverter;
-use crate::read::describe_ring_error;
 use crate::ring_files::{Candidate, RingSources};
+use nixl_telemetry::ring::error_message as describe_ring_error;
+use nixl_telemetry::ring::SlotConverter;
 
 /// Events read from one ring in one poll at most (the rest wait for the next).
 /// Read in one go: following the writer, slots a consumer took are copied,

@@ -34,7 +34,7 @@ use anyhow::{bail, Context as _};
 use nixl_telemetry::ring::{ReadMode, ScanRules};
 use ratatui::crossterm::event::Event as TermEvent;
 
-use crate::read::local_date_time;
+use crate::local_date::local_date_time;
 use crate::ring_files::RingSources;
 use crate::signal::StopFlag;
 use agents::Agents;

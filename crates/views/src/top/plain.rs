@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::row::Row;
-use crate::read::escape_control;
+use crate::printable::escape_control;
 
 const HEADER: [&str; 12] = [
     "AGENT",

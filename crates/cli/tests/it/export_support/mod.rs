@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 use nixl_telemetry::ring::{layout, RingWriter};
 use nixl_telemetry::{Category, Event};
 
-#[path = "../prometheus_support/mod.rs"]
-mod prometheus_support;
-pub use prometheus_support::{free_addr, http_get, plugin_dir, wait_for};
+pub use crate::prometheus_support::{free_addr, http_get, plugin_dir, wait_for};
 
 /// A ring of `layout` for `agent` in `dir` holding `events`; the writer is
 /// returned (its producer counts as running until it is dropped).
@@ -78,7 +76,7 @@ pub fn workload_events(scale: u64) -> Vec<Event> {
 
 /// `nixl-telemetry export` with no `NIXL_*` variable inherited.
 pub fn export_command(dir: &Path, exporter: &str) -> Command {
-    let mut cmd = prometheus_support::cli_without_nixl_env();
+    let mut cmd = crate::prometheus_support::cli_without_nixl_env();
     cmd.arg("export")
         .arg("--dir")
         .arg(dir)
