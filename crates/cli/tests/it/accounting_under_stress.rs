@@ -380,7 +380,7 @@ fn eight_threads_with_the_reader_killed_halfway() {
 
 #[test]
 #[ignore = "full size, 8 × 1 000 000 events per case (about a minute in release mode): \
-            cargo test --release -p nixl-telemetry-cli --test accounting_under_stress -- --ignored --nocapture"]
+            cargo test --release -p nixl-telemetry-cli --test it accounting_under_stress -- --ignored --nocapture"]
 fn full_size_8_threads_x_1m_events() {
     with_a_consuming_reader(1_000_000);
     without_a_reader(1_000_000);
