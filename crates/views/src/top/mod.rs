@@ -21,6 +21,7 @@ mod agents;
 mod feed;
 mod pace;
 mod plain;
+mod plain_view;
 mod row;
 mod screen;
 mod terminal_input;
@@ -33,6 +34,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use nixl_telemetry::ring::{ReadMode, ScanRules};
 use ratatui::crossterm::event::Event as TermEvent;
+
+pub use plain_view::PlainView;
 
 use crate::local_date::local_date_time;
 use crate::ring_files::RingSources;
@@ -187,33 +190,39 @@ fn now_text() -> String {
     local_date_time(nixl_telemetry::clock::system_now_us() / 1_000_000)
 }
 
+/// The refresh `now` as the plain table, titled with the time, the
+/// interval, the agents and the read mode.
+fn plain_refresh(agents: &mut Agents, now: Instant, elapsed: Duration) -> String {
+    let rows = agents.refresh(now, elapsed);
+    let gone = rows.iter().filter(|r| r.gone).count();
+    let title = format!(
+        "nixl-telemetry top at {}: interval {:.3} s, {} agents{}, {}",
+        now_text(),
+        elapsed.as_secs_f64(),
+        rows.len(),
+        if gone > 0 {
+            format!(" ({gone} gone)")
+        } else {
+            String::new()
+        },
+        if agents.consuming() {
+            "consuming"
+        } else {
+            "peeking"
+        }
+    );
+    let mut sorted = rows;
+    sorted.sort_by(|a, b| row::SortKey::Agent.compare(a, b, false));
+    plain::table(&title, &sorted, agents.skipped(), agents.consuming())
+}
+
 fn run_plain(args: &TopArgs, agents: &mut Agents, stop: &StopFlag) -> anyhow::Result<ExitCode> {
     let mut clock = Clock::new(args.interval);
     let mut out = std::io::stdout().lock();
     let mut refreshes = 0u64;
     while !stop.is_set() {
         if let Some((now, elapsed)) = clock.tick(agents) {
-            let rows = agents.refresh(now, elapsed);
-            let gone = rows.iter().filter(|r| r.gone).count();
-            let title = format!(
-                "nixl-telemetry top at {}: interval {:.3} s, {} agents{}, {}",
-                now_text(),
-                elapsed.as_secs_f64(),
-                rows.len(),
-                if gone > 0 {
-                    format!(" ({gone} gone)")
-                } else {
-                    String::new()
-                },
-                if agents.consuming() {
-                    "consuming"
-                } else {
-                    "peeking"
-                }
-            );
-            let mut sorted = rows;
-            sorted.sort_by(|a, b| row::SortKey::Agent.compare(a, b, false));
-            let text = plain::table(&title, &sorted, agents.skipped(), agents.consuming());
+            let text = plain_refresh(agents, now, elapsed);
             let separator = if refreshes > 0 { "\n" } else { "" };
             if out
                 .write_all(format!("{separator}{text}").as_bytes())
