@@ -3,7 +3,8 @@
 
   python3 scripts/check-links.py
 
-* Every relative link of every Markdown file (``[text](path)``, ``[text](path#anchor)``,
+* Every relative link of every Markdown file (README.md, CONTRIBUTING.md,
+  ARCHITECTURE.md, docs/ and the rest; ``[text](path)``, ``[text](path#anchor)``,
   ``[text](#anchor)``, images, reference definitions) must name a file or directory
   that exists, and an ``#anchor`` into a Markdown file must be one of its headings
   (GitHub's rule: lower case, punctuation dropped, spaces to hyphens, ``-1``, ``-2``

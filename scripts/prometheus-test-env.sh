@@ -12,7 +12,7 @@
 #
 # Idempotent. Installing needs root (or sudo). The package may try to start its own
 # system service; nothing here relies on it: the tests start their own instance on a
-# free loopback port with a generated configuration (crates/cli/tests/prometheus_real_server.rs).
+# free loopback port with a generated configuration (crates/cli/tests/it/prometheus_real_server.rs).
 set -euo pipefail
 
 free_port() {

@@ -88,4 +88,4 @@ export NIXL_TELEMETRY_TAO_PYTHON="$VENV/bin/python"
 
 echo "== service tests (SQLite, PostgreSQL, TAO's client)"
 cargo test --locked -p nixl-telemetry-service
-cargo test --locked -p nixl-telemetry-cli --test serve_cli
+cargo test --locked -p nixl-telemetry-cli --test it serve_cli

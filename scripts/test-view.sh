@@ -13,4 +13,4 @@ need_commands tmux:tmux chromium:chromium
 
 echo "== top under tmux, report in headless Chromium"
 NIXL_VIEW_TESTS_REQUIRED=1 cargo test -p nixl-telemetry-cli --locked \
-    --test top_tmux --test report_chromium
+    --test it -- top_tmux report_chromium

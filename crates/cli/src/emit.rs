@@ -14,7 +14,7 @@ use clap::Args;
 use nixl_telemetry::{Category, Direction, Telemetry};
 use serde_json::{Map, Value};
 
-use crate::lines::{open_input, BoundedLines, Line as InputLine};
+use nixl_telemetry_views::lines::{open_input, BoundedLines, Line as InputLine};
 
 /// The longest `--events` line read, in bytes (1 MiB; an event line is well under
 /// 1 KiB). A longer line is reported and skipped without being kept in memory.

@@ -8,9 +8,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use nixl_telemetry_cli::{emit, export, process, read, report, signal, top};
+use nixl_telemetry_cli::{emit, process};
+use nixl_telemetry_export as export;
+use nixl_telemetry_views::signal::StopFlag;
+use nixl_telemetry_views::{read, report, top};
 
 mod demo;
+mod logging;
 mod serve;
 mod store;
 
@@ -51,10 +55,13 @@ fn main() -> ExitCode {
         Command::Read(args) => Ok(read::run(&args, "nixl-telemetry read")),
         Command::Demo(args) => demo::run(args),
         Command::Process(args) => process::run(args),
-        Command::Export(args) => export::run(args),
+        Command::Export(args) => run_export(&args),
         Command::Top(args) => top::run(args),
         Command::Report(args) => report::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => {
+            logging::init("info");
+            serve::run(args)
+        }
         Command::Store(args) => store::run(args),
     };
     match result {
@@ -64,4 +71,17 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `export`: the settings (and the exporter's variables) before any thread
+/// starts, then the log, the signal handler, and the sidecar.
+fn run_export(args: &export::ExportArgs) -> anyhow::Result<ExitCode> {
+    let settings = export::prepare(args)?;
+    logging::init(if settings.quiet {
+        "warn"
+    } else {
+        "warn,nixl_telemetry_export=info"
+    });
+    let stop = StopFlag::install().map_err(anyhow::Error::msg)?;
+    export::run(settings, || stop.is_set())
 }

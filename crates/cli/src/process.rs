@@ -20,7 +20,7 @@ use nixl_telemetry_processor::{
     MetricProcessor, Metrics, Timestamp, DEFAULT_BUILDERS,
 };
 
-use crate::lines::{open_input, BoundedLines, Line};
+use nixl_telemetry_views::lines::{open_input, BoundedLines, Line};
 
 mod state;
 

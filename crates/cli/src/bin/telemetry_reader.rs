@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use nixl_telemetry_cli::read;
+use nixl_telemetry_views::read;
 
 /// Read NIXL telemetry ring files (versions 1 to 4). Events go to stdout, everything else to stderr.
 #[derive(Debug, Parser)]

@@ -4,13 +4,17 @@
 //!
 //! With nothing set up, telemetry goes to rings in a fresh temporary
 //! directory (kept at exit), and the export sidecar (`nixl-telemetry export`,
-//! a process of its own) serves them on one Prometheus endpoint, from which
-//! the live table is read ([`sidecar`]); `--no-export`, or a missing
-//! Prometheus plug-in, has the demo read the rings itself. When `NIXL_TELEMETRY_EXPORTER` or
+//! a process of its own) serves them on one Prometheus endpoint
+//! ([`sidecar`]). The live table is the one `nixl-telemetry top --plain`
+//! prints of those rings (peeking beside the sidecar; consuming, as
+//! `top --consume`, with `--no-export` or without the Prometheus plug-in),
+//! through the same metric model. When `NIXL_TELEMETRY_EXPORTER` or
 //! `NIXL_TELEMETRY_DIR` is set, the environment's configuration is used (with
-//! telemetry forced on); `--dir` always selects rings in that directory.
+//! telemetry forced on); `--dir` always selects rings in that directory. An
+//! exporter without rings gets a table of the telemetry's own counters
+//! ([`counters_table`]).
 
-mod monitor;
+mod counters_table;
 mod sidecar;
 
 use std::io::Write;
@@ -25,13 +29,14 @@ use nixl_telemetry::ring::{ReadMode, RingReader};
 use nixl_telemetry::{ExporterChoice, Telemetry, TelemetryConfig};
 use nixl_telemetry_workload::{agent_roles, Workload, WorkloadConfig};
 
-use crate::signal::StopFlag;
-use monitor::{RingMonitor, StatsMonitor};
-use sidecar::{DemoSidecar, EndpointMonitor};
+use counters_table::CountersTable;
+use nixl_telemetry_views::signal::StopFlag;
+use nixl_telemetry_views::top::PlainView;
+use sidecar::DemoSidecar;
 
 /// Events per ring (and per staging buffer) when the demo picks the settings.
 const DEMO_BUFFER_SIZE: usize = 1 << 16;
-/// How often the live reader drains the rings.
+/// How often the demo checks for a stop and for the table.
 const POLL: Duration = Duration::from_millis(100);
 /// How often the table is printed.
 const TABLE_EVERY: Duration = Duration::from_secs(1);
@@ -59,8 +64,8 @@ pub struct DemoArgs {
     /// Directory for the ring files (default: a fresh temporary directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Read the rings with the demo's own reader instead of serving them
-    /// through the export sidecar's Prometheus endpoint.
+    /// No export sidecar: the live table consumes the rings itself (as
+    /// `top --consume`) instead of peeking beside the sidecar.
     #[arg(long)]
     pub no_export: bool,
 }
@@ -146,11 +151,43 @@ fn ring_paths(dir: &Path, names: &[String]) -> String {
         .join(" ")
 }
 
+/// What one ring's trailer and positions say once its producer closed it.
+struct RingCount {
+    agent: String,
+    /// Events the producer wrote (the trailer's count).
+    written: u64,
+    /// Events written and not consumed yet.
+    pending: u64,
+}
+
+impl RingCount {
+    /// Events a consumer (the sidecar, or the table) read from the ring.
+    fn consumed(&self) -> u64 {
+        self.written.saturating_sub(self.pending)
+    }
+}
+
+/// The counts of the rings of `names` in `dir` (peeked: nothing consumed).
+fn ring_counts(dir: &Path, names: &[String]) -> Vec<RingCount> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let mut reader = RingReader::open(&dir.join(name), ReadMode::Peek).ok()?;
+            let written = reader.trailer()?.events_written;
+            Some(RingCount {
+                agent: name.clone(),
+                written,
+                pending: reader.pending().ok()?,
+            })
+        })
+        .collect()
+}
+
 /// `agent n, agent n, ...`.
-fn per_agent(counts: &[(String, u64)]) -> String {
+fn per_agent(counts: &[RingCount], n: impl Fn(&RingCount) -> u64) -> String {
     counts
         .iter()
-        .map(|(agent, n)| format!("{agent} {n}"))
+        .map(|c| format!("{} {}", c.agent, n(c)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -265,25 +302,34 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
                     cli = command_for("nixl-telemetry"),
                     addr = sidecar.addr
                 ));
-                let monitor = EndpointMonitor::new(&sidecar, &names);
-                served = Some((sidecar, monitor));
+                served = Some(sidecar);
             }
             None => print(&format!(
                 "Export sidecar: not started ({} not found; build it with cargo build --release -p {}): \
-                 the demo reads the rings itself\n",
+                 the demo's table consumes the rings itself\n",
                 sidecar::PLUGIN_FILE,
                 sidecar::PLUGIN_PACKAGE
             )),
         }
     }
     let width = names.iter().map(String::len).max().unwrap_or(5);
-    print(&format!("{}\n", monitor::header(width)));
-
-    let mut rings = match (&ring_dir, &served) {
-        (Some(dir), None) => Some(RingMonitor::open(dir, &names)?),
-        _ => None,
+    // The table `top --plain` prints of the rings (peeking beside the
+    // sidecar, which consumes them), or the counters without rings.
+    let mut view = match &ring_dir {
+        Some(dir) => {
+            let mode = if served.is_some() {
+                ReadMode::Peek
+            } else {
+                ReadMode::Consume
+            };
+            Some(PlainView::open(dir, mode, TABLE_EVERY)?)
+        }
+        None => {
+            print(&format!("{}\n", counters_table::header(width)));
+            None
+        }
     };
-    let mut stats = StatsMonitor::new(&workload);
+    let mut counters = CountersTable::new(&workload);
     let stop_workers = AtomicBool::new(false);
     let run_start = Instant::now();
     let mut interrupted = false;
@@ -293,33 +339,30 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             .spawn_scoped(scope, || workload.run(&stop_workers, Some(args.duration)))
             .context("starting the workload")?;
         let mut last_table = Instant::now();
-        let result = (|| -> anyhow::Result<()> {
-            while !worker.is_finished() {
-                if stop.sleep(POLL) && !interrupted {
-                    interrupted = true;
-                    stop_workers.store(true, Ordering::Relaxed);
+        while !worker.is_finished() {
+            let wait = view.as_ref().map_or(POLL, |v| v.wait().min(POLL));
+            if stop.sleep(wait) && !interrupted {
+                interrupted = true;
+                stop_workers.store(true, Ordering::Relaxed);
+            }
+            match view.as_mut() {
+                Some(view) => {
+                    if let Some(table) = view.tick() {
+                        print(&format!("\n{table}"));
+                    }
                 }
-                if let Some(r) = rings.as_mut() {
-                    r.poll()?;
-                }
-                let now = Instant::now();
-                if now - last_table >= TABLE_EVERY {
-                    let elapsed = now - last_table;
-                    let rows = match (rings.as_mut(), served.as_mut()) {
-                        (Some(r), _) => r.rows(elapsed),
-                        (None, Some((sidecar, monitor))) => monitor.rows(sidecar, elapsed),
-                        (None, None) => stats.rows(&workload, elapsed),
-                    };
-                    let label = format!("{:.0} s", (now - run_start).as_secs_f64());
-                    print(&monitor::render(&label, &rows));
-                    last_table = now;
+                None => {
+                    let now = Instant::now();
+                    if now - last_table >= TABLE_EVERY {
+                        let label = format!("{:.0} s", (now - run_start).as_secs_f64());
+                        print(&counters.render(&workload, now - last_table, &label));
+                        last_table = now;
+                    }
                 }
             }
-            Ok(())
-        })();
+        }
         stop_workers.store(true, Ordering::Relaxed);
-        let totals = worker.join().unwrap_or_default();
-        result.map(|()| totals)
+        Ok(worker.join().unwrap_or_default())
     })?;
     let run_time = run_start.elapsed();
 
@@ -342,30 +385,20 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ));
         return Ok(ExitCode::SUCCESS);
     };
-    if let Some((sidecar, mut monitor)) = served {
-        let written: std::collections::BTreeMap<String, u64> = names
-            .iter()
-            .filter_map(|n| {
-                let reader = RingReader::open(&dir.join(n), ReadMode::Peek).ok()?;
-                Some((n.clone(), reader.trailer()?.events_written))
-            })
-            .collect();
-        let (rows, exported) = monitor.finish(&sidecar, &written, run_time);
-        print(&format!("{}\n", monitor::header(width)));
-        print(&monitor::render("total", &rows));
-        let all = exported
-            .iter()
-            .all(|(agent, n)| written.get(agent) == Some(n));
+    if let Some(sidecar) = served {
+        // SIGTERM: the sidecar drains the rings, exports and exits.
         let addr = sidecar.addr;
         let plugin_dir = sidecar.plugin_dir.clone();
         sidecar.stop();
+        let counts = ring_counts(&dir, &names);
+        let all = counts.iter().all(|c| c.pending == 0);
         print(&format!(
             "\nEvents exported by the sidecar: {}{}.\n\
              Ring files (kept, read to their end): {}\n\
              The sidecar served http://{addr}/metrics while the demo ran, and has stopped. Serve the rings of\n\
              any NIXL job the same way (docs/export.md):\n  \
              {cli} export --dir {dir_text} --exporter prometheus --plugin-dir {plugins} --output-path 127.0.0.1:9464\nLook at agents live, or chart a run: {cli} top DIR, {cli} report --input DIR --output report.html (docs/top-and-report.md)\n",
-            per_agent(&exported),
+            per_agent(&counts, |c| c.consumed()),
             if all { " (every event written)" } else { "" },
             ring_paths(&dir, &names),
             cli = command_for("nixl-telemetry"),
@@ -374,21 +407,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let rings = rings
-        .as_mut()
-        .expect("ring monitor exists with a ring directory");
-    let (rows, left) = rings.finish(run_time)?;
-    print(&format!("{}\n", monitor::header(width)));
-    print(&monitor::render("total", &rows));
+    let counts = ring_counts(&dir, &names);
+    let left: u64 = counts.iter().map(|c| c.pending).sum();
     let dir_text = shell_quote(&dir.to_string_lossy());
     print(&format!(
         "\nEvents read back through the rings: {}.\n\
          Ring files (kept): {}\n\
-         The live reader consumed all but the newest events; {left} are still in the rings. Look at them with:\n  \
+         The table consumed the events up to its last refresh; {left} newer ones are still in the rings. Look at them with:\n  \
          {reader} --once {dir_text}\n  \
          python3 {python} --once --telemetry_path {dir_text}\n  \
          {cli} read --once --peek --summary {dir_text}\nLook at agents live, or chart a run: {cli} top DIR, {cli} report --input {dir_text} --output report.html (docs/top-and-report.md)\n",
-        per_agent(&rings.totals()),
+        per_agent(&counts, |c| c.consumed()),
         ring_paths(&dir, &names),
         reader = command_for("telemetry_reader"),
         python = python_reader(),

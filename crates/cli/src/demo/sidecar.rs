@@ -1,8 +1,8 @@
 //! The demo's export sidecar: `nixl-telemetry export` run as a process of its
 //! own on the demo's ring directory, serving every agent on one Prometheus
-//! endpoint; and the live table read back from that endpoint.
+//! endpoint. The demo's table does not read the endpoint: it shows what
+//! `top --plain` shows of the same rings.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -11,30 +11,30 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use super::monitor::Row;
+use nixl_telemetry::exporter::plugin::search;
+use nixl_telemetry::TelemetryConfig;
 
 /// The plug-in file the sidecar serves Prometheus with.
 pub const PLUGIN_FILE: &str = "libtelemetry_exporter_prometheus.so";
 /// The cargo package that builds it.
 pub const PLUGIN_PACKAGE: &str = "nixl-telemetry-exporter-prometheus";
 
-/// Where the Prometheus plug-in is: the directories of
-/// `NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR`, then the directory of this program
-/// (a cargo build puts both there).
+/// The plug-in's name, as `--exporter` takes it.
+const PLUGIN_NAME: &str = "prometheus";
+
+/// The directory of the Prometheus plug-in: where a host would find it (the
+/// library's plug-in search, `NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR` first),
+/// else the directory of this program (a cargo build puts both there).
 pub fn find_plugin() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var("NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .collect();
-    if let Some(dir) = std::env::current_exe()
+    let config = TelemetryConfig::from_env().unwrap_or_default();
+    let found = search::locate(PLUGIN_NAME, &config, &[]).found;
+    if let Some(dir) = found.as_deref().and_then(Path::parent) {
+        return Some(dir.to_owned());
+    }
+    std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(Path::to_owned))
-    {
-        dirs.push(dir);
-    }
-    dirs.into_iter().find(|d| d.join(PLUGIN_FILE).is_file())
+        .filter(|d| d.join(PLUGIN_FILE).is_file())
 }
 
 /// Started by `cargo run` from a terminal with the plug-in missing: builds it
@@ -96,7 +96,7 @@ impl DemoSidecar {
             .arg("export")
             .arg("--dir")
             .arg(rings)
-            .args(["--exporter", "prometheus", "--plugin-dir"])
+            .args(["--exporter", PLUGIN_NAME, "--plugin-dir"])
             .arg(plugin_dir)
             .arg("--output-path")
             .arg(addr.to_string())
@@ -123,8 +123,8 @@ impl DemoSidecar {
         Ok(sidecar)
     }
 
-    /// `GET /metrics`.
-    pub fn scrape(&self) -> std::io::Result<String> {
+    /// `GET /metrics`: the body of a 200 answer.
+    fn scrape(&self) -> std::io::Result<String> {
         let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))?;
         s.set_read_timeout(Some(Duration::from_secs(5)))?;
         write!(s, "GET /metrics HTTP/1.0\r\nHost: {}\r\n\r\n", self.addr)?;
@@ -162,231 +162,5 @@ impl Drop for DemoSidecar {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
-    }
-}
-
-/// What one agent's series said at one scrape.
-#[derive(Debug, Default, Clone)]
-pub struct AgentSample {
-    /// Events the sidecar read from its rings (`export_events_read_total`).
-    pub events: f64,
-    /// Bytes moved: `agent_tx_bytes_total` + `agent_rx_bytes_total` +
-    /// `memcpy_remote_bytes_total` (the target's).
-    pub bytes: f64,
-    /// `agent_xfer_time_us_bucket`: (upper bound, cumulative count).
-    pub buckets: Vec<(f64, f64)>,
-    /// `agent_errors_total`, every status.
-    pub errors: f64,
-    /// `agent_telemetry_events_dropped_total`.
-    pub lost: f64,
-}
-
-/// Every agent's sample in an exposition.
-pub fn parse(text: &str, agents: &[String]) -> BTreeMap<String, AgentSample> {
-    let mut out: BTreeMap<String, AgentSample> = agents
-        .iter()
-        .map(|a| (a.clone(), AgentSample::default()))
-        .collect();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some((key, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let Ok(value) = value.parse::<f64>() else {
-            continue;
-        };
-        let (name, labels) = key.split_once('{').unwrap_or((key, ""));
-        let label = |wanted: &str| -> Option<&str> {
-            let at = labels.find(&format!("{wanted}=\""))? + wanted.len() + 2;
-            labels[at..].split('"').next()
-        };
-        let Some(sample) = label("agent_name").and_then(|a| out.get_mut(a)) else {
-            continue;
-        };
-        match name {
-            "export_events_read_total" => sample.events += value,
-            "agent_tx_bytes_total" | "agent_rx_bytes_total" | "memcpy_remote_bytes_total" => {
-                sample.bytes += value
-            }
-            "agent_errors_total" => sample.errors += value,
-            "agent_telemetry_events_dropped_total" => sample.lost += value,
-            "agent_xfer_time_us_bucket" => {
-                let bound = match label("le") {
-                    Some("+Inf") => f64::INFINITY,
-                    Some(b) => b.parse().unwrap_or(f64::INFINITY),
-                    None => continue,
-                };
-                sample.buckets.push((bound, value));
-            }
-            _ => {}
-        }
-    }
-    for sample in out.values_mut() {
-        sample.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    out
-}
-
-/// The `q` quantile of the observations between two cumulative bucket lists,
-/// as Prometheus's `histogram_quantile` computes it (linear within the
-/// bucket); `None` without observations.
-pub fn quantile(q: f64, now: &[(f64, f64)], before: &[(f64, f64)]) -> Option<u64> {
-    let counts: Vec<(f64, f64)> = now
-        .iter()
-        .map(|&(le, n)| {
-            let was = before.iter().find(|b| b.0 == le).map_or(0.0, |b| b.1);
-            (le, n - was)
-        })
-        .collect();
-    let total = counts.last()?.1;
-    if total <= 0.0 {
-        return None;
-    }
-    let rank = q * total;
-    let mut lower = (0.0, 0.0);
-    for &(le, n) in &counts {
-        if n >= rank {
-            if le.is_infinite() {
-                return Some(lower.0 as u64);
-            }
-            let within = if n > lower.1 {
-                (rank - lower.1) / (n - lower.1)
-            } else {
-                1.0
-            };
-            return Some((lower.0 + (le - lower.0) * within).round() as u64);
-        }
-        lower = (le, n);
-    }
-    None
-}
-
-/// The live table from the sidecar's endpoint.
-pub struct EndpointMonitor {
-    agents: Vec<String>,
-    first: BTreeMap<String, AgentSample>,
-    last: BTreeMap<String, AgentSample>,
-}
-
-impl EndpointMonitor {
-    /// Starts from what the endpoint shows now.
-    pub fn new(sidecar: &DemoSidecar, agents: &[String]) -> EndpointMonitor {
-        let now = parse(&sidecar.scrape().unwrap_or_default(), agents);
-        EndpointMonitor {
-            agents: agents.to_vec(),
-            first: now.clone(),
-            last: now,
-        }
-    }
-
-    fn rows_between(
-        &self,
-        now: &BTreeMap<String, AgentSample>,
-        before: &BTreeMap<String, AgentSample>,
-        elapsed: Duration,
-    ) -> Vec<Row> {
-        let secs = elapsed.as_secs_f64().max(1e-3);
-        self.agents
-            .iter()
-            .map(|agent| {
-                let n = &now[agent];
-                let b = &before[agent];
-                Row {
-                    agent: agent.clone(),
-                    events_per_s: (n.events - b.events) / secs,
-                    mb_per_s: (n.bytes - b.bytes) / secs / 1e6,
-                    p50_us: quantile(0.5, &n.buckets, &b.buckets),
-                    p99_us: quantile(0.99, &n.buckets, &b.buckets),
-                    errors: n.errors as u64,
-                    lost: n.lost as u64,
-                }
-            })
-            .collect()
-    }
-
-    /// The rows since the last call.
-    pub fn rows(&mut self, sidecar: &DemoSidecar, elapsed: Duration) -> Vec<Row> {
-        let now = match sidecar.scrape() {
-            Ok(text) => parse(&text, &self.agents),
-            Err(_) => self.last.clone(),
-        };
-        let rows = self.rows_between(&now, &self.last, elapsed);
-        self.last = now;
-        rows
-    }
-
-    /// Once the producers closed: waits until the sidecar exported every
-    /// event `written` says each agent wrote (10 s at most), and returns the
-    /// whole run's rows and the events exported per agent.
-    pub fn finish(
-        &mut self,
-        sidecar: &DemoSidecar,
-        written: &BTreeMap<String, u64>,
-        run: Duration,
-    ) -> (Vec<Row>, Vec<(String, u64)>) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(text) = sidecar.scrape() {
-                self.last = parse(&text, &self.agents);
-            }
-            let done = written
-                .iter()
-                .all(|(a, &n)| self.last.get(a).is_some_and(|s| s.events as u64 >= n));
-            if done || Instant::now() > deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let rows = self.rows_between(&self.last, &self.first, run);
-        let exported = self
-            .agents
-            .iter()
-            .map(|a| (a.clone(), self.last[a].events as u64))
-            .collect();
-        (rows, exported)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantiles_as_prometheus_computes_them() {
-        let now = [
-            (10.0, 0.0),
-            (100.0, 50.0),
-            (1000.0, 100.0),
-            (f64::INFINITY, 100.0),
-        ];
-        assert_eq!(quantile(0.5, &now, &[]), Some(100));
-        assert_eq!(quantile(0.99, &now, &[]), Some(982));
-        assert_eq!(quantile(0.25, &now, &[]), Some(55));
-        assert_eq!(quantile(0.5, &now, &now), None);
-        let inf = [(10.0, 0.0), (f64::INFINITY, 3.0)];
-        assert_eq!(quantile(0.5, &inf, &[]), Some(10));
-    }
-
-    #[test]
-    fn an_exposition_per_agent() {
-        let text = "# TYPE x counter\n\
-            agent_tx_bytes_total{agent_name=\"initiator\",hostname=\"h\"} 4096\n\
-            agent_rx_bytes_total{agent_name=\"initiator\",hostname=\"h\"} 10\n\
-            memcpy_remote_bytes_total{agent_name=\"target\",hostname=\"h\",category=\"BACKEND\"} 7\n\
-            agent_errors_total{agent_name=\"initiator\",hostname=\"h\",status=\"not_found\"} 2\n\
-            agent_errors_total{agent_name=\"initiator\",hostname=\"h\",status=\"backend\"} 1\n\
-            agent_xfer_time_us_bucket{agent_name=\"initiator\",hostname=\"h\",le=\"+Inf\"} 3\n\
-            agent_xfer_time_us_bucket{agent_name=\"initiator\",hostname=\"h\",le=\"10\"} 1\n\
-            export_events_read_total{agent_name=\"target\",hostname=\"h\",category=\"SYSTEM\"} 9\n\
-            agent_tx_bytes_total{agent_name=\"other\",hostname=\"h\"} 1\n";
-        let agents = vec!["initiator".to_owned(), "target".to_owned()];
-        let got = parse(text, &agents);
-        assert_eq!(got["initiator"].bytes, 4106.0);
-        assert_eq!(got["initiator"].errors, 3.0);
-        assert_eq!(
-            got["initiator"].buckets,
-            [(10.0, 1.0), (f64::INFINITY, 3.0)]
-        );
-        assert_eq!((got["target"].bytes, got["target"].events), (7.0, 9.0));
-        assert_eq!(got.len(), 2);
     }
 }

@@ -1,0 +1,616 @@
+//! The sidecar's loop: scan the directory when it changed, read every ring
+//! (again at once when one was more than half full), export, flush, drop
+//! the series of agents gone for longer than the grace time; at a stop,
+//! drain and flush.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use nixl_telemetry::clock;
+use nixl_telemetry::ring::{
+    FileIdentity, FileStamp, RefusalCause, RingDirectory, RingError, RingFile, ScanRules,
+};
+use nixl_telemetry::{Event, Exporter};
+
+use super::agent::Agent;
+use super::own_series::{self, OwnSeries};
+use super::ring::FollowedRing;
+use super::schedule::{next_delay, RingLoad};
+use super::settings::Settings;
+use super::watch::{DirectoryWatch, SAFETY_RESCAN};
+use nixl_telemetry::ring::error_message as describe;
+
+/// How often the sidecar's own figures are reported.
+pub const OWN_REPORT_EVERY: Duration = Duration::from_secs(1);
+/// The most events read from one ring in one pass (the others are read
+/// before it is read again: one flooding agent cannot hold them up).
+pub const RING_QUOTA: u64 = 65_536;
+/// How long the final drain may take at a stop.
+pub const FINAL_DRAIN: Duration = Duration::from_secs(5);
+
+/// The refusal cause of an agent whose exporter could not be created.
+const EXPORTER_CAUSE: &str = "exporter";
+
+/// Creates the exporters: one per agent, all of the same plug-in.
+pub struct Sink {
+    settings: Settings,
+}
+
+impl Sink {
+    /// The sink `settings` describe.
+    pub fn new(settings: Settings) -> Sink {
+        Sink { settings }
+    }
+
+    /// An exporter for `agent` (loaded as a host loads it).
+    pub fn create(&self, agent: &str) -> anyhow::Result<Box<dyn Exporter>> {
+        let config = self.settings.config_for(agent);
+        nixl_telemetry::exporter::create(&config, agent)?.ok_or_else(|| {
+            anyhow::anyhow!("the configuration selects no exporter for agent {agent:?}")
+        })
+    }
+}
+
+/// Totals for the final line.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Totals {
+    /// Events exported.
+    pub events: u64,
+    /// Agents seen.
+    pub agents: u64,
+}
+
+/// The sidecar.
+pub struct Sidecar {
+    settings: Settings,
+    directory: RingDirectory,
+    sink: Sink,
+    agents: BTreeMap<String, Agent>,
+    self_exporter: Option<Box<dyn Exporter>>,
+    own: OwnSeries,
+    events: Vec<Event>,
+    scratch: Vec<Event>,
+    loads: Vec<RingLoad>,
+    last_scan: Option<Instant>,
+    last_housekeeping: Instant,
+    last_own_report: Instant,
+    directory_problem: Option<String>,
+    last_watch_attempt: Option<Instant>,
+    /// A file being created was seen: list the directory again next interval.
+    settling: bool,
+    /// Files refused, as they were then: not looked at again until they change.
+    refused_as: HashMap<OsString, (FileIdentity, FileStamp)>,
+    totals: Totals,
+}
+
+impl Sidecar {
+    /// A sidecar for `settings`: its own agent's exporter is created now
+    /// (so a plug-in that cannot load is an error at start).
+    pub fn new(settings: Settings) -> anyhow::Result<Sidecar> {
+        let sink = Sink::new(settings.clone());
+        let self_exporter = sink.create(&settings.self_name)?;
+        let now = Instant::now();
+        Ok(Sidecar {
+            directory: RingDirectory::new(&settings.dir, ScanRules::Confined),
+            settings,
+            sink,
+            agents: BTreeMap::new(),
+            self_exporter: Some(self_exporter),
+            own: OwnSeries::default(),
+            events: Vec::new(),
+            scratch: Vec::new(),
+            loads: Vec::new(),
+            last_scan: None,
+            last_housekeeping: now,
+            last_own_report: now,
+            directory_problem: None,
+            last_watch_attempt: None,
+            settling: false,
+            refused_as: HashMap::new(),
+            totals: Totals::default(),
+        })
+    }
+
+    /// The totals so far.
+    pub fn totals(&self) -> Totals {
+        self.totals
+    }
+
+    /// Runs until `stop()` is true, then drains, flushes and closes.
+    pub fn run(&mut self, watch: &mut DirectoryWatch, stop: impl Fn() -> bool) {
+        loop {
+            let now = Instant::now();
+            // Polled: listed once an interval. Watched: listed when it
+            // changed (at most once an interval), and every SAFETY_RESCAN.
+            let since = self.last_scan.map(|last| now.duration_since(last));
+            let due = since.is_none_or(|since| {
+                since
+                    >= if watch.is_watching() && !self.settling {
+                        SAFETY_RESCAN
+                    } else {
+                        self.settings.interval
+                    }
+            });
+            let changed = watch.is_watching()
+                && since.is_none_or(|since| since >= self.settings.interval)
+                && watch.take_change();
+            if due || changed {
+                self.scan();
+                if due
+                    && !watch.is_watching()
+                    && !self.settings.poll
+                    && self.directory_problem.is_none()
+                {
+                    let last = self.last_watch_attempt.get_or_insert(now);
+                    if now.duration_since(*last) >= SAFETY_RESCAN {
+                        *last = now;
+                        if watch.try_again(&self.settings.dir) {
+                            tracing::info!(
+                                "{}: watched with inotify from now on",
+                                self.settings.dir.display()
+                            );
+                        }
+                    }
+                }
+            }
+            self.pass();
+            self.housekeeping(false);
+            if stop() {
+                break;
+            }
+            let delay = next_delay(self.loads.iter().copied(), self.settings.interval);
+            if !delay.is_zero() {
+                watch.wait_until(Instant::now() + delay, &stop);
+            }
+        }
+        self.shutdown();
+    }
+
+    /// Lists the directory and follows what changed.
+    pub fn scan(&mut self) {
+        self.last_scan = Some(Instant::now());
+        self.settling = false;
+        let scan = match self.directory.scan() {
+            Ok(scan) => {
+                if self.directory_problem.take().is_some() {
+                    tracing::info!("{}: directory readable again", self.settings.dir.display());
+                }
+                scan
+            }
+            Err(e) => {
+                let message = if e.source.kind() == std::io::ErrorKind::NotFound {
+                    format!(
+                        "{}: no such directory (yet); waiting for it (expected the directory \
+                         NIXL's agents write their rings to)",
+                        self.settings.dir.display()
+                    )
+                } else {
+                    format!("{e}; retrying")
+                };
+                if self.directory_problem.as_deref() != Some(message.as_str()) {
+                    tracing::warn!("{message}");
+                    self.directory_problem = Some(message);
+                }
+                return;
+            }
+        };
+        for refusal in scan.refused.iter().filter(|r| r.new) {
+            self.note_refusal(refusal.cause.as_str(), &refusal.message, refusal.cause);
+        }
+        let gone: Vec<&RingFile> = scan
+            .removed
+            .iter()
+            .chain(scan.replaced.iter().map(|(old, _)| old))
+            .collect();
+        for agent in self.agents.values_mut() {
+            for ring in &mut agent.rings {
+                if gone
+                    .iter()
+                    .any(|g| g.name == ring.file.name && g.identity == ring.file.identity)
+                {
+                    ring.retiring = true;
+                }
+            }
+        }
+        self.refused_as
+            .retain(|name, _| scan.files.iter().any(|f| f.name == *name));
+        for file in &scan.files {
+            if self.refused_as.get(&file.name) == Some(&(file.identity, file.stamp)) {
+                continue;
+            }
+            self.follow(file);
+        }
+    }
+
+    /// Follows `file` if it is not followed yet.
+    fn follow(&mut self, file: &RingFile) {
+        // Already followed under this name, or under another one (renamed
+        // while followed: a ring moved aside by a restarted producer).
+        for agent in self.agents.values_mut() {
+            if let Some(ring) = agent
+                .rings
+                .iter_mut()
+                .find(|r| r.file.identity == file.identity)
+            {
+                if ring.file.name != file.name {
+                    ring.file = file.clone();
+                    ring.retiring = false;
+                }
+                return;
+            }
+        }
+        let name = file.agent();
+        if name == self.settings.self_name {
+            let message = format!(
+                "{}: its name is the sidecar's own agent name (--self-name {}); not followed \
+                 (rename the agent or give the sidecar another --self-name)",
+                file.path.display(),
+                self.settings.self_name
+            );
+            if self
+                .directory
+                .refuse(&file.name, RefusalCause::Unreadable, message.clone())
+            {
+                self.note_refusal(EXPORTER_CAUSE, &message, RefusalCause::Unreadable);
+            }
+            return;
+        }
+        let followed: usize = self.agents.values().map(|a| a.rings.len()).sum();
+        if followed >= self.settings.max_rings {
+            let message = format!(
+                "{}: not followed: the sidecar already follows {followed} rings (--max-rings {})",
+                file.path.display(),
+                self.settings.max_rings
+            );
+            if self
+                .directory
+                .refuse(&file.name, RefusalCause::Limit, message.clone())
+            {
+                self.note_refusal(RefusalCause::Limit.as_str(), &message, RefusalCause::Limit);
+            }
+            return;
+        }
+        let (ring, read_only) = match FollowedRing::open(&self.directory, file) {
+            Ok(opened) => opened,
+            // Replaced since the scan: the next scan looks again.
+            Err(RingError::Changed { .. }) => return,
+            Err(err) => {
+                let cause = RefusalCause::of(&err);
+                // NIXL creates its ring in place: for a moment the file is
+                // empty, or sized with a zero header. A young file is looked
+                // at again at the next interval before it is called broken.
+                let content = matches!(
+                    cause,
+                    RefusalCause::TooShort | RefusalCause::UnknownVersion | RefusalCause::BadHeader
+                );
+                if content && is_young(file) {
+                    self.settling = true;
+                    return;
+                }
+                let mode = if matches!(cause, RefusalCause::Permission) {
+                    nixl_telemetry::ring::ReadMode::Peek
+                } else {
+                    nixl_telemetry::ring::ReadMode::Consume
+                };
+                let message = describe(&err, mode);
+                if self.directory.refuse(&file.name, cause, message.clone()) {
+                    self.note_refusal(cause.as_str(), &message, cause);
+                }
+                self.refused_as
+                    .insert(file.name.clone(), (file.identity, file.stamp));
+                return;
+            }
+        };
+        self.directory.accept(&file.name);
+        self.refused_as.remove(&file.name);
+        if read_only {
+            tracing::warn!(
+                "{}: the sidecar may read this ring but not write it: exported without consuming \
+                 (the producer's ring fills up and drops its newest events); give the sidecar \
+                 write access to consume it as NIXL's reader does",
+                file.path.display()
+            );
+        }
+        // A ring a restarted producer moved aside (`<agent>.stale-<µs>`)
+        // belongs to that agent.
+        let agent_key = if ring.stale {
+            stale_agent(&name).unwrap_or(name)
+        } else {
+            name
+        };
+        let header = ring.reader().header().ok();
+        tracing::info!(
+            "Agent {agent_key}: following {} ({}, capacity {} events, {} events unread)",
+            file.path.display(),
+            ring.reader().layout().name,
+            ring.reader().capacity(),
+            header.map_or(0, |h| h.write_pos.wrapping_sub(h.read_pos)
+                & (ring.reader().capacity() - 1))
+        );
+        if !self.agents.contains_key(&agent_key) {
+            match self.sink.create(&agent_key) {
+                Ok(exporter) => {
+                    self.totals.agents += 1;
+                    self.agents
+                        .insert(agent_key.clone(), Agent::new(agent_key.clone(), exporter));
+                }
+                Err(e) => {
+                    let message = format!(
+                        "{}: not followed: no exporter for agent {agent_key:?}: {e:#}",
+                        file.path.display()
+                    );
+                    if self
+                        .directory
+                        .refuse(&file.name, RefusalCause::Unreadable, message.clone())
+                    {
+                        self.note_refusal(EXPORTER_CAUSE, &message, RefusalCause::Unreadable);
+                    }
+                    return;
+                }
+            }
+        }
+        let agent = self.agents.get_mut(&agent_key).expect("inserted above");
+        agent.own.add(own_series::RINGS_OPENED, 1);
+        self.own.add(own_series::RINGS_OPENED, 1);
+        agent.gone_since = None;
+        // A moved-aside ring is read before the agent's current one.
+        if ring.stale {
+            agent.rings.insert(0, ring);
+        } else {
+            agent.rings.push(ring);
+        }
+    }
+
+    fn note_refusal(&mut self, cause: &str, message: &str, kind: RefusalCause) {
+        self.own
+            .add(&format!("{}{cause}", own_series::REFUSED_PREFIX), 1);
+        if kind == RefusalCause::Duplicate {
+            // Read once under its other name: nothing is lost.
+            tracing::info!("{message}");
+        } else {
+            tracing::warn!("skipping {message}");
+        }
+    }
+
+    /// Reads every ring once (each up to [`RING_QUOTA`] events).
+    pub fn pass(&mut self) {
+        self.loads.clear();
+        self.wake_dormant_agents();
+        let now_us = clock::system_now_us();
+        let batch = self.settings.config.buffer_size;
+        let mut read_total = 0;
+        for agent in self.agents.values_mut() {
+            // An agent without exporter (its series dropped) is not read:
+            // its events wait for the exporter it gets when they come.
+            if agent.exporter.is_none() {
+                let before = agent.rings.len();
+                agent.rings.retain(|r| !r.retiring);
+                let closed = (before - agent.rings.len()) as u64;
+                self.own.add(own_series::RINGS_CLOSED, closed);
+                continue;
+            }
+            let mut fills = Vec::new();
+            let Agent {
+                exporter,
+                rings,
+                own,
+                unflushed,
+                gone_since,
+                ..
+            } = agent;
+            let mut index = 0;
+            while index < rings.len() {
+                let ring = &mut rings[index];
+                let result = ring.read(
+                    RING_QUOTA,
+                    batch,
+                    now_us,
+                    &mut self.events,
+                    |events| Agent::export(exporter, unflushed, events),
+                    |warning| tracing::warn!("{warning}"),
+                );
+                let close = match result {
+                    Ok(report) => {
+                        own.add(own_series::EVENTS_READ, report.events);
+                        own.add(own_series::MALFORMED, report.malformed);
+                        read_total += report.events;
+                        if let Some(load) = report.load {
+                            fills.push((load.pending, load.room));
+                            self.loads.push(load);
+                        }
+                        if report.events > 0 {
+                            *gone_since = None;
+                        }
+                        ring.retiring && matches!(ring.pending(), Ok(0) | Err(_))
+                    }
+                    Err(err) => {
+                        let cause = RefusalCause::of(&err);
+                        let message = describe(&err, nixl_telemetry::ring::ReadMode::Consume);
+                        if self
+                            .directory
+                            .refuse(&ring.file.name, cause, message.clone())
+                        {
+                            self.own
+                                .add(&format!("{}{}", own_series::REFUSED_PREFIX, cause), 1);
+                            tracing::warn!("stopped following a ring: {message}");
+                        }
+                        // Not opened again until the file changes once more.
+                        if let Some(stamp) = FileStamp::of_path(&ring.file.path) {
+                            self.refused_as
+                                .insert(ring.file.name.clone(), (ring.file.identity, stamp));
+                        }
+                        true
+                    }
+                };
+                if close {
+                    rings.remove(index);
+                    own.add(own_series::RINGS_CLOSED, 1);
+                    self.own.add(own_series::RINGS_CLOSED, 1);
+                } else {
+                    index += 1;
+                }
+            }
+            for (pending, room) in fills {
+                agent.note_fill(pending, room);
+            }
+            agent.own.add(own_series::READ_PASSES, 1);
+        }
+        self.totals.events += read_total;
+        self.own.add(own_series::EVENTS_READ, read_total);
+        self.own.add(own_series::READ_PASSES, 1);
+    }
+
+    /// Agents whose series were dropped while a ring of theirs stayed (an
+    /// exited producer's file) get an exporter again when events arrive: a
+    /// new producer took the ring over. Their counters start over, as the
+    /// restarted producer's own would.
+    fn wake_dormant_agents(&mut self) {
+        let waking: Vec<String> = self
+            .agents
+            .iter_mut()
+            .filter(|(_, a)| a.exporter.is_none())
+            .filter_map(|(name, a)| {
+                a.rings
+                    .iter_mut()
+                    .any(|r| r.pending().is_ok_and(|n| n > 0))
+                    .then(|| name.clone())
+            })
+            .collect();
+        for name in waking {
+            match self.sink.create(&name) {
+                Ok(exporter) => {
+                    let agent = self.agents.get_mut(&name).expect("listed above");
+                    agent.exporter = Some(exporter);
+                    agent.gone_since = None;
+                    tracing::info!("Agent {name}: events again in its ring: exported again");
+                }
+                Err(e) => tracing::warn!("Agent {name}: no exporter: {e:#}; its events wait"),
+            }
+        }
+    }
+
+    /// Once an interval: producers asked whether they are still there, gone
+    /// agents dropped after the grace time, the sidecar's own figures
+    /// reported (once a second), exporters flushed. `all` forces everything
+    /// (at the end).
+    pub fn housekeeping(&mut self, all: bool) {
+        let now = Instant::now();
+        if !all && now.duration_since(self.last_housekeeping) < self.settings.interval {
+            return;
+        }
+        self.last_housekeeping = now;
+        let now_us = clock::system_now_us();
+        for agent in self.agents.values_mut() {
+            agent.check_liveness(now);
+        }
+        let grace = self.settings.grace;
+        let mut dropped = Vec::new();
+        for (name, agent) in &mut self.agents {
+            if agent.grace_over(now, grace) {
+                agent.drop_series(now_us, &mut self.scratch);
+                self.own.add(own_series::AGENTS_DROPPED, 1);
+                tracing::info!(
+                    "Agent {name}: gone for {:.1} s: its series are dropped",
+                    grace.as_secs_f64()
+                );
+            }
+            if agent.exporter.is_none() && agent.rings.is_empty() {
+                dropped.push(name.clone());
+            }
+        }
+        for name in dropped {
+            self.agents.remove(&name);
+        }
+        if all || now.duration_since(self.last_own_report) >= OWN_REPORT_EVERY {
+            self.last_own_report = now;
+            for agent in self.agents.values_mut() {
+                agent.report_own(now_us, &mut self.scratch);
+            }
+            self.scratch.clear();
+            self.own.report(now_us, &mut self.scratch);
+            if let Some(exporter) = &mut self.self_exporter {
+                if !self.scratch.is_empty() {
+                    exporter.export(&self.scratch);
+                }
+                exporter.flush();
+            }
+        }
+        for agent in self.agents.values_mut() {
+            agent.flush();
+        }
+    }
+
+    /// Drains what is readable, reports, flushes and destroys every exporter
+    /// (the agents' first, the sidecar's own last).
+    pub fn shutdown(&mut self) {
+        let start = Instant::now();
+        self.scan();
+        loop {
+            self.pass();
+            let pending: u64 = self.loads.iter().map(|l| l.pending).sum();
+            if pending == 0 || start.elapsed() >= FINAL_DRAIN {
+                break;
+            }
+        }
+        self.housekeeping(true);
+        for agent in self.agents.values_mut() {
+            agent.unflushed = true;
+            agent.flush();
+            agent.exporter = None;
+        }
+        self.agents.clear();
+        if let Some(mut exporter) = self.self_exporter.take() {
+            exporter.flush();
+        }
+    }
+
+    /// The names of the agents exported now.
+    pub fn agent_names(&self) -> Vec<&str> {
+        self.agents
+            .iter()
+            .filter(|(_, a)| a.exporter.is_some())
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// Rings followed now.
+    pub fn rings_followed(&self) -> usize {
+        self.agents.values().map(|a| a.rings.len()).sum()
+    }
+}
+
+/// How long a file that is not a valid ring yet is given to become one (a
+/// producer creating it in place) before it is refused.
+pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// Whether `file` was modified less than [`SETTLE`] ago.
+fn is_young(file: &RingFile) -> bool {
+    let now_ns = i128::from(clock::system_now_us()) * 1000;
+    now_ns - file.stamp.modified_ns < SETTLE.as_nanos() as i128
+}
+
+/// The agent of a ring moved aside: `<agent>.stale-<digits>` → `<agent>`.
+fn stale_agent(file_name: &str) -> Option<String> {
+    let (agent, stamp) = file_name.rsplit_once(".stale-")?;
+    (!agent.is_empty() && !stamp.is_empty() && stamp.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| agent.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_moved_aside_belong_to_their_agent() {
+        assert_eq!(
+            stale_agent("initiator.stale-1795512630982111").as_deref(),
+            Some("initiator")
+        );
+        assert_eq!(stale_agent("a.b.stale-1").as_deref(), Some("a.b"));
+        assert_eq!(stale_agent("initiator"), None);
+        assert_eq!(stale_agent(".stale-1"), None);
+        assert_eq!(stale_agent("x.stale-"), None);
+        assert_eq!(stale_agent("x.stale-12a"), None);
+    }
+}
