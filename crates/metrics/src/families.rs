@@ -269,7 +269,7 @@ pub const KNOWN_ERROR_STATUSES: [&str; 12] = [
 /// `_total`) is also the name of another family here, in which case the
 /// counter is exposed as type `unknown` under its full name in OpenMetrics
 /// (`agent_xfer_time_total` beside the gauge `agent_xfer_time`).
-pub(crate) fn om_counter_collides(sample: &str) -> bool {
+pub fn om_counter_collides(sample: &str) -> bool {
     match sample.strip_suffix("_total") {
         Some(family) => SCALARS.iter().any(|s| s.sample == family),
         None => true,

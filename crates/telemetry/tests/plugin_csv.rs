@@ -1,4 +1,4 @@
-//! The CSV plug-in (crates/exporters/csv) loaded by the host: exact content,
+//! The CSV plug-in (crates/plugins/csv) loaded by the host: exact content,
 //! quoting, header only once, flushed at flush, unwritable paths.
 
 use nixl_telemetry_testsupport as support;

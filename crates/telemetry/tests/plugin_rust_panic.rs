@@ -1,4 +1,4 @@
-//! A Rust plug-in (crates/exporters/testkit, built with `export_plugin!`) that
+//! A Rust plug-in (crates/plugins/testkit, built with `export_plugin!`) that
 //! panics: the panic never crosses the boundary, the exporter is disabled with
 //! an error, later events count as lost, and the host goes on.
 

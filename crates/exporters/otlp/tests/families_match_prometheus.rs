@@ -11,7 +11,7 @@ use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
 use nixl_telemetry_otlp::encode::{metrics_request, resource, AgentView};
 use nixl_telemetry_otlp::{ExportStats, Settings as OtlpSettings};
-use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{Format, PrometheusExporter, Settings};
 use opentelemetry_proto::tonic::metrics::v1::{metric, AggregationTemporality};
 
 /// What a family is, as both exporters can say it.

@@ -4,7 +4,7 @@
 //! against the hand-written parser"), made with this file at commit `432f334`.
 //!
 //! ```text
-//! cargo bench -p nixl-telemetry-prometheus-http --bench request_parsers [-- --rounds R]
+//! cargo bench -p nixl-telemetry-prometheus --bench request_parsers [-- --rounds R]
 //! ```
 //!
 //! Heads: the one a real Prometheus 2.42.0 sends (captured,
@@ -23,7 +23,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use nixl_telemetry_prometheus_http::request_parsers::{parse, Verdict};
+use nixl_telemetry_prometheus::request_parsers::{parse, Verdict};
 
 const HEADS: [(&str, &[u8]); 2] = [
     (

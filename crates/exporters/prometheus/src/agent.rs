@@ -20,9 +20,11 @@ use std::time::{Duration, Instant};
 use nixl_telemetry_abi::Event;
 use nixl_telemetry_metrics::families::HISTOGRAMS;
 use nixl_telemetry_metrics::{
-    histogram, slot, AgentLabels, AgentMetrics, Buckets, Format, HistogramTotals, Series,
-    SeriesNaming, Totals, MAX_SERIES,
+    histogram, slot, AgentMetrics, Buckets, HistogramTotals, Series, SeriesNaming, Totals,
+    MAX_SERIES,
 };
+
+use crate::render::{AgentLabels, Format};
 
 /// A scrape that overlaps a publish spins this many times before yielding.
 const SNAPSHOT_SPINS: usize = 64;
@@ -144,7 +146,7 @@ pub(crate) fn render(agents: &[Arc<AgentShared>], format: Format) -> Vec<u8> {
         .zip(&snapshots)
         .map(|(a, t)| (&a.labels, t))
         .collect();
-    nixl_telemetry_metrics::render(&pairs, format)
+    crate::render::render(&pairs, format)
 }
 
 /// The flush thread's side of one agent: folds events into the model and

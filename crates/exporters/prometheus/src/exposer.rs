@@ -12,9 +12,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use nixl_telemetry_metrics::{
-    write_counter_header as counter_header, write_header as header, Format,
-};
+use crate::render::{write_counter_header as counter_header, write_header as header, Format};
 
 /// How far back the latency quantiles look. NIXL's HTTP library keeps its
 /// quantiles over the last 60 s (in five rotating 12 s buckets).

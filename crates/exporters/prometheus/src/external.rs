@@ -1,15 +1,15 @@
 //! The HTTP endpoint for exporters that keep their agents' totals somewhere
 //! else than this crate's own per-agent storage: the multi-process
 //! `prometheus_mp` plug-in keeps them in memory-mapped stores, one per
-//! process, and renders every rank from there with the model's renderer
-//! (`nixl_telemetry_metrics::render`). [`serve`] runs the single-process
+//! process, and renders every rank from there with this crate's renderer
+//! ([`crate::render()`]). [`serve`] runs the single-process
 //! exporter's HTTP server (its limits, gzip, `exposer_*` families) over any
 //! [`BodySource`].
 
 use std::io;
 use std::sync::Arc;
 
-use nixl_telemetry_metrics::Format;
+use crate::render::Format;
 
 use crate::server::{self, ServerHandle};
 use crate::settings::ServerLimits;

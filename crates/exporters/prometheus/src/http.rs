@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use nixl_telemetry_metrics::Format;
+use crate::render::Format;
 
 /// The path metrics are served on.
 pub const METRICS_PATH: &str = "/metrics";

@@ -9,7 +9,8 @@
 //! Each exporter (one per agent) folds the events the host flushes into the
 //! metric model of `nixl-telemetry-metrics` and serves them over HTTP at
 //! `GET /metrics`, in the text format 0.0.4 or, when the scraper asks for it,
-//! OpenMetrics 1.0, rendered by that crate. Agents of one process that export
+//! OpenMetrics 1.0, written by [`render`] (the one Prometheus text renderer of
+//! the workspace: the model only models). Agents of one process that export
 //! to one address share one endpoint and are told apart by their `agent_name`
 //! label. See `docs/prometheus.md` for the series and the configuration.
 //!
@@ -34,6 +35,7 @@ pub mod external;
 mod gzip;
 mod http;
 mod listen_backlog;
+mod render;
 mod server;
 pub mod settings;
 mod socket_send;
@@ -47,7 +49,9 @@ use nixl_telemetry_abi::Event;
 
 pub use error::PrometheusError;
 pub use http::{METRICS_PATH, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
-pub use nixl_telemetry_metrics::Format;
+pub use render::{
+    format_bound, render, render_into, write_counter_header, write_header, AgentLabels, Format,
+};
 pub use settings::{Buckets, BucketsError, ServerLimits, Settings, SettingsError};
 
 /// The exporter of one agent.

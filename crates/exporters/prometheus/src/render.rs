@@ -6,13 +6,11 @@ use std::collections::BTreeMap;
 
 use nixl_telemetry_abi::Category;
 
-use crate::families::{
+use nixl_telemetry_metrics::families::{
     om_counter_collides, Kind, Source, ERRORS_HELP, ERRORS_SAMPLE, HISTOGRAMS, PER_NAME_HELP,
     SCALARS, SYSTEM_SCALARS,
 };
-use crate::naming::escape_label_value;
-use crate::series::Series;
-use crate::totals::Totals;
+use nixl_telemetry_metrics::{Series, Totals};
 
 /// An exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -212,6 +210,16 @@ pub fn write_counter_header(
     }
 }
 
+/// Appends `value` escaped for a label value (between double quotes) by the
+/// one rule of [`nixl_telemetry_abi::text::escape_label_value`]; it holds in
+/// both formats.
+#[inline]
+fn escape_label_value(out: &mut Vec<u8>, value: &str) {
+    nixl_telemetry_abi::text::escape_label_value(value, |piece| {
+        out.extend_from_slice(piece.as_bytes())
+    });
+}
+
 #[inline]
 fn value(out: &mut Vec<u8>, value: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
@@ -327,12 +335,19 @@ pub fn render_into(out: &mut Vec<u8>, agents: &[(&AgentLabels, &Totals)], format
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AgentMetrics, SeriesNaming};
     use nixl_telemetry_abi::buckets::Buckets;
     use nixl_telemetry_abi::Event;
+    use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
 
     fn text(agents: &[(&AgentLabels, &Totals)], format: Format) -> String {
         String::from_utf8(render(agents, format)).unwrap()
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let mut out = Vec::new();
+        escape_label_value(&mut out, "a\"b\\c\nd é");
+        assert_eq!(out, b"a\\\"b\\\\c\\nd \xc3\xa9");
     }
 
     #[test]

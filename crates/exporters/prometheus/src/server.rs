@@ -23,10 +23,10 @@ use crate::exposer::ExposerStats;
 use crate::external::BodySource;
 use crate::gzip;
 use crate::http::{self, Method, Parsed, Status};
+use crate::render::Format;
 use crate::settings::ServerLimits;
 use crate::socket_send;
 use crate::thread_priority;
-use nixl_telemetry_metrics::Format;
 
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);

@@ -6,7 +6,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use nixl_telemetry_prometheus_http::{PrometheusExporter, ServerLimits, Settings};
+use nixl_telemetry_prometheus::{PrometheusExporter, ServerLimits, Settings};
 
 /// Reads until the server closes `s`: what it sent, and whether it ended in a
 /// reset.

@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use nixl_telemetry_prometheus_http::{PrometheusExporter, ServerLimits, Settings};
+use nixl_telemetry_prometheus::{PrometheusExporter, ServerLimits, Settings};
 
 /// The request deadline of the endpoints here: far longer than any answer
 /// below may take, so an answer cannot be the deadline's doing (at the

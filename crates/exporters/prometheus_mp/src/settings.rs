@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nixl_telemetry_abi::env;
-use nixl_telemetry_prometheus_http::settings::VARIABLES as BASE_VARIABLES;
-use nixl_telemetry_prometheus_http::{Settings, SettingsError};
+use nixl_telemetry_prometheus::settings::VARIABLES as BASE_VARIABLES;
+use nixl_telemetry_prometheus::{Settings, SettingsError};
 
 use crate::error::MpError;
 use crate::layout::MAX_BOUNDS;

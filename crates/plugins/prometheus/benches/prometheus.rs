@@ -44,7 +44,7 @@ use nixl_telemetry::{Direction, ExportOutcome, Exporter, Telemetry, TelemetrySta
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor, EXPORT_OK};
 use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_benchsupport::{lower_priority, pin, real_time, thread_cpu_time};
-use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{Format, PrometheusExporter, Settings};
 
 const BATCH: usize = 4096;
 /// Upper bound on scrapes per client per phase (the time bound usually ends it first).

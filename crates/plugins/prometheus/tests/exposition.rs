@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use common::{ev, exporter, value_of};
 use nixl_telemetry_abi::Category;
 use nixl_telemetry_metrics::{KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
-use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{Format, PrometheusExporter, Settings};
 
 const FIXED_SAMPLES: [&str; 17] = [
     "agent_tx_bytes_total",
@@ -277,7 +277,7 @@ fn one_name_in_two_categories_stays_two_series() {
     assert_eq!(series("CUSTOM").as_deref(), Some("2"), "{body}");
     assert_eq!(body.matches("# TYPE rndv_total counter").count(), 1);
     check_structure_with(&body, Format::Text, &["rndv_total"]);
-    promtool::assert_exporter_output_accepted(&body);
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&body);
 }
 
 #[test]
@@ -291,7 +291,7 @@ fn label_values_are_escaped() {
     );
     assert!(body.contains("status=\"\\\"odd\\\\\""), "{body}");
     assert!(!body.contains("newline\n"), "a raw line feed in a label");
-    promtool::assert_exporter_output_accepted(&body);
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&body);
 }
 
 #[test]
@@ -379,7 +379,7 @@ fn degenerate_event_names_keep_both_formats_valid() {
     assert_eq!(sample("backend__total").as_deref(), Some("2"), "{body}");
     assert_eq!(sample("__total").as_deref(), Some("3"), "{body}");
     assert_eq!(sample("_9_total").as_deref(), Some("4"), "{body}");
-    promtool::assert_exporter_output_accepted(&body);
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&body);
 }
 
 #[test]
@@ -398,5 +398,5 @@ fn promtool_finds_nothing_wrong_with_a_busy_scrape() {
         ev(Category::CUSTOM, "my-app.phase", 3),
         ev(Category::SYSTEM, "agent_telemetry_events_dropped", 2),
     ]);
-    promtool::assert_exporter_output_accepted(&text(&a, Format::Text));
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&text(&a, Format::Text));
 }

@@ -13,7 +13,7 @@ use common::{
     split_exposer, unlabelled,
 };
 use nixl_telemetry_abi::Category;
-use nixl_telemetry_prometheus_http::{
+use nixl_telemetry_prometheus::{
     Format, ServerLimits, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE,
 };
 
@@ -113,7 +113,7 @@ fn the_server_counts_its_scrapes_as_nixl_does() {
         .parse()
         .unwrap();
     assert!(median <= sum, "{median} > {sum}");
-    promtool::assert_exporter_output_accepted(&third);
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&third);
 }
 
 #[test]

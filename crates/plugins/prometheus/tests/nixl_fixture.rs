@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use common::scrape;
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_http::{PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{PrometheusExporter, Settings};
 
 /// The fixture's host name label value.
 const FIXTURE_HOST: &str = "vm";

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use common::{connect, ev, read_pipelined, scrape};
 use nixl_telemetry_abi::Category;
-use nixl_telemetry_prometheus_http::{PrometheusError, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{PrometheusError, PrometheusExporter, Settings};
 
 fn free_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();

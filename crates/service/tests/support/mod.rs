@@ -9,7 +9,7 @@ pub mod server;
 /// `promtool check metrics` parses the exposition: exit 0, or 3 for the naming
 /// lints the reference's metric names draw (as for `process --format prometheus`).
 pub fn promtool_parses(text: &str) {
-    promtool::assert_processor_output_accepted(text);
+    nixl_telemetry_testsupport::promtool::assert_processor_output_accepted(text);
 }
 
 /// Posts `records` in chunks of `per_client`, each chunk from a thread of its own

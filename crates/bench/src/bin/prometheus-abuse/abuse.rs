@@ -13,9 +13,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The head a real Prometheus 2.42.0 sends (captured; see tests/fixtures/README.md).
-pub const SCRAPE_HEAD: &[u8] =
-    include_bytes!("../../../tests/fixtures/prometheus-2.42.0-scrape-head.http");
+/// The head a real Prometheus 2.42.0 sends (captured; see the Prometheus
+/// exporter's tests/fixtures/README.md).
+pub const SCRAPE_HEAD: &[u8] = include_bytes!(
+    "../../../../exporters/prometheus/tests/fixtures/prometheus-2.42.0-scrape-head.http"
+);
 
 /// The server's limits, passed to `prometheus-abuse serve`.
 #[derive(Debug, Clone, Copy)]

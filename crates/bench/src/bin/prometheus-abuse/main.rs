@@ -2,7 +2,7 @@
 //! abuse").
 //!
 //! ```text
-//! cargo run --release -p nixl-telemetry-prometheus-http --bin prometheus-abuse -- measure [--scrapes N] [--interval-ms I] [--pause-ms P] [--agents A] [--no-nice]
+//! cargo run --release -p nixl-telemetry-bench --bin prometheus-abuse -- measure [--scrapes N] [--interval-ms I] [--pause-ms P] [--agents A] [--no-nice]
 //! prometheus-abuse serve [--request-timeout-ms T] [--write-timeout-ms T] [--linger-ms T] [--max-connections N] [--agents A] [--publish-ms P]
 //! ```
 //!
@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use abuse::{percentile, Abuse, Intensity, Kind, ServeOptions, Server};
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, ServerLimits, Settings};
+use nixl_telemetry_prometheus::{Format, PrometheusExporter, ServerLimits, Settings};
 
 /// RSS growth allowed during abuse, KiB: the server holds at most
 /// `max_connections` (256) request buffers of at most `max_request_bytes`

@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_http::{PrometheusExporter, ServerLimits, Settings};
+use nixl_telemetry_prometheus::{PrometheusExporter, ServerLimits, Settings};
 
 /// A parsed HTTP response.
 #[derive(Debug, Clone)]
