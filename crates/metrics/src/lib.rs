@@ -51,7 +51,7 @@ mod series;
 mod totals;
 
 pub use agent::{AgentMetrics, Changes};
-pub use families::{histogram, slot, KNOWN_ERROR_STATUSES};
+pub use families::{histogram, slot};
 pub use hostname::hostname;
 pub use mapping::EventEffect;
 pub use naming::{SeriesNaming, MAX_SERIES_NAME_LEN};

@@ -38,7 +38,7 @@ pub const MAX_SERIES_NAME_LEN: usize = 3 * EVENT_NAME_CAPACITY;
 /// The `status` label of an error event: its name without a leading
 /// `NIXL_ERR_` (in any case), in lower case; invalid UTF-8 is replaced.
 pub fn error_status(name: &[u8]) -> String {
-    const PREFIX: &[u8] = b"NIXL_ERR_";
+    const PREFIX: &[u8] = nixl_telemetry_abi::names::ERROR_PREFIX.as_bytes();
     let stripped = if name.len() > PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
     {
         &name[PREFIX.len()..]

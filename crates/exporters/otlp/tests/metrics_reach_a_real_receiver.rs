@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_otlp::{Buckets, Compression, OtlpExporter, Settings, KNOWN_ERROR_STATUSES};
+use nixl_telemetry_otlp::{Buckets, Compression, OtlpExporter, Settings, ERROR_STATUSES};
 
 fn ev(category: Category, name: &str, value: u64) -> Event {
     Event::new(1_700_000_000_000_000, category, name, value)
@@ -148,7 +148,7 @@ fn decoded_values_equal_what_the_events_imply() {
     )[0];
     assert_eq!(post["bucket_counts"], serde_json::json!([0, 1, 0, 0]));
     // Errors: one Sum with a status attribute; the known statuses from the start.
-    for status in KNOWN_ERROR_STATUSES {
+    for status in ERROR_STATUSES {
         let want = if status == "backend" { 2 } else { 0 };
         assert_eq!(
             value(

@@ -208,7 +208,7 @@ fn absorb(seconds: f64) {
 /// two more, and twelve backend/connection/custom names.
 fn every_series_batch() -> Vec<Event> {
     let mut out = mixed_batch();
-    for status in nixl_telemetry_metrics::KNOWN_ERROR_STATUSES {
+    for status in nixl_telemetry_abi::names::ERROR_STATUSES {
         out.push(ev(
             Category::ERROR,
             &format!("NIXL_ERR_{}", status.to_ascii_uppercase()),

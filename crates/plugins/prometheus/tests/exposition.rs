@@ -6,8 +6,9 @@ mod common;
 use std::collections::HashSet;
 
 use common::{ev, exporter, value_of};
+use nixl_telemetry_abi::names::ERROR_STATUSES;
 use nixl_telemetry_abi::Category;
-use nixl_telemetry_metrics::{KNOWN_ERROR_STATUSES, MAX_NAMES_PER_AGENT};
+use nixl_telemetry_metrics::MAX_NAMES_PER_AGENT;
 use nixl_telemetry_prometheus::{Format, PrometheusExporter, Settings};
 
 const FIXED_SAMPLES: [&str; 17] = [
@@ -127,7 +128,7 @@ fn every_fixed_family_is_there_at_zero_from_creation() {
             "{line}"
         );
     }
-    for status in KNOWN_ERROR_STATUSES {
+    for status in ERROR_STATUSES {
         let prefix =
             format!("agent_errors_total{{agent_name=\"fresh\",{host},status=\"{status}\"}}");
         assert_eq!(value_of(&body, &prefix).as_deref(), Some("0"), "{status}");
