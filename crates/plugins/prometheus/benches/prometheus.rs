@@ -30,7 +30,7 @@
 //!   Every loop is bounded by time (`--seconds`, default 5 per phase) and by
 //!   count.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::ffi::{c_char, c_void, CString};

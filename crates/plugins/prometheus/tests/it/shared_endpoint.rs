@@ -3,7 +3,7 @@
 //! the listener; an address held by another process fails creation; a scrape
 //! sent after a publish or a departure always shows it.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -186,7 +186,7 @@ fn port_zero_gives_each_agent_its_own_endpoint() {
 }
 
 #[test]
-#[ignore = "needs an IPv6 loopback (::1), which many containers lack; run it with `cargo test -p nixl-telemetry-exporter-prometheus --test shared_endpoint -- --ignored` where ::1 exists"]
+#[ignore = "needs an IPv6 loopback (::1), which many containers lack; run it with `cargo test -p nixl-telemetry-exporter-prometheus --test it shared_endpoint -- --ignored` where ::1 exists"]
 fn ipv6_loopback_serves() {
     if let Err(e) = TcpListener::bind("[::1]:0") {
         panic!("this test needs an IPv6 loopback (::1) and this machine has none: {e}");

@@ -5,7 +5,7 @@
 //! backtrace from `destroy` — and telemetry a child creates must work: its
 //! ring holds exactly what it recorded.
 
-mod support;
+use crate::support;
 
 use support::{build_c, read_ring, run, test_source};
 

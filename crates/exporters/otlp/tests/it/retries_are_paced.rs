@@ -5,7 +5,7 @@
 //! the backoff. Every failed attempt counts once in
 //! `nixl_telemetry_otlp_requests_total{result="retried"}`.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::TcpListener;

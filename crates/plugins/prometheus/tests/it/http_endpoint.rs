@@ -2,7 +2,7 @@
 //! keep-alive and pipelining, garbage, oversized heads, and clients that stall
 //! or never read, none of which may keep other scrapes from being answered.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

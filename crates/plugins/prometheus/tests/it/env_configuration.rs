@@ -1,7 +1,9 @@
-//! Configuration from the process environment, through the C entry point: the
-//! only test of this binary, so it owns the environment.
+//! Configuration from the process environment, through the C entry point. The
+//! test runs in a process of its own, so it owns the environment while the
+//! other tests of the binary run.
 
-mod common;
+use crate::common;
+use nixl_telemetry_testsupport::child;
 
 use std::net::SocketAddr;
 
@@ -10,9 +12,19 @@ use common::{ev, scrape};
 use nixl_telemetry_abi::c_abi::EXPORT_OK;
 use nixl_telemetry_abi::Category;
 
+/// Set in the process the test runs in.
+const OWN_PROCESS: &str = "NIXL_PROMETHEUS_TEST_ENV_CHILD";
+
 #[test]
 fn configuration_comes_from_the_environment() {
-    // The only test of this binary: nothing else reads the environment meanwhile.
+    if !child::in_own_process(
+        module_path!(),
+        "configuration_comes_from_the_environment",
+        OWN_PROCESS,
+    ) {
+        return;
+    }
+    // In a process of its own: nothing else reads the environment meanwhile.
     let set = |k: &str, v: Option<&str>| match v {
         Some(v) => std::env::set_var(k, v),
         None => std::env::remove_var(k),

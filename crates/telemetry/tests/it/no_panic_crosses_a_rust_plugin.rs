@@ -3,7 +3,7 @@
 //! descriptor points to and those `export_plugin!` itself generates, whatever
 //! their symbol names — runs its whole body inside the plug-in's panic guard
 //! (`rust_plugin::guard`), which turns a panic into an error code, NULL or a
-//! disabled exporter. Checked in the source (`tests/plugin_rust_panic.rs`
+//! disabled exporter. Checked in the source (`tests/it/plugin_rust_panic.rs`
 //! checks the behaviour of a plug-in whose exporter panics).
 
 use std::path::Path;

@@ -2,9 +2,10 @@
 //! standard `OTEL_*` variables, through the C ABI, with the collector going
 //! down mid-run. The host's books and the collector's agree:
 //! what the collector got + what the host counts as lost = what was produced.
-//! (A test binary of its own: it sets the process environment.)
+//! The test sets the process environment, so it runs in a process of its own.
 
-mod common;
+use crate::common;
+use nixl_telemetry_testsupport::child;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -33,9 +34,19 @@ fn plugin_dir() -> PathBuf {
     dir
 }
 
+/// Set in the process the test runs in.
+const OWN_PROCESS: &str = "NIXL_OTLP_TEST_HOST_CHILD";
+
 #[test]
 #[ignore = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh"]
 fn host_and_collector_books_balance_across_an_outage() {
+    if !child::in_own_process(
+        module_path!(),
+        "host_and_collector_books_balance_across_an_outage",
+        OWN_PROCESS,
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("requests.jsonl");
     let port = free_port();

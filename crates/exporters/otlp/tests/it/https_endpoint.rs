@@ -2,9 +2,10 @@
 //! with the operating system's rules, so `SSL_CERT_FILE` selects it here):
 //! a collector whose certificate chains to it gets the metrics; with a store
 //! that does not hold its CA, nothing is delivered.
-//! (A test binary of its own: it sets the process environment.)
+//! The test sets the process environment, so it runs in a process of its own.
 
-mod common;
+use crate::common;
+use nixl_telemetry_testsupport::child;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,9 +26,19 @@ fn settings(url: &str) -> Settings {
     s
 }
 
+/// Set in the process the test runs in.
+const OWN_PROCESS: &str = "NIXL_OTLP_TEST_HTTPS_CHILD";
+
 #[test]
 #[ignore = "needs the OTLP receiver's Python packages: run scripts/test-otlp.sh"]
 fn https_uses_the_system_trust_store() {
+    if !child::in_own_process(
+        module_path!(),
+        "https_uses_the_system_trust_store",
+        OWN_PROCESS,
+    ) {
+        return;
+    }
     let receiver = Receiver::start_tls(
         &fixtures().join("server.pem"),
         &fixtures().join("server.key"),

@@ -18,7 +18,10 @@ fn a_queue_that_cannot_be_allocated_is_counted_not_an_abort() {
         return;
     }
     let (status, said) = child::run_as_child(
-        "a_queue_that_cannot_be_allocated_is_counted_not_an_abort",
+        &child::test_name(
+            module_path!(),
+            "a_queue_that_cannot_be_allocated_is_counted_not_an_abort",
+        ),
         CHILD,
     );
     assert!(status.success(), "child: {status:?}\n{said}");

@@ -3,7 +3,7 @@
 //! balance (checked in C) and the ring holds every event, each thread's in
 //! the order it recorded them.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 

@@ -6,7 +6,7 @@
 //! and the table here are the same set). Also: the header compiles as C++
 //! and the C++ wrapper as C++11 with every warning an error.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::ffi::c_char;

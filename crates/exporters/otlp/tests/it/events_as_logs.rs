@@ -2,7 +2,7 @@
 //! the receiver with the official definitions, and the books of a bounded
 //! queue when the collector is down: exported + lost = produced.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

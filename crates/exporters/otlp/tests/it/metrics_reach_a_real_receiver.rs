@@ -3,7 +3,7 @@
 //! gzip, headers, and a collector that is down, going down, overloaded
 //! (503 + Retry-After), slow, refusing part or all of a request.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

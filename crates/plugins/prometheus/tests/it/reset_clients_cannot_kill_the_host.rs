@@ -7,8 +7,8 @@
 //! again as a child with SIGPIPE restored to its default, and that child sends
 //! requests and resets the connection before the answer is written.
 
+use crate::common;
 use nixl_telemetry_testsupport::child;
-mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -28,7 +28,10 @@ fn a_scraper_that_resets_cannot_kill_the_host() {
         reset_scrapes_with_default_sigpipe();
         return;
     }
-    let (status, said) = child::run_as_child("a_scraper_that_resets_cannot_kill_the_host", CHILD);
+    let (status, said) = child::run_as_child(
+        &child::test_name(module_path!(), "a_scraper_that_resets_cannot_kill_the_host"),
+        CHILD,
+    );
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(
         status.signal(),

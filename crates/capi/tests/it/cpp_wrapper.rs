@@ -3,7 +3,7 @@
 //! calls, throwing factories and their noexcept twins; its events reach the
 //! ring.
 
-mod support;
+use crate::support;
 
 use support::{build_cpp, read_ring, run, test_source, triples};
 

@@ -3,7 +3,7 @@
 //! (Configuration from the environment is checked in `env_configuration.rs`,
 //! a binary of its own, since it changes the process environment.)
 
-mod common;
+use crate::common;
 
 use std::ffi::CStr;
 use std::net::{TcpListener, TcpStream};

@@ -1,7 +1,7 @@
 //! What a scrape contains: every family from creation, values that follow the
 //! events, both formats' rules, label escaping, and `promtool check metrics`.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

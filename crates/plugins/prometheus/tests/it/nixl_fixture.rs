@@ -9,7 +9,7 @@
 //! `scripts/nixl-releases.sh matrix --only c 1.5.1` checks the same against
 //! the live release.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

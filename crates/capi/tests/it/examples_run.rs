@@ -3,7 +3,7 @@
 //! pkg-config and CMake from an installed prefix) and run: their rings hold
 //! the transfer loop they recorded.
 
-mod support;
+use crate::support;
 
 use support::{build_c, build_cpp, read_ring, run, workspace_root};
 

@@ -3,7 +3,7 @@
 //! buffer…) and checks each status and message; then its valid calls must be
 //! in the ring, exactly, as the Rust reader reads it.
 
-mod support;
+use crate::support;
 
 use support::{build_c, read_ring, run, test_source, triples};
 
