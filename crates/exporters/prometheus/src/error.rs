@@ -17,7 +17,7 @@ pub enum PrometheusError {
     Settings(#[from] SettingsError),
     /// The address cannot be bound (held by another process, not local, no
     /// permission).
-    #[error("cannot listen for Prometheus scrapes on {addr}: {source}; is another process using it? Choose another address with {} (ip:port) or {}", env::EXPORTER_OUTPUT_PATH, env::PROMETHEUS_PORT)]
+    #[error("cannot listen for Prometheus scrapes on {addr}: {source}; is another process using it? Choose another address with {} (ip:port) or {}", env::EXPORTER_OUTPUT_PATH, crate::settings::ENV_PORT)]
     Bind {
         /// The address asked for.
         addr: SocketAddr,

@@ -1,6 +1,7 @@
 //! Where an endpoint listens, which histogram buckets it uses and how its HTTP
 //! server is bounded: read from the environment once, when an exporter is created.
 
+use nixl_telemetry_abi::env::{EXPORTER_OUTPUT_PATH, HISTOGRAM_BUCKETS_US};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -8,17 +9,13 @@ pub use nixl_telemetry_abi::buckets::{Buckets, BucketsError, DEFAULT_BUCKETS_US,
 use nixl_telemetry_abi::{buckets, env};
 use thiserror::Error;
 
-/// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`: the listen address, `ip:port` or `[ipv6]:port`.
-pub const ENV_OUTPUT_PATH: &str = env::EXPORTER_OUTPUT_PATH;
 /// `NIXL_TELEMETRY_PROMETHEUS_PORT`: the port when no output path is given.
-pub const ENV_PORT: &str = env::PROMETHEUS_PORT;
+pub const ENV_PORT: &str = "NIXL_TELEMETRY_PROMETHEUS_PORT";
 /// `NIXL_TELEMETRY_PROMETHEUS_LOCAL`: listen on `127.0.0.1` instead of `0.0.0.0`.
-pub const ENV_LOCAL: &str = env::PROMETHEUS_LOCAL;
-/// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the latency histograms' upper bounds, µs.
-pub const ENV_BUCKETS: &str = env::HISTOGRAM_BUCKETS_US;
+pub const ENV_LOCAL: &str = "NIXL_TELEMETRY_PROMETHEUS_LOCAL";
 
 /// Every variable [`Settings::from_env`] reads.
-pub const VARIABLES: [&str; 3] = [ENV_PORT, ENV_LOCAL, ENV_BUCKETS];
+pub const VARIABLES: [&str; 3] = [ENV_PORT, ENV_LOCAL, HISTOGRAM_BUCKETS_US];
 
 /// The port used when neither an output path nor [`ENV_PORT`] is given.
 pub const DEFAULT_PORT: u16 = 9090;
@@ -33,7 +30,7 @@ pub const ACCEPTED_ADDRESS_FORMS: &str = "\"<IPv4>:<port>\" such as 127.0.0.1:90
 #[non_exhaustive]
 pub enum SettingsError {
     /// The output path is not a socket address of an accepted form.
-    #[error("invalid Prometheus listen address {value:?} in {ENV_OUTPUT_PATH}: {reason}; accepted: {ACCEPTED_ADDRESS_FORMS}")]
+    #[error("invalid Prometheus listen address {value:?} in {EXPORTER_OUTPUT_PATH}: {reason}; accepted: {ACCEPTED_ADDRESS_FORMS}")]
     Address {
         /// The value given.
         value: String,
@@ -41,7 +38,7 @@ pub enum SettingsError {
         reason: String,
     },
     /// [`ENV_PORT`] is not a port number.
-    #[error("invalid {ENV_PORT}={value:?}: not a port number; accepted: an integer from 0 to 65535 (0: any free port); or set {ENV_OUTPUT_PATH} to {ACCEPTED_ADDRESS_FORMS}")]
+    #[error("invalid {ENV_PORT}={value:?}: not a port number; accepted: an integer from 0 to 65535 (0: any free port); or set {EXPORTER_OUTPUT_PATH} to {ACCEPTED_ADDRESS_FORMS}")]
     Port {
         /// The value given.
         value: String,
@@ -52,8 +49,8 @@ pub enum SettingsError {
         /// The value given.
         value: String,
     },
-    /// [`ENV_BUCKETS`] is not a list of strictly increasing positive numbers.
-    #[error("invalid {ENV_BUCKETS}={value:?}: {reason}; accepted: {} (at most {MAX_BUCKETS}; +Inf is always added)", buckets::BUCKETS_ACCEPTED)]
+    /// [`HISTOGRAM_BUCKETS_US`] is not a list of strictly increasing positive numbers.
+    #[error("invalid {HISTOGRAM_BUCKETS_US}={value:?}: {reason}; accepted: {} (at most {MAX_BUCKETS}; +Inf is always added)", buckets::BUCKETS_ACCEPTED)]
     Buckets {
         /// The value given.
         value: String,
@@ -146,7 +143,7 @@ impl Settings {
     /// The address is the output path when one is given (non-empty), else
     /// `0.0.0.0:<port>`, or `127.0.0.1:<port>` when [`ENV_LOCAL`] is on, with
     /// the port from [`ENV_PORT`] or [`DEFAULT_PORT`]. Empty (or blank)
-    /// variables count as unset, [`ENV_BUCKETS`] included, as in NIXL: a blank
+    /// variables count as unset, [`HISTOGRAM_BUCKETS_US`] included, as in NIXL: a blank
     /// bucket list means the defaults, while a non-blank list that is not valid
     /// fails creation rather than falling back to them.
     pub fn from_lookup(
@@ -171,7 +168,7 @@ impl Settings {
                 SocketAddr::from((ip, port))
             }
         };
-        let buckets = match lookup(ENV_BUCKETS).filter(|v| !v.trim().is_empty()) {
+        let buckets = match lookup(HISTOGRAM_BUCKETS_US).filter(|v| !v.trim().is_empty()) {
             Some(v) => Buckets::parse(&v).map_err(|e| SettingsError::Buckets {
                 reason: e.to_string(),
                 value: v,
@@ -288,23 +285,23 @@ mod tests {
 
     #[test]
     fn buckets_parse_or_say_why_not() {
-        let b = settings(None, &[(ENV_BUCKETS, " 5, 50 ,500.5")])
+        let b = settings(None, &[(HISTOGRAM_BUCKETS_US, " 5, 50 ,500.5")])
             .unwrap()
             .buckets;
         assert_eq!(b.bounds(), &[5.0, 50.0, 500.5]);
         // Each reason is the parser's (nixl_telemetry_abi::buckets, tested
         // there); the error adds the variable, the value and what is accepted.
-        let err = settings(None, &[(ENV_BUCKETS, "10,5")]).unwrap_err();
+        let err = settings(None, &[(HISTOGRAM_BUCKETS_US, "10,5")]).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
-                "invalid {ENV_BUCKETS}=\"10,5\": bound 2 (5) is not greater than bound 1 (10): \
+                "invalid {HISTOGRAM_BUCKETS_US}=\"10,5\": bound 2 (5) is not greater than bound 1 (10): \
                  bounds must be strictly increasing; accepted: comma-separated, strictly \
                  increasing, positive, finite microsecond bounds such as 10,100,1000 (at most \
                  64; +Inf is always added)"
             )
         );
-        let err = settings(None, &[(ENV_BUCKETS, "10,,20")]).unwrap_err();
+        let err = settings(None, &[(HISTOGRAM_BUCKETS_US, "10,,20")]).unwrap_err();
         assert!(err.to_string().contains("bound 2 is empty"), "{err}");
     }
 
@@ -317,7 +314,7 @@ mod tests {
     #[test]
     fn a_blank_bucket_variable_means_the_defaults() {
         for blank in ["", "  "] {
-            let s = settings(None, &[(ENV_BUCKETS, blank)]).unwrap();
+            let s = settings(None, &[(HISTOGRAM_BUCKETS_US, blank)]).unwrap();
             assert_eq!(s.buckets, Buckets::default(), "{blank:?}");
         }
     }

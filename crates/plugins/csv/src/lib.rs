@@ -27,7 +27,7 @@ use nixl_telemetry_abi::rust_plugin::{RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
 
 /// The variable naming the file when the host passes no output path.
-pub const ENV_CSV_FILE: &str = nixl_telemetry_abi::env::CSV_FILE;
+pub const ENV_CSV_FILE: &str = "NIXL_TELEMETRY_CSV_FILE";
 
 /// The first line of every file.
 pub const HEADER: &str = "timestamp_us,category,event_name,value";
