@@ -495,7 +495,7 @@ def installed_flow(sh, prefix, release, work):
 def hostile(sh, bin_dir, staged, release, work):
     """Our exporter fails or panics inside NIXL: NIXL's transfers go on, the reasons reach
     NIXL's log, a failed creation is NIXL's refusal, never a crash. The testkit plug-in
-    (crates/exporters/testkit) fails on demand."""
+    (crates/plugins/testkit) fails on demand."""
     checks = AdapterChecks(os.path.dirname(os.path.dirname(os.path.abspath(sh))), sh, bin_dir,
                            clean_env(), work)
     checks.staged = staged

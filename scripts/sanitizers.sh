@@ -164,7 +164,7 @@ fn main() {
     # whose contended path is uninstrumented, so every guarded access is
     # reported (crates/bench/results/reliability.md has the report).
     env "${flags[@]}" cargo test -p nixl-telemetry --target "$host" \
-        --test ring_concurrency || fail "TSan: ring_concurrency"
+        --test it ring_concurrency || fail "TSan: ring_concurrency"
 }
 
 install_gcc() {

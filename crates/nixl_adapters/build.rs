@@ -9,18 +9,21 @@
 //! The compiler must be GCC's (or one using libstdc++ with its C++11 string
 //! ABI): NIXL's wheels are built so, and the adapters share `std::string` and
 //! `std::unique_ptr` objects with NIXL.
+//!
+//! The generation table is the crate's own (`src/generations.rs`): each
+//! adapter's source gets its generation's id, releases, API version, event
+//! size and exporter functions as macros (`NIXL_ADAPTER_*`), so the C++ holds
+//! no copy of them.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Each generation: its name and the source file declaring its interface.
-const GENERATIONS: [(&str, &str); 5] = [
-    ("nixl-0.9-1.0", "generation_named_timestamped.cpp"),
-    ("nixl-1.1", "generation_named.cpp"),
-    ("nixl-1.2", "generation_typed_category.cpp"),
-    ("nixl-1.3-1.4", "generation_typed.cpp"),
-    ("nixl-1.5", "generation_typed_batches.cpp"),
-];
+// Only the table and its types are used here.
+#[allow(dead_code)]
+#[path = "src/generations.rs"]
+mod generations;
+
+use generations::GENERATIONS;
 
 /// The sources every adapter links.
 const SHARED: [&str; 6] = [
@@ -61,8 +64,12 @@ fn main() {
         command
     };
     let version = std::env::var("CARGO_PKG_VERSION").expect("cargo sets it");
-    for (generation, source) in GENERATIONS {
-        let dir = out.join(generation);
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest.join("src/generations.rs").display()
+    );
+    for generation in &GENERATIONS {
+        let dir = out.join(generation.id);
         std::fs::create_dir_all(&dir).expect("create the output directory");
         let library = dir.join("nixl_adapter.so");
         let mut command = cxx();
@@ -74,7 +81,24 @@ fn main() {
                 "-fvisibility-inlines-hidden",
             ])
             .arg(format!("-DNIXL_TELEMETRY_VERSION=\"{version}\""))
-            .arg(cpp.join(source));
+            .arg(format!("-DNIXL_ADAPTER_GENERATION=\"{}\"", generation.id))
+            .arg(format!(
+                "-DNIXL_ADAPTER_RELEASES=\"{}\"",
+                generation.release_range()
+            ))
+            .arg(format!(
+                "-DNIXL_ADAPTER_API_VERSION={}",
+                generation.api_version
+            ))
+            .arg(format!(
+                "-DNIXL_ADAPTER_EVENT_SIZE={}",
+                generation.events.size()
+            ))
+            .arg(format!(
+                "-DNIXL_ADAPTER_EXPORTER_FUNCTIONS={}",
+                generation.exporter_functions
+            ))
+            .arg(cpp.join(generation.source));
         command.args(SHARED.iter().map(|file| cpp.join(file)));
         command
             .arg(format!(
@@ -85,7 +109,7 @@ fn main() {
             .arg(&library);
         run(
             &mut command,
-            generation,
+            generation.id,
             &compiler.path().display().to_string(),
         );
     }

@@ -9,25 +9,24 @@
 #![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
-use nixl_telemetry::config::{
-    ENV_BUFFER_SIZE, ENV_DIR, ENV_ENABLE, ENV_ENABLED_METRICS, ENV_EXPORTER, ENV_NIXL_PLUGIN_DIR,
-    ENV_OUTPUT_PATH, ENV_PLUGIN_DIR, ENV_RING_VERSION, ENV_RUN_INTERVAL,
-};
 use nixl_telemetry::TelemetryConfig;
-use nixl_telemetry_abi::env::parse_switch;
+use nixl_telemetry_abi::env::{
+    parse_switch, BUFFER_SIZE, DIR, ENABLE, ENABLED_METRICS, EXPORTER, EXPORTER_OUTPUT_PATH,
+    EXPORTER_PLUGIN_DIR, NIXL_PLUGIN_DIR, RING_VERSION, RUN_INTERVAL,
+};
 use nixl_telemetry_abi::ring::LAYOUTS;
 
 const VARIABLES: [&str; 10] = [
-    ENV_ENABLE,
-    ENV_BUFFER_SIZE,
-    ENV_RUN_INTERVAL,
-    ENV_DIR,
-    ENV_EXPORTER,
-    ENV_OUTPUT_PATH,
-    ENV_PLUGIN_DIR,
-    ENV_NIXL_PLUGIN_DIR,
-    ENV_ENABLED_METRICS,
-    ENV_RING_VERSION,
+    ENABLE,
+    BUFFER_SIZE,
+    RUN_INTERVAL,
+    DIR,
+    EXPORTER,
+    EXPORTER_OUTPUT_PATH,
+    EXPORTER_PLUGIN_DIR,
+    NIXL_PLUGIN_DIR,
+    ENABLED_METRICS,
+    RING_VERSION,
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
-use nixl_telemetry_prometheus_http::fuzzing::parse_request;
+use nixl_telemetry_prometheus::fuzzing::parse_request;
 
 fuzz_target!(|data: &[u8]| {
     let verdict = parse_request(data);

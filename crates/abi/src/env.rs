@@ -1,4 +1,6 @@
-//! The environment variables every part reads, the one parser of their on/off
+//! The environment variables every host reads (a plug-in's own variables
+//! are that plug-in's: the Prometheus, `prometheus_mp`, OTLP and CSV
+//! exporters define theirs), the one parser of their on/off
 //! words and the one rule for a value that is not UTF-8.
 //!
 //! A variable whose value is not UTF-8 is an error naming the variable
@@ -26,29 +28,8 @@ pub const EXPORTER_PLUGIN_DIR: &str = "NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR";
 pub const NIXL_PLUGIN_DIR: &str = "NIXL_PLUGIN_DIR";
 /// `NIXL_TELEMETRY_ENABLED_METRICS`: the allowlist of event names.
 pub const ENABLED_METRICS: &str = "NIXL_TELEMETRY_ENABLED_METRICS";
-/// `NIXL_TELEMETRY_PROMETHEUS_PORT`: the Prometheus port when no output path is given.
-pub const PROMETHEUS_PORT: &str = "NIXL_TELEMETRY_PROMETHEUS_PORT";
-/// `NIXL_TELEMETRY_PROMETHEUS_LOCAL`: listen on `127.0.0.1` only ([`parse_switch`]).
-pub const PROMETHEUS_LOCAL: &str = "NIXL_TELEMETRY_PROMETHEUS_LOCAL";
 /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the Prometheus latency histograms' bounds, µs.
 pub const HISTOGRAM_BUCKETS_US: &str = "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US";
-/// `NIXL_TELEMETRY_OTLP_EVENTS`: the OTLP plug-in also sends every event as a
-/// log record ([`parse_switch`]).
-pub const OTLP_EVENTS: &str = "NIXL_TELEMETRY_OTLP_EVENTS";
-/// `NIXL_TELEMETRY_OTLP_QUEUE_EVENTS`: the most events the OTLP plug-in keeps
-/// waiting to be sent as log records.
-pub const OTLP_QUEUE_EVENTS: &str = "NIXL_TELEMETRY_OTLP_QUEUE_EVENTS";
-/// `NIXL_TELEMETRY_CSV_FILE`: the CSV plug-in's file when no output path is given.
-pub const CSV_FILE: &str = "NIXL_TELEMETRY_CSV_FILE";
-/// `NIXL_TELEMETRY_MULTIPROC_DIR`: the directory every process of a
-/// `prometheus_mp` run writes its store into (required by that plug-in).
-pub const MULTIPROC_DIR: &str = "NIXL_TELEMETRY_MULTIPROC_DIR";
-/// `NIXL_TELEMETRY_MP_STALE_TTL`: seconds a released `prometheus_mp` store
-/// stays published after its last update.
-pub const MP_STALE_TTL: &str = "NIXL_TELEMETRY_MP_STALE_TTL";
-/// `NIXL_TELEMETRY_RANK_ENV`: the name of the variable holding the local rank
-/// (`prometheus_mp`'s `local_rank` label; `LOCAL_RANK` when unset).
-pub const RANK_ENV: &str = "NIXL_TELEMETRY_RANK_ENV";
 /// The ring layout the built-in `buffer` exporter writes: `1` (default), `2`
 /// (or `2-named`), `2-typed`, `3`, `4` (see `docs/ring-format.md`).
 pub const RING_VERSION: &str = "NIXL_TELEMETRY_RING_VERSION";

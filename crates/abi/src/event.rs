@@ -371,6 +371,7 @@ mod tests {
         assert_eq!(Category(-3).to_string(), "UNKNOWN_CATEGORY_-3");
     }
 
+    #[allow(unsafe_code)] // reads the in-memory bytes to compare
     #[test]
     fn to_bytes_matches_the_in_memory_layout() {
         let ev = Event::new(

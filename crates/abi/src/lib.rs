@@ -19,13 +19,20 @@
 //!
 //! This crate has no dependencies. Changing any layout here is a format change and
 //! needs a version bump (see `docs/ring-format.md` and `docs/plugins.md`).
+//!
+//! Unsafe code is denied here and allowed only in the modules that need it
+//! (each marked `#[allow(unsafe_code)]` where it is declared).
+
+#![deny(unsafe_code)]
 
 pub mod buckets;
+#[allow(unsafe_code)] // the C ABI: raw pointers from and to the host, `extern "C"` entry points
 pub mod c_abi;
 pub mod env;
 pub mod event;
 pub mod names;
 pub mod ring;
+#[allow(unsafe_code)] // the entry points `export_plugin!` declares around a Rust exporter
 pub mod rust_plugin;
 pub mod text;
 

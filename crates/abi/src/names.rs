@@ -23,6 +23,45 @@ pub const XFER_POST_TIME: &str = "agent_xfer_post_time";
 /// `agent_telemetry_events_dropped` (SYSTEM, count): events lost since the previous report.
 pub const EVENTS_DROPPED: &str = "agent_telemetry_events_dropped";
 
+/// The prefix of an error event's name: an error is recorded as an event of
+/// category ERROR named `NIXL_ERR_<STATUS>` (NIXL's status, upper case).
+pub const ERROR_PREFIX: &str = "NIXL_ERR_";
+
+/// Hands NIXL's error statuses, in the order of NIXL's status enumeration
+/// (and of its event types 8–19), to macro `$then` as string literals: the
+/// one list of them, from which [`ERROR_STATUSES`] and the ring layouts'
+/// event-type table (`ring::EVENT_TYPES`, `agent_err_<status>`) are built.
+macro_rules! with_error_statuses {
+    ($then:ident) => {
+        $then!(
+            "not_posted",
+            "invalid_param",
+            "backend",
+            "not_found",
+            "mismatch",
+            "not_allowed",
+            "repost_active",
+            "unknown",
+            "not_supported",
+            "remote_disconnect",
+            "canceled",
+            "no_telemetry"
+        )
+    };
+}
+pub(crate) use with_error_statuses;
+
+macro_rules! status_list {
+    ($($status:literal),*) => {
+        [$($status),*]
+    };
+}
+
+/// NIXL's error statuses, lower case and without [`ERROR_PREFIX`], in the
+/// order of NIXL's status enumeration: every agent shows each from its
+/// creation (at 0), and NIXL's event types 8–19 are `agent_err_<status>`.
+pub const ERROR_STATUSES: [&str; 12] = with_error_statuses!(status_list);
+
 /// [`MEMORY_REGISTERED`] as bytes.
 pub const MEMORY_REGISTERED_BYTES: &[u8] = MEMORY_REGISTERED.as_bytes();
 /// [`MEMORY_DEREGISTERED`] as bytes.
@@ -65,6 +104,15 @@ mod tests {
         for name in ALL {
             assert!(name.len() <= MAX_EVENT_NAME_LEN, "{name}");
             assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+        }
+    }
+
+    #[test]
+    fn every_error_name_fits_an_event_intact() {
+        for status in ERROR_STATUSES {
+            let name = format!("{ERROR_PREFIX}{}", status.to_uppercase());
+            assert!(name.len() <= MAX_EVENT_NAME_LEN, "{name}");
+            assert!(status.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
         }
     }
 }

@@ -27,6 +27,7 @@
 use core::mem::offset_of;
 
 use crate::event::{Event, EVENT_NAME_CAPACITY};
+use crate::names;
 
 /// The ring version of the layout this crate writes by default ([`V1`]).
 pub const RING_VERSION: i32 = 1;
@@ -89,31 +90,28 @@ pub struct RingLayout {
     pub releases: &'static str,
 }
 
+macro_rules! event_types {
+    ($($status:literal),*) => {
+        [
+            names::TX_BYTES,
+            names::RX_BYTES,
+            names::TX_REQUESTS,
+            names::RX_REQUESTS,
+            names::MEMORY_REGISTERED,
+            names::MEMORY_DEREGISTERED,
+            names::XFER_TIME,
+            names::XFER_POST_TIME,
+            $(concat!("agent_err_", $status),)*
+            names::EVENTS_DROPPED,
+        ]
+    };
+}
+
 /// The event names of NIXL's event-type enumeration, by number. Versions 2
-/// and 3 know the first 20, version 4 all 21.
-pub const EVENT_TYPES: [&str; 21] = [
-    "agent_tx_bytes",
-    "agent_rx_bytes",
-    "agent_tx_requests_num",
-    "agent_rx_requests_num",
-    "agent_memory_registered",
-    "agent_memory_deregistered",
-    "agent_xfer_time",
-    "agent_xfer_post_time",
-    "agent_err_not_posted",
-    "agent_err_invalid_param",
-    "agent_err_backend",
-    "agent_err_not_found",
-    "agent_err_mismatch",
-    "agent_err_not_allowed",
-    "agent_err_repost_active",
-    "agent_err_unknown",
-    "agent_err_not_supported",
-    "agent_err_remote_disconnect",
-    "agent_err_canceled",
-    "agent_err_no_telemetry",
-    "agent_telemetry_events_dropped",
-];
+/// and 3 know the first 20, version 4 all 21. Built from the built-in names
+/// ([`names`]) and NIXL's error statuses ([`names::ERROR_STATUSES`]: types
+/// 8–19 are `agent_err_<status>`).
+pub const EVENT_TYPES: [&str; 21] = names::with_error_statuses!(event_types);
 
 /// Prefix of the names readers give event types a layout's table lacks:
 /// `unknown_event_<n>`.
@@ -285,7 +283,7 @@ impl RingLayout {
         if let Some(t) = table_index(&|entry| entry.as_bytes() == name) {
             return Some(t);
         }
-        let status = name.strip_prefix(b"NIXL_ERR_")?;
+        let status = name.strip_prefix(names::ERROR_PREFIX.as_bytes())?;
         table_index(&|entry| {
             entry
                 .as_bytes()

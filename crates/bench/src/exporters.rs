@@ -28,7 +28,7 @@ const EVENTS_PER_ROUND: u64 = BUFFER as u64 - 1;
 /// entries, then the directory of this executable (`target/release`, where
 /// `cargo build --release` puts `libtelemetry_exporter_*.so`).
 pub fn plugin_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os(nixl_telemetry::config::ENV_PLUGIN_DIR)
+    let mut dirs: Vec<PathBuf> = std::env::var_os(nixl_telemetry_abi::env::EXPORTER_PLUGIN_DIR)
         .map(|v| std::env::split_paths(&v).collect())
         .unwrap_or_default();
     if let Some(dir) = std::env::current_exe()

@@ -22,7 +22,7 @@
 //! Targets: C handle record ≤ 1.3 × the Rust fast path, and ≤ 0.2 × the mutex
 //! vector with two threads.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::hint::black_box;

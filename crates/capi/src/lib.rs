@@ -5,7 +5,7 @@
 //! them under their C names) for C and C++ hosts. The contract is
 //! `include/nixl_telemetry.h` (and the header-only C++ wrapper
 //! `include/nixl_telemetry.hpp`); `docs/c-api.md` explains it, and
-//! `tests/header_matches_rust.rs` compiles the header and compares every name,
+//! `tests/it/header_matches_rust.rs` compiles the header and compares every name,
 //! signature, layout and constant with the definitions here.
 //!
 //! Every exported function runs inside a panic boundary and returns a status

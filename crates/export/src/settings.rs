@@ -3,13 +3,16 @@
 //! `NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR`, `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`,
 //! the exporter's own variables), each flag overriding its variable.
 
+use nixl_telemetry_abi::env::{
+    DIR, EXPORTER, EXPORTER_OUTPUT_PATH, EXPORTER_PLUGIN_DIR, RUN_INTERVAL,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use nixl_telemetry::config::{self, ENV_DIR, ENV_EXPORTER, ENV_OUTPUT_PATH, ENV_PLUGIN_DIR};
+use nixl_telemetry::config;
 use nixl_telemetry::{ExporterChoice, TelemetryConfig};
 
 /// The placeholder an output path may hold: each agent's name.
@@ -107,16 +110,16 @@ impl Settings {
         // Flags over --set over the environment.
         let mut overlay: HashMap<String, String> = set.iter().cloned().collect();
         if let Some(dir) = &args.dir {
-            overlay.insert(ENV_DIR.into(), dir.to_string_lossy().into_owned());
+            overlay.insert(DIR.into(), dir.to_string_lossy().into_owned());
         }
         if let Some(exporter) = &args.exporter {
-            overlay.insert(ENV_EXPORTER.into(), exporter.clone());
+            overlay.insert(EXPORTER.into(), exporter.clone());
         }
         if let Some(out) = &args.output_path {
-            overlay.insert(ENV_OUTPUT_PATH.into(), out.clone());
+            overlay.insert(EXPORTER_OUTPUT_PATH.into(), out.clone());
         }
         if let Some(ms) = &args.interval {
-            overlay.insert(config::ENV_RUN_INTERVAL.into(), ms.clone());
+            overlay.insert(RUN_INTERVAL.into(), ms.clone());
         }
         if !args.plugin_dirs.is_empty() {
             let mut dirs: Vec<String> = args
@@ -125,21 +128,21 @@ impl Settings {
                 .map(|d| d.to_string_lossy().into_owned())
                 .collect();
             if let Some(env_dirs) = overlay
-                .get(ENV_PLUGIN_DIR)
+                .get(EXPORTER_PLUGIN_DIR)
                 .cloned()
-                .or_else(|| lookup(ENV_PLUGIN_DIR))
+                .or_else(|| lookup(EXPORTER_PLUGIN_DIR))
             {
                 dirs.push(env_dirs);
             }
-            overlay.insert(ENV_PLUGIN_DIR.into(), dirs.join(":"));
+            overlay.insert(EXPORTER_PLUGIN_DIR.into(), dirs.join(":"));
         }
         let read = |name: &str| overlay.get(name).cloned().or_else(|| lookup(name));
 
-        let dir = match read(ENV_DIR).filter(|d| !d.trim().is_empty()) {
+        let dir = match read(DIR).filter(|d| !d.trim().is_empty()) {
             Some(dir) => PathBuf::from(dir),
             None => bail!(
-                "no ring directory: give --dir DIR or set {ENV_DIR}; accepted: the directory NIXL's \
-                 agents write their rings to (their {ENV_DIR})"
+                "no ring directory: give --dir DIR or set {DIR}; accepted: the directory NIXL's \
+                 agents write their rings to (their {DIR})"
             ),
         };
         let mut config = TelemetryConfig::from_lookup(read).context("invalid setting")?;
@@ -147,7 +150,7 @@ impl Settings {
             ExporterChoice::Plugin { name } => name.clone(),
             ExporterChoice::Nop => "nop".to_owned(),
             ExporterChoice::Buffer { .. } | ExporterChoice::None => bail!(
-                "no exporter: give --exporter NAME or set {ENV_EXPORTER}; accepted: an exporter \
+                "no exporter: give --exporter NAME or set {EXPORTER}; accepted: an exporter \
                  plug-in name (prometheus, otlp, csv, ... for libtelemetry_exporter_<name>.so) or nop"
             ),
         };

@@ -239,8 +239,8 @@ impl AgentMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::families::KNOWN_ERROR_STATUSES;
     use crate::series::{MAX_NAMES_PER_AGENT, MAX_SERIES};
+    use nixl_telemetry_abi::names::ERROR_STATUSES;
 
     fn ev(category: Category, name: &str, value: u64) -> Event {
         Event::new(1, category, name, value)
@@ -320,7 +320,7 @@ mod tests {
     #[test]
     fn known_statuses_exist_at_zero_and_others_appear_on_first_sight() {
         let mut a = agent(SeriesNaming::Prometheus);
-        assert_eq!(a.totals().series().len(), KNOWN_ERROR_STATUSES.len());
+        assert_eq!(a.totals().series().len(), ERROR_STATUSES.len());
         assert!(a.totals().series().all(|(_, v)| v == 0));
         a.record(&[
             ev(Category::ERROR, "NIXL_ERR_BACKEND", 1),
@@ -339,7 +339,7 @@ mod tests {
                 1
             ))
         );
-        assert_eq!(t.series().len(), KNOWN_ERROR_STATUSES.len() + 1);
+        assert_eq!(t.series().len(), ERROR_STATUSES.len() + 1);
     }
 
     #[test]
@@ -357,7 +357,7 @@ mod tests {
         let named: Vec<(Series, u64)> = a
             .totals()
             .series()
-            .skip(KNOWN_ERROR_STATUSES.len())
+            .skip(ERROR_STATUSES.len())
             .map(|(s, v)| (s.clone(), v))
             .collect();
         assert_eq!(
@@ -413,7 +413,7 @@ mod tests {
         a.record(&[e, p]);
         assert_eq!(a.totals().fixed(slot::TX_BYTES), 5);
         assert_eq!(a.totals().histogram(0).counts(), [0, 1, 0]);
-        assert_eq!(a.totals().series().len(), KNOWN_ERROR_STATUSES.len());
+        assert_eq!(a.totals().series().len(), ERROR_STATUSES.len());
     }
 
     #[test]
@@ -421,7 +421,7 @@ mod tests {
         let mut a = agent(SeriesNaming::Prometheus);
         let c = a.changes();
         assert!(c.is_empty());
-        assert_eq!(c.new_series(), 0..KNOWN_ERROR_STATUSES.len());
+        assert_eq!(c.new_series(), 0..ERROR_STATUSES.len());
         a.clear_changes();
         a.record(&[]);
         assert!(a.changes().is_empty());
@@ -435,14 +435,11 @@ mod tests {
         assert!(!c.is_empty());
         assert!(!c.histogram_changed(histogram::XFER_TIME));
         assert!(c.histogram_changed(histogram::POST_TIME));
-        let known = KNOWN_ERROR_STATUSES.len();
+        let known = ERROR_STATUSES.len();
         assert_eq!(c.new_series(), known..known + 1);
         let mut values: Vec<usize> = c.changed_values().collect();
         values.sort_unstable();
-        let backend = KNOWN_ERROR_STATUSES
-            .iter()
-            .position(|s| *s == "backend")
-            .unwrap();
+        let backend = ERROR_STATUSES.iter().position(|s| *s == "backend").unwrap();
         assert_eq!(values, [backend, known]);
         a.clear_changes();
         let c = a.changes();

@@ -248,28 +248,11 @@ pub const ERRORS_HELP: &str = "Cumulative error count by status";
 /// The help text of every per-name family.
 pub const PER_NAME_HELP: &str = "Sum of the values of the events with this name (backend, connection, custom and other non-built-in events), by category.";
 
-/// The NIXL error statuses every agent shows from its creation, at 0: the
-/// status strings without `NIXL_ERR_`, lower case.
-pub const KNOWN_ERROR_STATUSES: [&str; 12] = [
-    "not_posted",
-    "invalid_param",
-    "backend",
-    "not_found",
-    "mismatch",
-    "not_allowed",
-    "repost_active",
-    "unknown",
-    "not_supported",
-    "remote_disconnect",
-    "canceled",
-    "no_telemetry",
-];
-
 /// Whether the OpenMetrics family name of counter `sample` (the name without
 /// `_total`) is also the name of another family here, in which case the
 /// counter is exposed as type `unknown` under its full name in OpenMetrics
 /// (`agent_xfer_time_total` beside the gauge `agent_xfer_time`).
-pub(crate) fn om_counter_collides(sample: &str) -> bool {
+pub fn om_counter_collides(sample: &str) -> bool {
     match sample.strip_suffix("_total") {
         Some(family) => SCALARS.iter().any(|s| s.sample == family),
         None => true,

@@ -18,28 +18,25 @@
 //!   [`Totals::since`] subtracts two readings (rates), and
 //!   [`HistogramTotals::quantile`] estimates a quantile as Prometheus's
 //!   `histogram_quantile` does.
-//! * [`render`] writes agents' totals in the Prometheus text format 0.0.4 or
-//!   OpenMetrics 1.0, each agent with its own label set ([`AgentLabels`]).
 //! * [`families`] holds the fixed families (names, types, help texts, the
 //!   known error statuses), [`naming`] how event names become metric names,
 //!   [`mapping`] what each event does.
 //!
-//! The Prometheus plug-in publishes the totals into atomics behind a
-//! sequence lock and renders them on a scrape; `prometheus_mp` publishes
+//! The model only models: the Prometheus text renderer is the Prometheus
+//! exporter's (`nixl-telemetry-prometheus`). The Prometheus plug-in publishes
+//! the totals into atomics behind a sequence lock and renders them on a scrape; `prometheus_mp` publishes
 //! them into its shared-memory store and renders every rank's; the OTLP
 //! plug-in copies them and pushes them over HTTP. See `docs/metrics.md`.
 //!
 //! ```
 //! use nixl_telemetry_abi::buckets::Buckets;
 //! use nixl_telemetry_abi::{Category, Event};
-//! use nixl_telemetry_metrics::{render, AgentLabels, AgentMetrics, Format, SeriesNaming};
+//! use nixl_telemetry_metrics::{slot, AgentMetrics, SeriesNaming};
 //!
 //! let buckets = Buckets::default();
-//! let mut agent = AgentMetrics::new("initiator", buckets.clone(), SeriesNaming::Prometheus);
+//! let mut agent = AgentMetrics::new("initiator", buckets, SeriesNaming::Prometheus);
 //! agent.record(&[Event::new(1, Category::TRANSFER, "agent_tx_bytes", 4096)]);
-//! let labels = AgentLabels::new([("agent_name", "initiator"), ("hostname", "node-1")], buckets.bounds());
-//! let body = String::from_utf8(render(&[(&labels, agent.totals())], Format::Text)).unwrap();
-//! assert!(body.contains("agent_tx_bytes_total{agent_name=\"initiator\",hostname=\"node-1\"} 4096\n"));
+//! assert_eq!(agent.totals().fixed(slot::TX_BYTES), 4096);
 //! ```
 
 #![forbid(unsafe_code)]
@@ -50,18 +47,14 @@ mod hostname;
 pub mod mapping;
 mod name_cache;
 pub mod naming;
-mod render;
 mod series;
 mod totals;
 
 pub use agent::{AgentMetrics, Changes};
-pub use families::{histogram, slot, KNOWN_ERROR_STATUSES};
+pub use families::{histogram, slot};
 pub use hostname::hostname;
 pub use mapping::EventEffect;
 pub use naming::{SeriesNaming, MAX_SERIES_NAME_LEN};
-pub use render::{
-    format_bound, render, render_into, write_counter_header, write_header, AgentLabels, Format,
-};
 pub use series::{Series, MAX_NAMES_PER_AGENT, MAX_SERIES};
 pub use totals::{HistogramTotals, Totals};
 

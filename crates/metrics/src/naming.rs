@@ -35,20 +35,10 @@ impl SeriesNaming {
 /// fixed-size fields (`prometheus_mp`) rely on it.
 pub const MAX_SERIES_NAME_LEN: usize = 3 * EVENT_NAME_CAPACITY;
 
-/// Appends `value` escaped for a label value (between double quotes) by the
-/// one rule of [`nixl_telemetry_abi::text::escape_label_value`]; it holds in
-/// both formats.
-#[inline]
-pub(crate) fn escape_label_value(out: &mut Vec<u8>, value: &str) {
-    nixl_telemetry_abi::text::escape_label_value(value, |piece| {
-        out.extend_from_slice(piece.as_bytes())
-    });
-}
-
 /// The `status` label of an error event: its name without a leading
 /// `NIXL_ERR_` (in any case), in lower case; invalid UTF-8 is replaced.
 pub fn error_status(name: &[u8]) -> String {
-    const PREFIX: &[u8] = b"NIXL_ERR_";
+    const PREFIX: &[u8] = nixl_telemetry_abi::names::ERROR_PREFIX.as_bytes();
     let stripped = if name.len() > PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
     {
         &name[PREFIX.len()..]
@@ -119,13 +109,6 @@ mod tests {
 
     fn prometheus(name: &[u8], category: Category) -> Option<String> {
         per_name_sample(name, category, SeriesNaming::Prometheus)
-    }
-
-    #[test]
-    fn label_values_are_escaped() {
-        let mut out = Vec::new();
-        escape_label_value(&mut out, "a\"b\\c\nd é");
-        assert_eq!(out, b"a\\\"b\\\\c\\nd \xc3\xa9");
     }
 
     #[test]

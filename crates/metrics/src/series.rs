@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use nixl_telemetry_abi::Category;
 
-use crate::families::KNOWN_ERROR_STATUSES;
 use crate::name_cache::{NameKey, NameMap};
 use crate::naming::{error_status, per_name_sample, SeriesNaming};
+use nixl_telemetry_abi::names::ERROR_STATUSES;
 
 /// The most distinct (category, name) pairs one agent maps to per-name
 /// counters or to error statuses other than the known ones. Events with
@@ -19,7 +19,7 @@ pub const MAX_NAMES_PER_AGENT: usize = 256;
 
 /// The most run-time series an agent can have: the known error statuses and
 /// one per name up to [`MAX_NAMES_PER_AGENT`].
-pub const MAX_SERIES: usize = KNOWN_ERROR_STATUSES.len() + MAX_NAMES_PER_AGENT;
+pub const MAX_SERIES: usize = ERROR_STATUSES.len() + MAX_NAMES_PER_AGENT;
 
 /// A series created at run time.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -116,11 +116,11 @@ impl SeriesMap {
             naming,
             names: NameMap::default(),
             index: HashMap::new(),
-            list: Vec::with_capacity(KNOWN_ERROR_STATUSES.len()),
+            list: Vec::with_capacity(ERROR_STATUSES.len()),
             names_taken: 0,
             warned_limit: false,
         };
-        for status in KNOWN_ERROR_STATUSES {
+        for status in ERROR_STATUSES {
             let index = map.push(Series::Error {
                 status: status.into(),
             });
@@ -222,14 +222,14 @@ mod tests {
     #[test]
     fn known_statuses_come_first_and_spellings_share_a_series() {
         let mut map = SeriesMap::new("a", SeriesNaming::Prometheus);
-        assert_eq!(map.list().len(), KNOWN_ERROR_STATUSES.len());
+        assert_eq!(map.list().len(), ERROR_STATUSES.len());
         let backend = map.resolve(Category::ERROR.0, b"NIXL_ERR_BACKEND").unwrap();
         assert_eq!(
             map.resolve(Category::ERROR.0, b"nixl_err_backend"),
             Some(backend)
         );
         assert_eq!(map.resolve(Category::ERROR.0, b"BACKEND"), Some(backend));
-        assert_eq!(map.list().len(), KNOWN_ERROR_STATUSES.len());
+        assert_eq!(map.list().len(), ERROR_STATUSES.len());
         let fresh = map.resolve(Category::ERROR.0, b"NIXL_ERR_FRESH").unwrap();
         assert_eq!(
             map.list()[fresh],

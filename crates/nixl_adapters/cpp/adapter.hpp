@@ -1,12 +1,21 @@
 // The adapter of one generation: an exporter of NIXL's interface that
 // forwards to one of ours, and the plug-in entry points NIXL calls.
 //
-// A generation file defines NIXL_ADAPTER_GENERATION (its name, a string
-// literal), describes its NIXL (event struct, base class, API version, how to
+// A generation file describes its NIXL (event struct, base class, how to
 // recognise it, how its events become ours) in a traits struct G and ends
-// with NIXL_ADAPTER_ENTRY_POINTS(G). See generation_*.cpp.
+// with NIXL_ADAPTER_ENTRY_POINTS(G). See generation_*.cpp. The facts of the
+// generation table (src/generations.rs) come from the build script as macros:
+// NIXL_ADAPTER_GENERATION (its name), NIXL_ADAPTER_RELEASES,
+// NIXL_ADAPTER_API_VERSION, NIXL_ADAPTER_EVENT_SIZE and
+// NIXL_ADAPTER_EXPORTER_FUNCTIONS.
 #ifndef NIXL_ADAPTERS_ADAPTER_HPP
 #define NIXL_ADAPTERS_ADAPTER_HPP
+
+#if !defined(NIXL_ADAPTER_GENERATION) || !defined(NIXL_ADAPTER_RELEASES) ||        \
+    !defined(NIXL_ADAPTER_API_VERSION) || !defined(NIXL_ADAPTER_EVENT_SIZE) ||     \
+    !defined(NIXL_ADAPTER_EXPORTER_FUNCTIONS)
+#error "build.rs passes the generation's facts from src/generations.rs (NIXL_ADAPTER_*)"
+#endif
 
 #include <memory>
 #include <string>

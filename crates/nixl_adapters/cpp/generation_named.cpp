@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#define NIXL_ADAPTER_GENERATION "nixl-1.1"
 
 #include "adapter.hpp"
 #include "event_names.hpp"
@@ -21,7 +20,8 @@ struct Event {
     char name[32];
     uint64_t value;
 };
-static_assert(sizeof(Event) == 48, "NIXL 1.1's event is 48 bytes");
+static_assert(sizeof(Event) == NIXL_ADAPTER_EVENT_SIZE,
+              "NIXL 1.1's event size (src/generations.rs)");
 static_assert(offsetof(Event, name) == 4 && offsetof(Event, value) == 40,
               "NIXL 1.1's event layout");
 
@@ -30,15 +30,16 @@ struct Generation {
     using Interface = NixlExporter3<Event>;
     using Exporter = Adapter3<Generation>;
     static constexpr const char *kGeneration = NIXL_ADAPTER_GENERATION;
-    static constexpr const char *kReleases = "1.1.0";
-    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{2};
+    static constexpr const char *kReleases = NIXL_ADAPTER_RELEASES;
+    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{NIXL_ADAPTER_API_VERSION};
     static constexpr Delivery kDelivery = Delivery::kFlushThread;
     static constexpr Stamp kStamp = Stamp::kAtDelivery;
 
     // NIXL up to 1.0 has the same named interface but expects API version 1:
     // its own check turns this adapter (version 2) away.
     static bool matches(const HostInterface &host) {
-        return host.events == EventLayout::kNamed && host.exporter_virtuals == 3;
+        return host.events == EventLayout::kNamed
+               && host.exporter_virtuals == NIXL_ADAPTER_EXPORTER_FUNCTIONS;
     }
     static void convert(const Event &in, nixl_telemetry_event_t &out) noexcept {
         named_event(0, in.category, in.name, in.value, out);

@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#define NIXL_ADAPTER_GENERATION "nixl-0.9-1.0"
 
 #include "adapter.hpp"
 #include "event_names.hpp"
@@ -24,7 +23,8 @@ struct Event {
     char name[32];
     uint64_t value;
 };
-static_assert(sizeof(Event) == 56, "NIXL 1.0's event is 56 bytes");
+static_assert(sizeof(Event) == NIXL_ADAPTER_EVENT_SIZE,
+              "NIXL 1.0's event size (src/generations.rs)");
 static_assert(offsetof(Event, category) == 8 && offsetof(Event, name) == 12 &&
                   offsetof(Event, value) == 48,
               "NIXL 1.0's event layout");
@@ -34,15 +34,16 @@ struct Generation {
     using Interface = NixlExporter3<Event>;
     using Exporter = Adapter3<Generation>;
     static constexpr const char *kGeneration = NIXL_ADAPTER_GENERATION;
-    static constexpr const char *kReleases = "0.9.0 - 1.0.1";
-    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{1};
+    static constexpr const char *kReleases = NIXL_ADAPTER_RELEASES;
+    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{NIXL_ADAPTER_API_VERSION};
     static constexpr Delivery kDelivery = Delivery::kFlushThread;
     static constexpr Stamp kStamp = Stamp::kKeep;
 
     // NIXL 1.1 has the same named interface but expects API version 2: its
     // own check turns this adapter (version 1) away.
     static bool matches(const HostInterface &host) {
-        return host.events == EventLayout::kNamed && host.exporter_virtuals == 3;
+        return host.events == EventLayout::kNamed
+               && host.exporter_virtuals == NIXL_ADAPTER_EXPORTER_FUNCTIONS;
     }
     static void convert(const Event &in, nixl_telemetry_event_t &out) noexcept {
         named_event(in.timestamp_us, in.category, in.name, in.value, out);

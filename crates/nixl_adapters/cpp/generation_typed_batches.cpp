@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#define NIXL_ADAPTER_GENERATION "nixl-1.5"
 
 #include "adapter.hpp"
 #include "event_names.hpp"
@@ -20,22 +19,24 @@ struct Event {
     uint32_t type;
     uint64_t value;
 };
-static_assert(sizeof(Event) == 16 && offsetof(Event, value) == 8, "NIXL 1.5's event layout");
+static_assert(sizeof(Event) == NIXL_ADAPTER_EVENT_SIZE && offsetof(Event, value) == 8,
+              "NIXL 1.5's event layout");
 
 struct Generation {
     using Event = ::Event;
     using Interface = NixlExporter5<Event>;
     using Exporter = Adapter5<Generation>;
     static constexpr const char *kGeneration = NIXL_ADAPTER_GENERATION;
-    static constexpr const char *kReleases = "1.5.0 - 1.5.1";
-    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{2};
+    static constexpr const char *kReleases = NIXL_ADAPTER_RELEASES;
+    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{NIXL_ADAPTER_API_VERSION};
     static constexpr Delivery kDelivery = Delivery::kBatchHooks;
     static constexpr Stamp kStamp = Stamp::kAtDelivery;
 
     // 1.3 and 1.4 never call the batch hooks: events would wait for a batch
     // end that does not come, so this adapter serves exactly 1.5's interface.
     static bool matches(const HostInterface &host) {
-        return host.events == EventLayout::kTyped && host.exporter_virtuals == 5;
+        return host.events == EventLayout::kTyped
+               && host.exporter_virtuals == NIXL_ADAPTER_EXPORTER_FUNCTIONS;
     }
     static void convert(const Event &in, nixl_telemetry_event_t &out) noexcept {
         typed_event(in.type, -1, in.value, out);

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#define NIXL_ADAPTER_GENERATION "nixl-1.2"
 
 #include "adapter.hpp"
 #include "event_names.hpp"
@@ -20,7 +19,8 @@ struct Event {
     uint32_t type;
     uint64_t value;
 };
-static_assert(sizeof(Event) == 16, "NIXL 1.2's event is 16 bytes");
+static_assert(sizeof(Event) == NIXL_ADAPTER_EVENT_SIZE,
+              "NIXL 1.2's event size (src/generations.rs)");
 static_assert(offsetof(Event, type) == 4 && offsetof(Event, value) == 8,
               "NIXL 1.2's event layout");
 
@@ -29,13 +29,14 @@ struct Generation {
     using Interface = NixlExporter3<Event>;
     using Exporter = Adapter3<Generation>;
     static constexpr const char *kGeneration = NIXL_ADAPTER_GENERATION;
-    static constexpr const char *kReleases = "1.2.0";
-    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{2};
+    static constexpr const char *kReleases = NIXL_ADAPTER_RELEASES;
+    static constexpr NixlApiVersion kApiVersion = NixlApiVersion{NIXL_ADAPTER_API_VERSION};
     static constexpr Delivery kDelivery = Delivery::kFlushThread;
     static constexpr Stamp kStamp = Stamp::kAtDelivery;
 
     static bool matches(const HostInterface &host) {
-        return host.events == EventLayout::kTypedWithCategory && host.exporter_virtuals == 3;
+        return host.events == EventLayout::kTypedWithCategory
+               && host.exporter_virtuals == NIXL_ADAPTER_EXPORTER_FUNCTIONS;
     }
     static void convert(const Event &in, nixl_telemetry_event_t &out) noexcept {
         typed_event(in.type, static_cast<int32_t>(in.category & 0x7fffffffu), in.value, out);

@@ -39,6 +39,23 @@ pub struct Generation {
     /// Entries of an exporter's virtual table: destructor (two), `exportEvent`,
     /// and from 1.5 `onBatchBegin`, `onBatchEnd`.
     pub exporter_functions: u32,
+    /// The C++ file (under `cpp/`) that declares this generation's interface.
+    /// The build script compiles it with this entry's facts (id, releases,
+    /// API version, event size, exporter functions) as macros, so the table
+    /// here is their one source.
+    pub source: &'static str,
+}
+
+impl Generation {
+    /// Its releases as the adapter names them: `1.5.0 - 1.5.1`, or the one
+    /// release (`1.1.0`).
+    pub fn release_range(&self) -> String {
+        match self.releases {
+            [] => String::new(),
+            [one] => (*one).to_owned(),
+            [first, .., last] => format!("{first} - {last}"),
+        }
+    }
 }
 
 /// Every generation, oldest first.
@@ -49,6 +66,7 @@ pub const GENERATIONS: [Generation; 5] = [
         api_version: 1,
         events: EventLayout::NamedWithTimestamp,
         exporter_functions: 3,
+        source: "generation_named_timestamped.cpp",
     },
     Generation {
         id: "nixl-1.1",
@@ -56,6 +74,7 @@ pub const GENERATIONS: [Generation; 5] = [
         api_version: 2,
         events: EventLayout::Named,
         exporter_functions: 3,
+        source: "generation_named.cpp",
     },
     Generation {
         id: "nixl-1.2",
@@ -63,6 +82,7 @@ pub const GENERATIONS: [Generation; 5] = [
         api_version: 2,
         events: EventLayout::TypedWithCategory,
         exporter_functions: 3,
+        source: "generation_typed_category.cpp",
     },
     Generation {
         id: "nixl-1.3-1.4",
@@ -70,6 +90,7 @@ pub const GENERATIONS: [Generation; 5] = [
         api_version: 2,
         events: EventLayout::Typed,
         exporter_functions: 3,
+        source: "generation_typed.cpp",
     },
     Generation {
         id: "nixl-1.5",
@@ -77,6 +98,7 @@ pub const GENERATIONS: [Generation; 5] = [
         api_version: 2,
         events: EventLayout::Typed,
         exporter_functions: 5,
+        source: "generation_typed_batches.cpp",
     },
 ];
 

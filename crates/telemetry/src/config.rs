@@ -4,6 +4,10 @@
 //! value and what is accepted. Nothing here touches the file system; the ring
 //! directory is checked when the exporter is created.
 
+use nixl_telemetry_abi::env::{
+    self, BUFFER_SIZE, DIR, ENABLE, ENABLED_METRICS, EXPORTER, EXPORTER_OUTPUT_PATH,
+    EXPORTER_PLUGIN_DIR, NIXL_PLUGIN_DIR, RING_VERSION, RUN_INTERVAL,
+};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,28 +15,6 @@ use nixl_telemetry_abi::ring::RingLayout;
 
 use crate::filter::MetricFilter;
 
-use nixl_telemetry_abi::env;
-
-/// `NIXL_TELEMETRY_ENABLE` (defined in [`nixl_telemetry_abi::env`], as every variable).
-pub const ENV_ENABLE: &str = env::ENABLE;
-/// `NIXL_TELEMETRY_BUFFER_SIZE`
-pub const ENV_BUFFER_SIZE: &str = env::BUFFER_SIZE;
-/// `NIXL_TELEMETRY_RUN_INTERVAL`
-pub const ENV_RUN_INTERVAL: &str = env::RUN_INTERVAL;
-/// `NIXL_TELEMETRY_DIR`
-pub const ENV_DIR: &str = env::DIR;
-/// `NIXL_TELEMETRY_EXPORTER`
-pub const ENV_EXPORTER: &str = env::EXPORTER;
-/// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`
-pub const ENV_OUTPUT_PATH: &str = env::EXPORTER_OUTPUT_PATH;
-/// `NIXL_TELEMETRY_EXPORTER_PLUGIN_DIR`
-pub const ENV_PLUGIN_DIR: &str = env::EXPORTER_PLUGIN_DIR;
-/// `NIXL_PLUGIN_DIR`
-pub const ENV_NIXL_PLUGIN_DIR: &str = env::NIXL_PLUGIN_DIR;
-/// `NIXL_TELEMETRY_ENABLED_METRICS`
-pub const ENV_ENABLED_METRICS: &str = env::ENABLED_METRICS;
-/// `NIXL_TELEMETRY_RING_VERSION`: the ring layout the `buffer` exporter writes.
-pub const ENV_RING_VERSION: &str = env::RING_VERSION;
 /// The ring layout written when `NIXL_TELEMETRY_RING_VERSION` is unset:
 /// version 1 keeps timestamps, categories and free-form names.
 pub const DEFAULT_RING_LAYOUT: &RingLayout = &nixl_telemetry_abi::ring::V1;
@@ -67,7 +49,7 @@ pub enum ConfigError {
     },
     /// The `buffer` exporter was chosen without a directory.
     #[error(
-        "{ENV_EXPORTER}=buffer needs a ring directory; accepted: set {ENV_DIR} or {ENV_OUTPUT_PATH} to a directory"
+        "{EXPORTER}=buffer needs a ring directory; accepted: set {DIR} or {EXPORTER_OUTPUT_PATH} to a directory"
     )]
     MissingRingDirectory,
     /// The agent name cannot name a ring file.
@@ -152,7 +134,7 @@ impl Default for TelemetryConfig {
 /// Parses `NIXL_TELEMETRY_ENABLE`'s spellings ([`env::parse_switch`]).
 pub fn parse_enable(value: &str) -> Result<bool, ConfigError> {
     env::parse_switch(value)
-        .ok_or_else(|| ConfigError::invalid(ENV_ENABLE, value, env::SWITCH_ACCEPTED))
+        .ok_or_else(|| ConfigError::invalid(ENABLE, value, env::SWITCH_ACCEPTED))
 }
 
 /// Checks a buffer size: a power of two from 2 to [`MAX_BUFFER_SIZE`].
@@ -172,9 +154,9 @@ fn parse_buffer_size(value: &str) -> Result<usize, ConfigError> {
     let n: usize = value
         .trim()
         .parse()
-        .map_err(|_| ConfigError::invalid(ENV_BUFFER_SIZE, value, BUFFER_SIZE_ACCEPTED))?;
-    check_buffer_size(ENV_BUFFER_SIZE, n)
-        .map_err(|_| ConfigError::invalid(ENV_BUFFER_SIZE, value, BUFFER_SIZE_ACCEPTED))
+        .map_err(|_| ConfigError::invalid(BUFFER_SIZE, value, BUFFER_SIZE_ACCEPTED))?;
+    check_buffer_size(BUFFER_SIZE, n)
+        .map_err(|_| ConfigError::invalid(BUFFER_SIZE, value, BUFFER_SIZE_ACCEPTED))
 }
 
 /// Checks a flush interval: at least 1 ms.
@@ -197,17 +179,17 @@ pub fn check_run_interval(
 /// `2-typed` ([`RingLayout::from_selector`]).
 pub fn parse_ring_version(value: &str) -> Result<&'static RingLayout, ConfigError> {
     RingLayout::from_selector(value)
-        .ok_or_else(|| ConfigError::invalid(ENV_RING_VERSION, value, RING_VERSION_ACCEPTED))
+        .ok_or_else(|| ConfigError::invalid(RING_VERSION, value, RING_VERSION_ACCEPTED))
 }
 
 fn parse_run_interval(value: &str) -> Result<Duration, ConfigError> {
     let ms: u64 = value
         .trim()
         .parse()
-        .map_err(|_| ConfigError::invalid(ENV_RUN_INTERVAL, value, RUN_INTERVAL_ACCEPTED))?;
+        .map_err(|_| ConfigError::invalid(RUN_INTERVAL, value, RUN_INTERVAL_ACCEPTED))?;
     if ms == 0 {
         return Err(ConfigError::invalid(
-            ENV_RUN_INTERVAL,
+            RUN_INTERVAL,
             value,
             RUN_INTERVAL_ACCEPTED,
         ));
@@ -256,16 +238,16 @@ pub fn check_agent_name(name: &str) -> Result<(), ConfigError> {
 
 /// Every variable [`TelemetryConfig::from_env`] reads.
 const VARIABLES: [&str; 10] = [
-    ENV_ENABLE,
-    ENV_BUFFER_SIZE,
-    ENV_RUN_INTERVAL,
-    ENV_DIR,
-    ENV_EXPORTER,
-    ENV_OUTPUT_PATH,
-    ENV_PLUGIN_DIR,
-    ENV_NIXL_PLUGIN_DIR,
-    ENV_ENABLED_METRICS,
-    ENV_RING_VERSION,
+    ENABLE,
+    BUFFER_SIZE,
+    RUN_INTERVAL,
+    DIR,
+    EXPORTER,
+    EXPORTER_OUTPUT_PATH,
+    EXPORTER_PLUGIN_DIR,
+    NIXL_PLUGIN_DIR,
+    ENABLED_METRICS,
+    RING_VERSION,
 ];
 
 fn non_empty(value: Option<String>) -> Option<String> {
@@ -290,21 +272,21 @@ impl TelemetryConfig {
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<TelemetryConfig, ConfigError> {
-        let enabled = match non_empty(lookup(ENV_ENABLE)) {
+        let enabled = match non_empty(lookup(ENABLE)) {
             Some(v) => parse_enable(&v)?,
             None => false,
         };
-        let buffer_size = match non_empty(lookup(ENV_BUFFER_SIZE)) {
+        let buffer_size = match non_empty(lookup(BUFFER_SIZE)) {
             Some(v) => parse_buffer_size(&v)?,
             None => DEFAULT_BUFFER_SIZE,
         };
-        let run_interval = match non_empty(lookup(ENV_RUN_INTERVAL)) {
+        let run_interval = match non_empty(lookup(RUN_INTERVAL)) {
             Some(v) => parse_run_interval(&v)?,
             None => DEFAULT_RUN_INTERVAL,
         };
-        let dir = non_empty(lookup(ENV_DIR)).map(PathBuf::from);
-        let output_path = non_empty(lookup(ENV_OUTPUT_PATH));
-        let exporter = match non_empty(lookup(ENV_EXPORTER)).map(|v| v.trim().to_owned()) {
+        let dir = non_empty(lookup(DIR)).map(PathBuf::from);
+        let output_path = non_empty(lookup(EXPORTER_OUTPUT_PATH));
+        let exporter = match non_empty(lookup(EXPORTER)).map(|v| v.trim().to_owned()) {
             None => match dir {
                 Some(dir) => ExporterChoice::Buffer {
                     dir: output_path.clone().map(PathBuf::from).unwrap_or(dir),
@@ -322,11 +304,11 @@ impl TelemetryConfig {
             },
             Some(name) if name == "nop" || name == "NOP" => ExporterChoice::Nop,
             Some(name) => {
-                check_plugin_name(ENV_EXPORTER, &name)?;
+                check_plugin_name(EXPORTER, &name)?;
                 ExporterChoice::Plugin { name }
             }
         };
-        let plugin_dirs = non_empty(lookup(ENV_PLUGIN_DIR))
+        let plugin_dirs = non_empty(lookup(EXPORTER_PLUGIN_DIR))
             .map(|v| {
                 v.split(':')
                     .filter(|p| !p.is_empty())
@@ -334,9 +316,9 @@ impl TelemetryConfig {
                     .collect()
             })
             .unwrap_or_default();
-        let nixl_plugin_dir = non_empty(lookup(ENV_NIXL_PLUGIN_DIR)).map(PathBuf::from);
-        let enabled_metrics = lookup(ENV_ENABLED_METRICS).and_then(|v| MetricFilter::parse(&v));
-        let ring_layout = match non_empty(lookup(ENV_RING_VERSION)) {
+        let nixl_plugin_dir = non_empty(lookup(NIXL_PLUGIN_DIR)).map(PathBuf::from);
+        let enabled_metrics = lookup(ENABLED_METRICS).and_then(|v| MetricFilter::parse(&v));
+        let ring_layout = match non_empty(lookup(RING_VERSION)) {
             Some(v) => parse_ring_version(&v)?,
             None => DEFAULT_RING_LAYOUT,
         };
@@ -372,16 +354,16 @@ mod tests {
         for v in [
             "y", "YES", "On", "1", "true", "TRUE", "enable", "Enable", " yes ",
         ] {
-            assert!(cfg(&[(ENV_ENABLE, v)]).unwrap().enabled, "{v}");
+            assert!(cfg(&[(ENABLE, v)]).unwrap().enabled, "{v}");
         }
         for v in ["n", "No", "OFF", "0", "false", "DISABLE", ""] {
-            assert!(!cfg(&[(ENV_ENABLE, v)]).unwrap().enabled, "{v}");
+            assert!(!cfg(&[(ENABLE, v)]).unwrap().enabled, "{v}");
         }
         assert!(!cfg(&[]).unwrap().enabled);
         for v in ["maybe", "2", "yess", "enabled"] {
-            let err = cfg(&[(ENV_ENABLE, v)]).unwrap_err().to_string();
+            let err = cfg(&[(ENABLE, v)]).unwrap_err().to_string();
             assert!(
-                err.contains(ENV_ENABLE) && err.contains(v) && err.contains("accepted"),
+                err.contains(ENABLE) && err.contains(v) && err.contains("accepted"),
                 "{err}"
             );
         }
@@ -391,14 +373,12 @@ mod tests {
     fn buffer_sizes() {
         assert_eq!(cfg(&[]).unwrap().buffer_size, 4096);
         for (v, want) in [("2", 2), ("1024", 1024), (" 65536 ", 65536)] {
-            assert_eq!(cfg(&[(ENV_BUFFER_SIZE, v)]).unwrap().buffer_size, want);
+            assert_eq!(cfg(&[(BUFFER_SIZE, v)]).unwrap().buffer_size, want);
         }
         for v in ["0", "1", "1000", "abc", "-4", "3", "134217728", "4096.0"] {
-            let err = cfg(&[(ENV_BUFFER_SIZE, v)]).unwrap_err().to_string();
+            let err = cfg(&[(BUFFER_SIZE, v)]).unwrap_err().to_string();
             assert!(
-                err.contains(ENV_BUFFER_SIZE)
-                    && err.contains(v.trim())
-                    && err.contains("power of two"),
+                err.contains(BUFFER_SIZE) && err.contains(v.trim()) && err.contains("power of two"),
                 "{err}"
             );
         }
@@ -408,13 +388,13 @@ mod tests {
     fn run_intervals() {
         assert_eq!(cfg(&[]).unwrap().run_interval, Duration::from_millis(100));
         assert_eq!(
-            cfg(&[(ENV_RUN_INTERVAL, "5")]).unwrap().run_interval,
+            cfg(&[(RUN_INTERVAL, "5")]).unwrap().run_interval,
             Duration::from_millis(5)
         );
         for v in ["0", "-5", "1.5", "fast"] {
-            let err = cfg(&[(ENV_RUN_INTERVAL, v)]).unwrap_err().to_string();
+            let err = cfg(&[(RUN_INTERVAL, v)]).unwrap_err().to_string();
             assert!(
-                err.contains(ENV_RUN_INTERVAL) && err.contains(v) && err.contains("at least 1"),
+                err.contains(RUN_INTERVAL) && err.contains(v) && err.contains("at least 1"),
                 "{err}"
             );
         }
@@ -424,13 +404,13 @@ mod tests {
     fn exporter_selection() {
         assert_eq!(cfg(&[]).unwrap().exporter, ExporterChoice::None);
         assert_eq!(
-            cfg(&[(ENV_DIR, "/tmp/r")]).unwrap().exporter,
+            cfg(&[(DIR, "/tmp/r")]).unwrap().exporter,
             ExporterChoice::Buffer {
                 dir: "/tmp/r".into()
             }
         );
         assert_eq!(
-            cfg(&[(ENV_DIR, "/tmp/r"), (ENV_OUTPUT_PATH, "/tmp/o")])
+            cfg(&[(DIR, "/tmp/r"), (EXPORTER_OUTPUT_PATH, "/tmp/o")])
                 .unwrap()
                 .exporter,
             ExporterChoice::Buffer {
@@ -438,7 +418,7 @@ mod tests {
             }
         );
         assert_eq!(
-            cfg(&[(ENV_EXPORTER, "buffer"), (ENV_OUTPUT_PATH, "/tmp/o")])
+            cfg(&[(EXPORTER, "buffer"), (EXPORTER_OUTPUT_PATH, "/tmp/o")])
                 .unwrap()
                 .exporter,
             ExporterChoice::Buffer {
@@ -446,43 +426,37 @@ mod tests {
             }
         );
         assert_eq!(
-            cfg(&[(ENV_EXPORTER, "buffer")]).unwrap_err(),
+            cfg(&[(EXPORTER, "buffer")]).unwrap_err(),
             ConfigError::MissingRingDirectory
         );
         assert_eq!(
-            cfg(&[(ENV_EXPORTER, "nop"), (ENV_DIR, "/x")])
-                .unwrap()
-                .exporter,
+            cfg(&[(EXPORTER, "nop"), (DIR, "/x")]).unwrap().exporter,
             ExporterChoice::Nop
         );
         // NIXL's own spellings of the built-ins.
         assert_eq!(
-            cfg(&[(ENV_EXPORTER, "NOP"), (ENV_DIR, "/x")])
-                .unwrap()
-                .exporter,
+            cfg(&[(EXPORTER, "NOP"), (DIR, "/x")]).unwrap().exporter,
             ExporterChoice::Nop
         );
         assert_eq!(
-            cfg(&[(ENV_EXPORTER, "BUFFER"), (ENV_DIR, "/x")])
-                .unwrap()
-                .exporter,
+            cfg(&[(EXPORTER, "BUFFER"), (DIR, "/x")]).unwrap().exporter,
             ExporterChoice::Buffer { dir: "/x".into() }
         );
         // Any other case is a plug-in name, as in NIXL.
         assert_eq!(
-            cfg(&[(ENV_EXPORTER, "Nop")]).unwrap().exporter,
+            cfg(&[(EXPORTER, "Nop")]).unwrap().exporter,
             ExporterChoice::Plugin { name: "Nop".into() }
         );
         assert_eq!(
-            cfg(&[(ENV_EXPORTER, "prometheus")]).unwrap().exporter,
+            cfg(&[(EXPORTER, "prometheus")]).unwrap().exporter,
             ExporterChoice::Plugin {
                 name: "prometheus".into()
             }
         );
         for bad in ["../evil", "a/b", ".hidden", "sp ace"] {
-            let err = cfg(&[(ENV_EXPORTER, bad)]).unwrap_err().to_string();
+            let err = cfg(&[(EXPORTER, bad)]).unwrap_err().to_string();
             assert!(
-                err.contains(ENV_EXPORTER) && err.contains("buffer, nop"),
+                err.contains(EXPORTER) && err.contains("buffer, nop"),
                 "{err}"
             );
         }
@@ -491,9 +465,9 @@ mod tests {
     #[test]
     fn plugin_dirs_and_filter() {
         let c = cfg(&[
-            (ENV_PLUGIN_DIR, "/a::/b"),
-            (ENV_NIXL_PLUGIN_DIR, "/n"),
-            (ENV_ENABLED_METRICS, "agent_*,NIXL_ERR_*"),
+            (EXPORTER_PLUGIN_DIR, "/a::/b"),
+            (NIXL_PLUGIN_DIR, "/n"),
+            (ENABLED_METRICS, "agent_*,NIXL_ERR_*"),
         ])
         .unwrap();
         assert_eq!(
@@ -502,7 +476,7 @@ mod tests {
         );
         assert_eq!(c.nixl_plugin_dir, Some(PathBuf::from("/n")));
         assert!(c.enabled_metrics.unwrap().allows("agent_tx_bytes"));
-        assert!(cfg(&[(ENV_ENABLED_METRICS, "")])
+        assert!(cfg(&[(ENABLED_METRICS, "")])
             .unwrap()
             .enabled_metrics
             .is_none());
@@ -519,10 +493,10 @@ mod tests {
             (" 3 ", &V3),
             ("4", &V4),
         ] {
-            assert_eq!(cfg(&[(ENV_RING_VERSION, v)]).unwrap().ring_layout, want);
+            assert_eq!(cfg(&[(RING_VERSION, v)]).unwrap().ring_layout, want);
         }
         for bad in ["0", "5", "2-", "-1", "1.5", "four"] {
-            let err = cfg(&[(ENV_RING_VERSION, bad)]).unwrap_err().to_string();
+            let err = cfg(&[(RING_VERSION, bad)]).unwrap_err().to_string();
             assert!(err.contains("NIXL_TELEMETRY_RING_VERSION"), "{err}");
             assert!(err.contains("2-typed (NIXL 1.2)"), "{err}");
         }

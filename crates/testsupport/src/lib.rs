@@ -10,7 +10,9 @@
 //!   layout, checked against the Rust side;
 //! * [`panic_boundary`]: every `extern "C"` entry point of a boundary runs
 //!   inside a panic guard, checked in the source;
-//! * [`nixl_ring`]: rings as NIXL's own writer writes them (no trailer).
+//! * [`nixl_ring`]: rings as NIXL's own writer writes them (no trailer);
+//! * [`promtool`]: Prometheus's `promtool check metrics` on our exposition
+//!   text.
 
 #![forbid(unsafe_code)]
 
@@ -20,5 +22,6 @@ pub mod child;
 pub mod nixl_ring;
 pub mod panic_boundary;
 pub mod plugins;
+pub mod promtool;
 
 pub use plugins::*;

@@ -1,5 +1,5 @@
 /* Prints every size, offset and constant of nixl_telemetry.h as "key value"
- * lines, for tests/header_matches_rust.rs to compare with the Rust side. */
+ * lines, for tests/it/header_matches_rust.rs to compare with the Rust side. */
 #include <stddef.h>
 #include <stdio.h>
 

@@ -17,6 +17,7 @@
 mod counters_table;
 mod sidecar;
 
+use nixl_telemetry_abi::env::{DIR, EXPORTER};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,7 +25,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use nixl_telemetry::config::{ENV_DIR, ENV_EXPORTER};
 use nixl_telemetry::ring::{ReadMode, RingReader};
 use nixl_telemetry::{ExporterChoice, Telemetry, TelemetryConfig};
 use nixl_telemetry_workload::{agent_roles, Workload, WorkloadConfig};
@@ -211,7 +211,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     };
     workload_config.validate()?;
 
-    let from_env = env_set(ENV_EXPORTER) || env_set(ENV_DIR);
+    let from_env = env_set(EXPORTER) || env_set(DIR);
     let mut config = if from_env {
         let mut c =
             TelemetryConfig::from_env().context("reading the NIXL_TELEMETRY_* variables")?;
@@ -236,7 +236,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let ring_dir = match &config.exporter {
         ExporterChoice::Buffer { dir } => Some(dir.clone()),
         ExporterChoice::None => bail!(
-            "the environment selects no exporter; accepted: {ENV_EXPORTER}=buffer|nop|<plug-in> or {ENV_DIR}=<dir>, or unset both"
+            "the environment selects no exporter; accepted: {EXPORTER}=buffer|nop|<plug-in> or {DIR}=<dir>, or unset both"
         ),
         _ => None,
     };

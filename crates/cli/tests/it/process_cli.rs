@@ -161,7 +161,7 @@ fn prometheus_output_has_every_metric_under_its_type() {
 /// `promtool check metrics` must parse the exposition: exit 0, or 3 for lint
 /// findings only (help texts and naming conventions of the reference's metric names).
 fn promtool_parses(text: &str) {
-    promtool::assert_processor_output_accepted(text);
+    nixl_telemetry_testsupport::promtool::assert_processor_output_accepted(text);
 }
 
 #[test]

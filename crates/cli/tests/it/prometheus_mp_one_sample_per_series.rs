@@ -295,7 +295,7 @@ fn a_rank_restarted_with_the_same_pid_goes_on_as_one_series() {
     wait_for_one(&run, &mut live, "agent_tx_last_bytes", "rank-0", 8192.0);
     wait_for_one(&run, &mut live, "agent_xfer_time_us_count", "rank-0", 3.0);
     let body = http_get(run.addr, "/metrics", None).unwrap().1;
-    promtool::assert_exporter_output_accepted(&body);
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&body);
     wait_for_prometheus(
         &mut prometheus,
         "agent_tx_bytes_total{agent_name=\"rank-0\"}",

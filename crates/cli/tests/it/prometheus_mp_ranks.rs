@@ -144,7 +144,7 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
         },
     );
     let (_, body) = http_get(addr, "/metrics", None).unwrap();
-    promtool::assert_exporter_output_accepted(&body);
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&body);
     let pids: Vec<u32> = ranks.iter().map(|r| r.child.id()).collect();
     let owners = listeners(port, &pids);
     assert_eq!(owners.len(), 1, "exactly one rank binds: {owners:?}");

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use promtool::installed as tool;
+use nixl_telemetry_testsupport::promtool::installed as tool;
 
 use crate::prometheus_support::{
     build_plugin, cli_without_nixl_env, free_addr, http_get, percent_encode, wait_for,
@@ -149,7 +149,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
             }
         },
     );
-    promtool::assert_exporter_output_accepted(&metrics);
+    nixl_telemetry_testsupport::promtool::assert_exporter_output_accepted(&metrics);
 
     // Another process cannot take the address: its exporter creation fails,
     // naming it, and the first one goes on serving.

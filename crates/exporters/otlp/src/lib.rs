@@ -46,7 +46,7 @@ pub use error::OtlpError;
 /// The histogram bounds and their parser: the ones of every exporter.
 pub use nixl_telemetry_abi::buckets;
 pub use nixl_telemetry_abi::buckets::Buckets;
-pub use nixl_telemetry_metrics::KNOWN_ERROR_STATUSES;
+pub use nixl_telemetry_abi::names::ERROR_STATUSES;
 use nixl_telemetry_metrics::{AgentMetrics, SeriesNaming};
 pub use settings::{Compression, Settings, SettingsError, SignalSettings};
 pub use stats::ExportStats;

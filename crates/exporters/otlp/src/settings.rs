@@ -3,10 +3,11 @@
 //! project's `NIXL_TELEMETRY_*` ones. Read once, when an exporter is created;
 //! every unusable value fails creation with an error naming the variable.
 
+use nixl_telemetry_abi::env::{EXPORTER_OUTPUT_PATH, HISTOGRAM_BUCKETS_US};
 use std::time::Duration;
 
 use nixl_telemetry_abi::buckets::{Buckets, BUCKETS_ACCEPTED, MAX_BUCKETS};
-use nixl_telemetry_abi::env::{self, parse_switch};
+use nixl_telemetry_abi::env::parse_switch;
 use thiserror::Error;
 use ureq::http::Uri;
 
@@ -31,14 +32,9 @@ pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 /// `OTEL_RESOURCE_ATTRIBUTES`: `key=value,...` resource attributes.
 pub const ENV_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 /// `NIXL_TELEMETRY_OTLP_EVENTS`: also send every event as an OTLP log record.
-pub const ENV_EVENTS: &str = env::OTLP_EVENTS;
+pub const ENV_EVENTS: &str = "NIXL_TELEMETRY_OTLP_EVENTS";
 /// `NIXL_TELEMETRY_OTLP_QUEUE_EVENTS`: the most events waiting to be sent as logs.
-pub const ENV_QUEUE_EVENTS: &str = env::OTLP_QUEUE_EVENTS;
-/// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`: the host's output path, a base URL here.
-pub const ENV_OUTPUT_PATH: &str = env::EXPORTER_OUTPUT_PATH;
-/// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the latency histograms' upper bounds, µs,
-/// as for the Prometheus plug-ins.
-pub const ENV_BUCKETS: &str = env::HISTOGRAM_BUCKETS_US;
+pub const ENV_QUEUE_EVENTS: &str = "NIXL_TELEMETRY_OTLP_QUEUE_EVENTS";
 
 /// The base endpoint when none is configured (an OpenTelemetry Collector's
 /// OTLP/HTTP receiver on this machine).
@@ -120,8 +116,8 @@ pub enum SettingsError {
         /// The value given.
         value: String,
     },
-    /// [`ENV_BUCKETS`] is not a list of strictly increasing positive numbers.
-    #[error("invalid {ENV_BUCKETS}={value:?}: {reason}; accepted: {BUCKETS_ACCEPTED} (at most {MAX_BUCKETS}; an overflow bucket is always added)")]
+    /// [`HISTOGRAM_BUCKETS_US`] is not a list of strictly increasing positive numbers.
+    #[error("invalid {HISTOGRAM_BUCKETS_US}={value:?}: {reason}; accepted: {BUCKETS_ACCEPTED} (at most {MAX_BUCKETS}; an overflow bucket is always added)")]
     Buckets {
         /// The value given.
         value: String,
@@ -189,7 +185,7 @@ impl Settings {
     }
 
     /// Reads the process environment; `output_path` is the host's
-    /// [`ENV_OUTPUT_PATH`].
+    /// [`EXPORTER_OUTPUT_PATH`].
     pub fn from_env(output_path: Option<&str>) -> Result<Settings, SettingsError> {
         Settings::from_lookup(output_path, |name| {
             std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
@@ -211,7 +207,7 @@ impl Settings {
     ) -> Result<Settings, SettingsError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let base = match output_path.filter(|p| !p.trim().is_empty()) {
-            Some(path) => Some((ENV_OUTPUT_PATH, path.trim().to_owned())),
+            Some(path) => Some((EXPORTER_OUTPUT_PATH, path.trim().to_owned())),
             None => get(ENV_ENDPOINT).map(|v| (ENV_ENDPOINT, v.trim().to_owned())),
         };
         let metrics = signal(&get, base.as_ref(), "METRICS", "v1/metrics")?;
@@ -233,7 +229,7 @@ impl Settings {
             .or(from_attributes)
             .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
         resource.insert(0, ("service.name".to_owned(), service));
-        let buckets = match get(ENV_BUCKETS) {
+        let buckets = match get(HISTOGRAM_BUCKETS_US) {
             Some(v) => Buckets::parse(&v).map_err(|e| SettingsError::Buckets {
                 reason: e.to_string(),
                 value: v,
@@ -537,7 +533,7 @@ mod tests {
         .unwrap();
         assert_eq!(s.metrics.url, "http://127.0.0.1:5000/v1/metrics");
         let err = settings(Some("/tmp/rings"), &[]).unwrap_err();
-        assert!(err.to_string().contains(ENV_OUTPUT_PATH), "{err}");
+        assert!(err.to_string().contains(EXPORTER_OUTPUT_PATH), "{err}");
     }
 
     #[test]
@@ -702,7 +698,7 @@ mod tests {
             &[
                 (ENV_EVENTS, "Yes"),
                 (ENV_QUEUE_EVENTS, "128"),
-                (ENV_BUCKETS, "5,50"),
+                (HISTOGRAM_BUCKETS_US, "5,50"),
             ],
         )
         .unwrap();
@@ -715,8 +711,8 @@ mod tests {
             let err = settings(None, &[(ENV_QUEUE_EVENTS, bad)]).unwrap_err();
             assert!(err.to_string().contains(ENV_QUEUE_EVENTS), "{err}");
         }
-        let err = settings(None, &[(ENV_BUCKETS, "10,5")]).unwrap_err();
-        assert!(err.to_string().contains(ENV_BUCKETS), "{err}");
+        let err = settings(None, &[(HISTOGRAM_BUCKETS_US, "10,5")]).unwrap_err();
+        assert!(err.to_string().contains(HISTOGRAM_BUCKETS_US), "{err}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_benchsupport::thread_cpu_time;
-use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{Format, PrometheusExporter, Settings};
 use nixl_telemetry_prometheus_mp::{MpSettings, MultiProcessExporter};
 
 const BATCH: usize = 4096;

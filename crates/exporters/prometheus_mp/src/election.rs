@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nixl_telemetry_prometheus_http::external::{serve, HttpServer};
-use nixl_telemetry_prometheus_http::ServerLimits;
+use nixl_telemetry_prometheus::external::{serve, HttpServer};
+use nixl_telemetry_prometheus::ServerLimits;
 
 use crate::error::MpError;
 use crate::files;

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use nixl_telemetry_prometheus_http::SettingsError;
+use nixl_telemetry_prometheus::SettingsError;
 use thiserror::Error;
 
 use crate::layout::MAX_BOUNDS;

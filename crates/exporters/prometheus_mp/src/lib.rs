@@ -40,8 +40,8 @@ use std::sync::Arc;
 
 use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
 use nixl_telemetry_abi::Event;
-use nixl_telemetry_metrics::Format;
-use nixl_telemetry_prometheus_http::external::BodySource;
+use nixl_telemetry_prometheus::external::BodySource;
+use nixl_telemetry_prometheus::Format;
 
 pub use election::TAKEOVER_INTERVAL;
 pub use error::MpError;

@@ -24,8 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nixl_telemetry_abi::Category;
-use nixl_telemetry_metrics::{histogram, AgentLabels, Format, HistogramTotals, Series, Totals};
-use nixl_telemetry_prometheus_http::external::BodySource;
+use nixl_telemetry_metrics::{histogram, HistogramTotals, Series, Totals};
+use nixl_telemetry_prometheus::external::BodySource;
+use nixl_telemetry_prometheus::{AgentLabels, Format};
 
 use crate::files;
 use crate::label_sets::{self, Found, MAX_CONTINUED};
@@ -555,7 +556,7 @@ impl BodySource for Collector {
             .zip(&stores)
             .map(|(c, s)| (&c.labels, &s.totals))
             .collect();
-        nixl_telemetry_metrics::render(&agents, format)
+        nixl_telemetry_prometheus::render(&agents, format)
     }
 }
 

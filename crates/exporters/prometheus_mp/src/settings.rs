@@ -6,20 +6,20 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nixl_telemetry_abi::env;
-use nixl_telemetry_prometheus_http::settings::VARIABLES as BASE_VARIABLES;
-use nixl_telemetry_prometheus_http::{Settings, SettingsError};
+use nixl_telemetry_prometheus::settings::VARIABLES as BASE_VARIABLES;
+use nixl_telemetry_prometheus::{Settings, SettingsError};
 
 use crate::error::MpError;
 use crate::layout::MAX_BOUNDS;
 
 /// `NIXL_TELEMETRY_MULTIPROC_DIR`: the directory every process of the run
 /// writes its stores into (required).
-pub const ENV_DIR: &str = env::MULTIPROC_DIR;
+pub const ENV_DIR: &str = "NIXL_TELEMETRY_MULTIPROC_DIR";
 /// `NIXL_TELEMETRY_MP_STALE_TTL`: seconds a released store stays published
 /// after its last update.
-pub const ENV_STALE_TTL: &str = env::MP_STALE_TTL;
+pub const ENV_STALE_TTL: &str = "NIXL_TELEMETRY_MP_STALE_TTL";
 /// `NIXL_TELEMETRY_RANK_ENV`: the name of the variable holding the local rank.
-pub const ENV_RANK_ENV: &str = env::RANK_ENV;
+pub const ENV_RANK_ENV: &str = "NIXL_TELEMETRY_RANK_ENV";
 /// The rank variable when [`ENV_RANK_ENV`] is not set.
 pub const DEFAULT_RANK_ENV: &str = "LOCAL_RANK";
 /// The stale TTL when [`ENV_STALE_TTL`] is not set.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_http::{Buckets, Format, Settings};
+use nixl_telemetry_prometheus::{Buckets, Format, Settings};
 use nixl_telemetry_prometheus_mp::layout::{self, FILE_SIZE};
 use nixl_telemetry_prometheus_mp::scan::{open_store, read_store, Collector, Skip};
 use nixl_telemetry_prometheus_mp::{MpError, MpSettings, MultiProcessExporter, TAKEOVER_INTERVAL};

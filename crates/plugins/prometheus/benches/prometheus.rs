@@ -30,7 +30,7 @@
 //!   Every loop is bounded by time (`--seconds`, default 5 per phase) and by
 //!   count.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::ffi::{c_char, c_void, CString};
@@ -44,7 +44,7 @@ use nixl_telemetry::{Direction, ExportOutcome, Exporter, Telemetry, TelemetrySta
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor, EXPORT_OK};
 use nixl_telemetry_abi::{Category, Event};
 use nixl_telemetry_benchsupport::{lower_priority, pin, real_time, thread_cpu_time};
-use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{Format, PrometheusExporter, Settings};
 
 const BATCH: usize = 4096;
 /// Upper bound on scrapes per client per phase (the time bound usually ends it first).
@@ -208,7 +208,7 @@ fn absorb(seconds: f64) {
 /// two more, and twelve backend/connection/custom names.
 fn every_series_batch() -> Vec<Event> {
     let mut out = mixed_batch();
-    for status in nixl_telemetry_metrics::KNOWN_ERROR_STATUSES {
+    for status in nixl_telemetry_abi::names::ERROR_STATUSES {
         out.push(ev(
             Category::ERROR,
             &format!("NIXL_ERR_{}", status.to_ascii_uppercase()),

@@ -2,7 +2,7 @@
 //! OpenMetrics with `--openmetrics`).
 
 use nixl_telemetry_abi::{Category, Event};
-use nixl_telemetry_prometheus_http::{Format, PrometheusExporter, Settings};
+use nixl_telemetry_prometheus::{Format, PrometheusExporter, Settings};
 
 fn main() {
     let settings = Settings::new("127.0.0.1:0".parse().expect("an address"));

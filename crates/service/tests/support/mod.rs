@@ -11,7 +11,7 @@ pub mod server;
 /// `promtool check metrics` says nothing of the exposition: it parses, and every
 /// family follows the naming conventions (help text, units, `_total`).
 pub fn promtool_clean(text: &str) {
-    let verdict = promtool::check_metrics(text);
+    let verdict = nixl_telemetry_testsupport::promtool::check_metrics(text);
     assert_eq!(
         (verdict.code, verdict.lines.as_slice()),
         (Some(0), &[][..]),

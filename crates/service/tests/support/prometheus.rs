@@ -41,7 +41,7 @@ impl Prometheus {
         )
         .unwrap();
         let log = dir.join("prometheus.log");
-        let child = Command::new(promtool::installed("prometheus"))
+        let child = Command::new(nixl_telemetry_testsupport::promtool::installed("prometheus"))
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",

@@ -18,8 +18,10 @@ mod directory;
 mod error;
 mod error_message;
 mod follow;
+#[allow(unsafe_code)] // the shared memory mapping of a ring file
 mod mapping;
 #[cfg(all(test, loom))]
+#[allow(unsafe_code)] // the loom model of the ring protocol writes through loom cells
 mod protocol_model;
 mod reader;
 mod record;

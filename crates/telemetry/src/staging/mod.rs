@@ -14,7 +14,9 @@
 //! This module's [`Consumer`] is the flush side's end of one queue, in events.
 //! All `unsafe` of the collector's staging lives in `queue` and `local`.
 
+#[allow(unsafe_code)] // this thread's staging queue, reached through its thread-local
 mod local;
+#[allow(unsafe_code)] // the lock-free staging queue
 mod queue;
 mod registry;
 mod slot;

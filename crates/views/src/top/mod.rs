@@ -86,12 +86,12 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 /// What `top` reads, and how it says so.
 fn sources(args: &TopArgs) -> anyhow::Result<(RingSources, String)> {
     let paths = if args.paths.is_empty() {
-        match std::env::var_os(nixl_telemetry::config::ENV_DIR) {
+        match std::env::var_os(nixl_telemetry_abi::env::DIR) {
             Some(dir) if !dir.is_empty() => vec![PathBuf::from(dir)],
             _ => bail!(
                 "no ring directory: name ring files or directories, or set {} (the directory \
                  NIXL's ring exporter writes to)",
-                nixl_telemetry::config::ENV_DIR
+                nixl_telemetry_abi::env::DIR
             ),
         }
     } else {

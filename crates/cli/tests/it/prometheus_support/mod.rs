@@ -163,7 +163,7 @@ pub struct Prometheus {
 impl Prometheus {
     /// Starts the server and waits (up to a minute) until it is ready.
     pub fn start(tmp: &Path, target: SocketAddr) -> Prometheus {
-        let bin = promtool::installed("prometheus");
+        let bin = nixl_telemetry_testsupport::promtool::installed("prometheus");
         let addr = free_addr();
         let config = tmp.join("prometheus.yml");
         std::fs::write(

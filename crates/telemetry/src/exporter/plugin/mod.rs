@@ -16,7 +16,9 @@
 mod elf_check;
 mod failures;
 #[doc(hidden)]
+#[allow(unsafe_code)] // fuzzing entry points around the plug-in loader
 pub mod fuzzing;
+#[allow(unsafe_code)] // loading a plug-in library and calling its C entry points
 mod library;
 pub mod search;
 

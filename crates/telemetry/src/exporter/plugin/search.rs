@@ -18,12 +18,13 @@
 //! which serves NIXL's own plug-in interface and sits in NIXL's plug-in
 //! directory under one of our plug-ins' names.
 
+use nixl_telemetry_abi::env::{EXPORTER_PLUGIN_DIR, NIXL_PLUGIN_DIR};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use nixl_telemetry_abi::c_abi::library_file_name;
 
-use crate::config::{TelemetryConfig, ENV_NIXL_PLUGIN_DIR, ENV_PLUGIN_DIR};
+use crate::config::TelemetryConfig;
 
 /// The compile-time library directory: `$NIXL_TELEMETRY_LIBDIR` at build time,
 /// else `/usr/local/lib`.
@@ -52,8 +53,8 @@ pub enum SearchOrigin {
 impl fmt::Display for SearchOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            SearchOrigin::PluginDirVariable => ENV_PLUGIN_DIR,
-            SearchOrigin::NixlPluginDir => ENV_NIXL_PLUGIN_DIR,
+            SearchOrigin::PluginDirVariable => EXPORTER_PLUGIN_DIR,
+            SearchOrigin::NixlPluginDir => NIXL_PLUGIN_DIR,
             SearchOrigin::ExecutableLibdir => "next to the executable",
             SearchOrigin::InstallLibdir => "install libdir",
         })
