@@ -146,6 +146,12 @@ impl Settings {
         let exporter_name = match &config.exporter {
             ExporterChoice::Plugin { name } => name.clone(),
             ExporterChoice::Nop => "nop".to_owned(),
+            // Asked for by name (not the default a ring directory brings).
+            ExporterChoice::Buffer { .. } if read(ENV_EXPORTER).is_some() => bail!(
+                "exporter buffer (--exporter or {ENV_EXPORTER}) cannot be used by the sidecar: \
+                 it writes the ring files the sidecar reads; accepted: an exporter plug-in name \
+                 (prometheus, otlp, csv, ... for libtelemetry_exporter_<name>.so) or nop"
+            ),
             ExporterChoice::Buffer { .. } | ExporterChoice::None => bail!(
                 "no exporter: give --exporter NAME or set {ENV_EXPORTER}; accepted: an exporter \
                  plug-in name (prometheus, otlp, csv, ... for libtelemetry_exporter_<name>.so) or nop"
@@ -286,8 +292,17 @@ mod tests {
             no_exporter.contains("NIXL_TELEMETRY_EXPORTER"),
             "{no_exporter}"
         );
-        let buffer = resolve(&["--dir", "/r", "--exporter", "buffer"], &[]).unwrap_err();
-        assert!(buffer.to_string().contains("no exporter"), "{buffer}");
+        for buffer in [
+            resolve(&["--dir", "/r", "--exporter", "buffer"], &[]).unwrap_err(),
+            resolve(&["--dir", "/r"], &[("NIXL_TELEMETRY_EXPORTER", "BUFFER")]).unwrap_err(),
+        ] {
+            let text = buffer.to_string();
+            assert!(
+                text.contains("exporter buffer") && text.contains("writes the ring files"),
+                "{text}"
+            );
+            assert!(!text.contains("no exporter"), "{text}");
+        }
         let bad_name = resolve(&["--dir", "/r", "--exporter", "../x"], &[]).unwrap_err();
         assert!(
             format!("{bad_name:#}").contains("NIXL_TELEMETRY_EXPORTER"),

@@ -386,6 +386,7 @@ impl Sidecar {
         let now_us = clock::system_now_us();
         let batch = self.settings.config.buffer_size;
         let mut read_total = 0;
+        let mut rewritten = Vec::new();
         for agent in self.agents.values_mut() {
             // An agent without exporter (its series dropped) is not read:
             // its events wait for the exporter it gets when they come.
@@ -431,6 +432,16 @@ impl Sidecar {
                         }
                         ring.retiring && matches!(ring.pending(), Ok(0) | Err(_))
                     }
+                    // Rewritten in place by a new producer: what was read
+                    // is exported; the file is followed afresh, in its new
+                    // layout, as a replaced file is.
+                    Err(err @ RingError::LayoutChanged { .. }) => {
+                        self.log.warn(format_args!(
+                            "{err}: a new producer; following the ring afresh"
+                        ));
+                        rewritten.push(ring.file.clone());
+                        true
+                    }
                     Err(err) => {
                         let cause = RefusalCause::of(&err);
                         let message = describe(&err, nixl_telemetry::ring::ReadMode::Consume);
@@ -463,6 +474,10 @@ impl Sidecar {
                 agent.note_fill(pending, room);
             }
             agent.own.add(own_series::READ_PASSES, 1);
+        }
+        for mut file in rewritten {
+            file.stamp = FileStamp::of_path(&file.path).unwrap_or(file.stamp);
+            self.follow(&file);
         }
         self.totals.events += read_total;
         self.own.add(own_series::EVENTS_READ, read_total);
