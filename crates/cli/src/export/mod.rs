@@ -37,7 +37,8 @@ pub const PROGRAM: &str = "nixl-telemetry export";
 
 /// Runs the sidecar until SIGINT or SIGTERM; then drains, flushes, exits 0.
 pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let settings = Settings::resolve(&args, |name| std::env::var(name).ok())?;
+    let mut settings = Settings::resolve(&args, |name| std::env::var(name).ok())?;
+    let lowered = settings.fit_descriptor_limit();
     // The exporter's own variables given with --set: into the environment
     // before any thread starts and before the plug-in reads them.
     for (name, value) in &settings.set {
@@ -45,6 +46,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     install_log_subscriber();
     let log = Log::new(PROGRAM, settings.quiet);
+    if let Some(warning) = lowered {
+        log.warn(format_args!("{warning}"));
+    }
     let stop = StopFlag::install().map_err(anyhow::Error::msg)?;
     let dir = settings.dir.clone();
     let mut sidecar = Sidecar::new(settings.clone(), Log::new(PROGRAM, settings.quiet))?;

@@ -14,6 +14,9 @@ use nixl_telemetry::{ExporterChoice, TelemetryConfig};
 
 /// The placeholder an output path may hold: each agent's name.
 pub const AGENT_PLACEHOLDER: &str = "{agent}";
+/// Descriptors kept free of rings: the endpoint and its connections, the
+/// directory and its watch, the plug-in's own files, stdio.
+pub const DESCRIPTOR_RESERVE: u64 = 64;
 /// The default name of the sidecar's own agent.
 pub const DEFAULT_SELF_NAME: &str = "nixl-telemetry-export";
 
@@ -188,6 +191,47 @@ impl Settings {
             quiet: args.quiet,
             set,
         })
+    }
+
+    /// Raises the soft descriptor limit (RLIMIT_NOFILE) to the hard one and
+    /// lowers `max_rings` to what the limit allows with
+    /// [`DESCRIPTOR_RESERVE`] kept for the endpoint, the directory and the
+    /// plug-in: each followed ring holds a descriptor, and one more when
+    /// each agent has a file of its own (`{agent}` in the output path).
+    /// Returns a warning naming the limit when `max_rings` was lowered.
+    pub fn fit_descriptor_limit(&mut self) -> Option<String> {
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let limit = getrlimit(Resource::Nofile);
+        if limit.current < limit.maximum {
+            let raised = Rlimit {
+                current: limit.maximum,
+                maximum: limit.maximum,
+            };
+            // Refused (a hard limit beyond the kernel's nr_open): the soft
+            // limit stays and the rings are bounded by it.
+            let _ = setrlimit(Resource::Nofile, raised);
+        }
+        let soft = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+        let per_ring = if self.output_path_per_agent() { 2 } else { 1 };
+        let fit = usize::try_from(soft.saturating_sub(DESCRIPTOR_RESERVE) / per_ring)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        (self.max_rings > fit).then(|| {
+            let asked = std::mem::replace(&mut self.max_rings, fit);
+            format!(
+                "--max-rings {asked} lowered to {fit}: the descriptor limit (RLIMIT_NOFILE) is \
+                 {soft}, {DESCRIPTOR_RESERVE} are kept for the endpoint, the directory and the \
+                 exporter, and each ring takes {per_ring}; raise the limit (LimitNOFILE= in a \
+                 systemd unit, ulimit -n) to follow more"
+            )
+        })
+    }
+
+    fn output_path_per_agent(&self) -> bool {
+        self.config
+            .output_path
+            .as_deref()
+            .is_some_and(|out| out.contains(AGENT_PLACEHOLDER))
     }
 
     /// The loader's configuration for `agent`: `{agent}` in the output path

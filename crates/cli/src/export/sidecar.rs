@@ -529,6 +529,13 @@ impl Sidecar {
         self.last_housekeeping = now;
         let now_us = clock::system_now_us();
         for agent in self.agents.values_mut() {
+            // Removed: read to its end and let go, without waiting for a
+            // listing of the directory (which may need a descriptor).
+            for ring in &mut agent.rings {
+                if !ring.retiring && ring.reader().is_removed() {
+                    ring.retiring = true;
+                }
+            }
             agent.check_liveness(now);
         }
         let grace = self.settings.grace;

@@ -464,6 +464,14 @@ impl RingReader {
         Ok(())
     }
 
+    /// Whether the file was removed (no name leads to it any more), asked
+    /// of the descriptor held: a follower lets go of it without listing
+    /// the directory. `false` when that cannot be told.
+    pub fn is_removed(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().is_ok_and(|m| m.nlink() == 0)
+    }
+
     fn position(&self, offset: usize, field: &'static str) -> Result<u64, RingError> {
         let value = self.header.u64_at(offset).load(Ordering::Acquire);
         if value >= self.capacity {
