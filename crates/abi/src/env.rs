@@ -38,6 +38,12 @@ pub const OTLP_EVENTS: &str = "NIXL_TELEMETRY_OTLP_EVENTS";
 /// `NIXL_TELEMETRY_OTLP_QUEUE_EVENTS`: the most events the OTLP plug-in keeps
 /// waiting to be sent as log records.
 pub const OTLP_QUEUE_EVENTS: &str = "NIXL_TELEMETRY_OTLP_QUEUE_EVENTS";
+/// `NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`: how long the final flush at shutdown
+/// may take (the sidecar's, a plug-in's as its host unloads it); what is not
+/// delivered then is abandoned, and said so.
+pub const SHUTDOWN_TIMEOUT_MS: &str = "NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS";
+/// The default of [`SHUTDOWN_TIMEOUT_MS`], milliseconds.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 3000;
 /// `NIXL_TELEMETRY_CSV_FILE`: the CSV plug-in's file when no output path is given.
 pub const CSV_FILE: &str = "NIXL_TELEMETRY_CSV_FILE";
 /// `NIXL_TELEMETRY_MULTIPROC_DIR`: the directory every process of a

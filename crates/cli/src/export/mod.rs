@@ -70,6 +70,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         settings.exporter_name,
         settings.self_name
     ));
+    bound_the_stop(&settings, &sidecar, &stop);
     sidecar.run(&mut watch, || stop.is_set());
     let totals = sidecar.totals();
     log.info(format_args!(
@@ -77,6 +78,44 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         totals.events, totals.agents
     ));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Bounds a stop: a watchdog ends the process once the stop has taken
+/// `NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`, and a second signal ends it at
+/// once; either says on stderr what was abandoned (an exporter's flush that
+/// waits on a collector that never answers) and exits 1.
+fn bound_the_stop(settings: &Settings, sidecar: &Sidecar, stop: &StopFlag) {
+    fn abandon(stopping: &std::sync::Mutex<String>, after: &str) -> ! {
+        let what = stopping.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Log::new(PROGRAM, false).warn(format_args!(
+            "stopping at once after {after}; abandoned: {what} (what they had not delivered \
+             is lost)"
+        ));
+        std::process::exit(1)
+    }
+    let stopping = sidecar.stopping();
+    let on_signal = std::sync::Arc::clone(&stopping);
+    StopFlag::on_second_signal(move || abandon(&on_signal, "a second signal"));
+    let (stop, timeout) = (stop.clone(), settings.shutdown_timeout);
+    let watchdog = std::thread::Builder::new()
+        .name("export-stop-bound".to_owned())
+        .spawn(move || {
+            while !stop.sleep(std::time::Duration::from_secs(3600)) {}
+            std::thread::sleep(timeout);
+            abandon(
+                &stopping,
+                &format!(
+                    "{} ms of stopping ({})",
+                    timeout.as_millis(),
+                    nixl_telemetry_abi::env::SHUTDOWN_TIMEOUT_MS
+                ),
+            );
+        });
+    if let Err(e) = watchdog {
+        Log::new(PROGRAM, false).warn(format_args!(
+            "cannot start the thread that bounds a stop ({e}); a stop waits for every exporter"
+        ));
+    }
 }
 
 /// Shows the warnings the exporter loader and host log (a plug-in that

@@ -11,6 +11,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nixl_telemetry::config::{self, ENV_DIR, ENV_EXPORTER, ENV_OUTPUT_PATH, ENV_PLUGIN_DIR};
 use nixl_telemetry::{ExporterChoice, TelemetryConfig};
+use nixl_telemetry_abi::env::{DEFAULT_SHUTDOWN_TIMEOUT_MS, SHUTDOWN_TIMEOUT_MS};
 
 /// The placeholder an output path may hold: each agent's name.
 pub const AGENT_PLACEHOLDER: &str = "{agent}";
@@ -52,6 +53,12 @@ pub struct ExportArgs {
     /// The most ring files followed at once; more are refused with a warning.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_rings: usize,
+    /// How long the final drain and flush at a stop may take, in
+    /// milliseconds; then what is left is abandoned, said on stderr, and the
+    /// sidecar exits 1. A second signal ends it at once
+    /// [default: NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS, else 3000].
+    #[arg(long, value_name = "MS")]
+    pub shutdown_timeout: Option<String>,
     /// The agent name the sidecar's own series are exported under.
     #[arg(long, value_name = "NAME", default_value = DEFAULT_SELF_NAME)]
     pub self_name: String,
@@ -89,6 +96,9 @@ pub struct Settings {
     /// Variables set with `--set`, to put into the environment before any
     /// exporter is created.
     pub set: Vec<(String, String)>,
+    /// How long the final drain and flush at a stop may take
+    /// (`NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`); then the rest is abandoned.
+    pub shutdown_timeout: Duration,
 }
 
 impl Settings {
@@ -117,6 +127,10 @@ impl Settings {
         }
         if let Some(out) = &args.output_path {
             overlay.insert(ENV_OUTPUT_PATH.into(), out.clone());
+        }
+        // The sidecar's own bound only: a plug-in reads its variable.
+        if let Some(ms) = &args.shutdown_timeout {
+            overlay.insert(SHUTDOWN_TIMEOUT_MS.into(), ms.clone());
         }
         if let Some(ms) = &args.interval {
             overlay.insert(config::ENV_RUN_INTERVAL.into(), ms.clone());
@@ -177,6 +191,21 @@ impl Settings {
         if args.max_rings == 0 {
             bail!("--max-rings 0 is invalid; accepted: 1 or more");
         }
+        let shutdown_timeout = match read(SHUTDOWN_TIMEOUT_MS) {
+            None => Duration::from_millis(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+            Some(ms) => ms
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| (1..=86_400_000).contains(ms))
+                .map(Duration::from_millis)
+                .with_context(|| {
+                    format!(
+                        "{SHUTDOWN_TIMEOUT_MS}={ms:?} is invalid; accepted: a whole number of \
+                         milliseconds from 1 to 86400000"
+                    )
+                })?,
+        };
         config::check_agent_name(&args.self_name)
             .with_context(|| format!("--self-name {:?} is invalid", args.self_name))?;
         Ok(Settings {
@@ -190,6 +219,7 @@ impl Settings {
             poll: args.poll,
             quiet: args.quiet,
             set,
+            shutdown_timeout,
         })
     }
 
@@ -359,6 +389,13 @@ mod tests {
         assert!(format!("{:#}", interval.unwrap_err()).contains("NIXL_TELEMETRY_RUN_INTERVAL"));
         let grace = resolve(&["--dir", "/r", "--exporter", "nop", "--grace=-1"], &[]);
         assert!(grace.unwrap_err().to_string().contains("--grace"));
+        let shutdown = resolve(
+            &["--dir", "/r", "--exporter", "nop"],
+            &[("NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS", "0")],
+        );
+        assert!(format!("{:#}", shutdown.unwrap_err()).contains("milliseconds from 1"));
+        let s = resolve(&["--dir", "/r", "--exporter", "nop"], &[]).unwrap();
+        assert_eq!(s.shutdown_timeout, Duration::from_secs(3));
         let set = resolve(&["--dir", "/r", "--exporter", "nop", "--set", "X"], &[]);
         assert!(set.unwrap_err().to_string().contains("NAME=VALUE"));
         let name = resolve(

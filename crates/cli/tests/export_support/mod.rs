@@ -14,6 +14,7 @@ use nixl_telemetry::{Category, Event};
 
 #[path = "../prometheus_support/mod.rs"]
 mod prometheus_support;
+#[allow(unused_imports)]
 pub use prometheus_support::{free_addr, http_get, plugin_dir, wait_for, without_nixl_env};
 
 /// A ring of `layout` for `agent` in `dir` holding `events`; the writer is

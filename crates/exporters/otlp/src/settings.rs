@@ -34,6 +34,8 @@ pub const ENV_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 pub const ENV_EVENTS: &str = env::OTLP_EVENTS;
 /// `NIXL_TELEMETRY_OTLP_QUEUE_EVENTS`: the most events waiting to be sent as logs.
 pub const ENV_QUEUE_EVENTS: &str = env::OTLP_QUEUE_EVENTS;
+/// How long the last export may hold up the host's unloading.
+pub const ENV_SHUTDOWN_TIMEOUT: &str = env::SHUTDOWN_TIMEOUT_MS;
 /// `NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH`: the host's output path, a base URL here.
 pub const ENV_OUTPUT_PATH: &str = env::EXPORTER_OUTPUT_PATH;
 /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the latency histograms' upper bounds, µs,
@@ -179,6 +181,10 @@ pub struct Settings {
     pub retry_initial: Duration,
     /// The longest retry delay before jitter ([`DEFAULT_RETRY_MAX`]).
     pub retry_max: Duration,
+    /// The longest the last agent's exporter waits for the final export
+    /// ([`ENV_SHUTDOWN_TIMEOUT`], by default
+    /// [`env::DEFAULT_SHUTDOWN_TIMEOUT_MS`]); then it is abandoned.
+    pub shutdown: Duration,
 }
 
 impl Settings {
@@ -253,6 +259,10 @@ impl Settings {
                 .ok_or(SettingsError::QueueEvents { value: v })?,
             None => DEFAULT_QUEUE_EVENTS,
         };
+        let shutdown = match get(ENV_SHUTDOWN_TIMEOUT) {
+            Some(v) => parse_millis(ENV_SHUTDOWN_TIMEOUT, &v)?,
+            None => Duration::from_millis(env::DEFAULT_SHUTDOWN_TIMEOUT_MS),
+        };
         Ok(Settings {
             metrics,
             logs,
@@ -263,6 +273,7 @@ impl Settings {
             queue_events,
             retry_initial: DEFAULT_RETRY_INITIAL,
             retry_max: DEFAULT_RETRY_MAX,
+            shutdown,
         })
     }
 }
