@@ -130,3 +130,23 @@ fn a_second_signal_ends_the_stop_at_once() {
         "{log}"
     );
 }
+
+#[test]
+fn a_plugin_that_gives_up_first_lets_the_sidecar_exit_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The plug-in gives up after 500 ms; the sidecar would wait 20 s.
+    let sidecar = hung_sidecar(
+        tmp.path(),
+        &[
+            "--shutdown-timeout",
+            "20000",
+            "--set",
+            "NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS=500",
+        ],
+    );
+    let started = Instant::now();
+    let (status, log) = sidecar.stop("TERM");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "{took:?}:\n{log}");
+    assert!(status.success(), "{status:?}:\n{log}");
+}
