@@ -47,7 +47,12 @@ if ! verify="$(systemd-analyze verify "$tmp/nixl-telemetry-export.service" 2>&1)
     echo "$verify" >&2
     exit 1
 fi
-echo "systemd unit: systemd-analyze verify passes"
+# The descriptor limit the rings need is the unit's, not the system default.
+if ! grep -q '^LimitNOFILE=[0-9]' docs/deploy/nixl-telemetry-export.service; then
+    echo "docs/deploy/nixl-telemetry-export.service sets no LimitNOFILE=" >&2
+    exit 1
+fi
+echo "systemd unit: systemd-analyze verify passes; LimitNOFILE set"
 "$(python_env yaml)" - docs/deploy/kubernetes-sidecar.yaml <<'PY'
 import sys
 import yaml

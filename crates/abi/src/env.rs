@@ -30,6 +30,12 @@ pub const NIXL_PLUGIN_DIR: &str = "NIXL_PLUGIN_DIR";
 pub const ENABLED_METRICS: &str = "NIXL_TELEMETRY_ENABLED_METRICS";
 /// `NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US`: the Prometheus latency histograms' bounds, µs.
 pub const HISTOGRAM_BUCKETS_US: &str = "NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US";
+/// `NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`: how long the final flush at shutdown
+/// may take (the sidecar's, a plug-in's as its host unloads it); what is not
+/// delivered then is abandoned, and said so.
+pub const SHUTDOWN_TIMEOUT_MS: &str = "NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS";
+/// The default of [`SHUTDOWN_TIMEOUT_MS`], milliseconds.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 3000;
 /// The ring layout the built-in `buffer` exporter writes: `1` (default), `2`
 /// (or `2-named`), `2-typed`, `3`, `4` (see `docs/ring-format.md`).
 pub const RING_VERSION: &str = "NIXL_TELEMETRY_RING_VERSION";

@@ -83,5 +83,19 @@ fn run_export(args: &export::ExportArgs) -> anyhow::Result<ExitCode> {
         "warn,nixl_telemetry_export=info"
     });
     let stop = StopFlag::install().map_err(anyhow::Error::msg)?;
-    export::run(settings, || stop.is_set())
+    export::run(settings, SignalStop(stop))
+}
+
+/// SIGINT and SIGTERM as the sidecar's stop request.
+#[derive(Clone)]
+struct SignalStop(StopFlag);
+
+impl export::StopRequest for SignalStop {
+    fn is_set(&self) -> bool {
+        self.0.is_set()
+    }
+
+    fn on_second_signal(&self, action: Box<dyn Fn() + Send + Sync>) {
+        StopFlag::on_second_signal(action);
+    }
 }

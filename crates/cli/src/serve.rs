@@ -117,7 +117,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         max_label_values: args.max_label_values as usize,
         metrics_legacy_keys: args.metrics_legacy_keys,
-        ..ServiceConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {

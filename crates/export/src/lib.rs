@@ -48,10 +48,25 @@ pub fn prepare(args: &ExportArgs) -> anyhow::Result<Settings> {
     Ok(settings)
 }
 
-/// Runs the sidecar until `stop` returns true (the caller's SIGINT or
-/// SIGTERM); then drains, flushes and returns success. Informational lines
-/// and warnings go to `tracing` (the caller's subscriber shows them).
-pub fn run(settings: Settings, stop: impl Fn() -> bool) -> anyhow::Result<ExitCode> {
+/// How the caller's signal handling reaches the sidecar: `is_set` says
+/// whether a stop was asked for (the first SIGINT or SIGTERM), and
+/// `on_second_signal` is given what a second signal must do (end at once).
+pub trait StopRequest: Clone + Send + 'static {
+    /// Whether a stop was asked for.
+    fn is_set(&self) -> bool;
+    /// Registers what a second stop request does.
+    fn on_second_signal(&self, action: Box<dyn Fn() + Send + Sync>);
+}
+
+/// Runs the sidecar until `stop` is set (the caller's SIGINT or SIGTERM);
+/// then drains, flushes and returns success. The stop is bounded by the
+/// settings' shutdown timeout, and a second signal ends it at once (exit 1,
+/// naming what was abandoned). Informational lines and warnings go to
+/// `tracing` (the caller's subscriber shows them).
+pub fn run(mut settings: Settings, stop: impl StopRequest) -> anyhow::Result<ExitCode> {
+    if let Some(warning) = settings.fit_descriptor_limit() {
+        tracing::warn!("{PROGRAM}: {warning}");
+    }
     let dir = settings.dir.clone();
     let mut sidecar = Sidecar::new(settings.clone())?;
     let (mut watch, unwatched) = if settings.poll {
@@ -72,7 +87,8 @@ pub fn run(settings: Settings, stop: impl Fn() -> bool) -> anyhow::Result<ExitCo
         settings.exporter_name,
         settings.self_name
     );
-    sidecar.run(&mut watch, stop);
+    bound_the_stop(&settings, &sidecar, &stop);
+    sidecar.run(&mut watch, || stop.is_set());
     let totals = sidecar.totals();
     tracing::info!(
         "{PROGRAM}: stopped; {} events of {} agents exported",
@@ -80,4 +96,44 @@ pub fn run(settings: Settings, stop: impl Fn() -> bool) -> anyhow::Result<ExitCo
         totals.agents
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Bounds a stop: a watchdog ends the process once the stop has taken
+/// `NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`, and a second signal ends it at
+/// once; either says on stderr what was abandoned (an exporter's flush that
+/// waits on a collector that never answers) and exits 1.
+fn bound_the_stop(settings: &Settings, sidecar: &Sidecar, stop: &impl StopRequest) {
+    fn abandon(stopping: &std::sync::Mutex<String>, after: &str) -> ! {
+        let what = stopping.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        tracing::warn!(
+            "{PROGRAM}: stopping at once after {after}; abandoned: {what} (what they had not \
+             delivered is lost)"
+        );
+        std::process::exit(1)
+    }
+    let stopping = sidecar.stopping();
+    let on_signal = std::sync::Arc::clone(&stopping);
+    stop.on_second_signal(Box::new(move || abandon(&on_signal, "a second signal")));
+    let (stop, timeout) = (stop.clone(), settings.shutdown_timeout);
+    let watchdog = std::thread::Builder::new()
+        .name("export-stop-bound".to_owned())
+        .spawn(move || {
+            while !stop.is_set() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            std::thread::sleep(timeout);
+            abandon(
+                &stopping,
+                &format!(
+                    "{} ms of stopping ({})",
+                    timeout.as_millis(),
+                    nixl_telemetry_abi::env::SHUTDOWN_TIMEOUT_MS
+                ),
+            );
+        });
+    if let Err(e) = watchdog {
+        tracing::warn!(
+            "{PROGRAM}: cannot start the thread that bounds a stop ({e}); a stop waits for every exporter"
+        );
+    }
 }

@@ -14,9 +14,13 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nixl_telemetry::config;
 use nixl_telemetry::{ExporterChoice, TelemetryConfig};
+use nixl_telemetry_abi::env::{DEFAULT_SHUTDOWN_TIMEOUT_MS, SHUTDOWN_TIMEOUT_MS};
 
 /// The placeholder an output path may hold: each agent's name.
 pub const AGENT_PLACEHOLDER: &str = "{agent}";
+/// Descriptors kept free of rings: the endpoint and its connections, the
+/// directory and its watch, the plug-in's own files, stdio.
+pub const DESCRIPTOR_RESERVE: u64 = 64;
 /// The default name of the sidecar's own agent.
 pub const DEFAULT_SELF_NAME: &str = "nixl-telemetry-export";
 
@@ -52,6 +56,12 @@ pub struct ExportArgs {
     /// The most ring files followed at once; more are refused with a warning.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_rings: usize,
+    /// How long the final drain and flush at a stop may take, in
+    /// milliseconds; then what is left is abandoned, said on stderr, and the
+    /// sidecar exits 1. A second signal ends it at once
+    /// [default: NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS, else 3000].
+    #[arg(long, value_name = "MS")]
+    pub shutdown_timeout: Option<String>,
     /// The agent name the sidecar's own series are exported under.
     #[arg(long, value_name = "NAME", default_value = DEFAULT_SELF_NAME)]
     pub self_name: String,
@@ -89,6 +99,9 @@ pub struct Settings {
     /// Variables set with `--set`, to put into the environment before any
     /// exporter is created.
     pub set: Vec<(String, String)>,
+    /// How long the final drain and flush at a stop may take
+    /// (`NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`); then the rest is abandoned.
+    pub shutdown_timeout: Duration,
 }
 
 impl Settings {
@@ -117,6 +130,10 @@ impl Settings {
         }
         if let Some(out) = &args.output_path {
             overlay.insert(EXPORTER_OUTPUT_PATH.into(), out.clone());
+        }
+        // The sidecar's own bound only: a plug-in reads its variable.
+        if let Some(ms) = &args.shutdown_timeout {
+            overlay.insert(SHUTDOWN_TIMEOUT_MS.into(), ms.clone());
         }
         if let Some(ms) = &args.interval {
             overlay.insert(RUN_INTERVAL.into(), ms.clone());
@@ -149,6 +166,12 @@ impl Settings {
         let exporter_name = match &config.exporter {
             ExporterChoice::Plugin { name } => name.clone(),
             ExporterChoice::Nop => "nop".to_owned(),
+            // Asked for by name (not the default a ring directory brings).
+            ExporterChoice::Buffer { .. } if read(ENV_EXPORTER).is_some() => bail!(
+                "exporter buffer (--exporter or {ENV_EXPORTER}) cannot be used by the sidecar: \
+                 it writes the ring files the sidecar reads; accepted: an exporter plug-in name \
+                 (prometheus, otlp, csv, ... for libtelemetry_exporter_<name>.so) or nop"
+            ),
             ExporterChoice::Buffer { .. } | ExporterChoice::None => bail!(
                 "no exporter: give --exporter NAME or set {EXPORTER}; accepted: an exporter \
                  plug-in name (prometheus, otlp, csv, ... for libtelemetry_exporter_<name>.so) or nop"
@@ -171,6 +194,21 @@ impl Settings {
         if args.max_rings == 0 {
             bail!("--max-rings 0 is invalid; accepted: 1 or more");
         }
+        let shutdown_timeout = match read(SHUTDOWN_TIMEOUT_MS) {
+            None => Duration::from_millis(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+            Some(ms) => ms
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| (1..=86_400_000).contains(ms))
+                .map(Duration::from_millis)
+                .with_context(|| {
+                    format!(
+                        "{SHUTDOWN_TIMEOUT_MS}={ms:?} is invalid; accepted: a whole number of \
+                         milliseconds from 1 to 86400000"
+                    )
+                })?,
+        };
         config::check_agent_name(&args.self_name)
             .with_context(|| format!("--self-name {:?} is invalid", args.self_name))?;
         Ok(Settings {
@@ -184,7 +222,49 @@ impl Settings {
             poll: args.poll,
             quiet: args.quiet,
             set,
+            shutdown_timeout,
         })
+    }
+
+    /// Raises the soft descriptor limit (RLIMIT_NOFILE) to the hard one and
+    /// lowers `max_rings` to what the limit allows with
+    /// [`DESCRIPTOR_RESERVE`] kept for the endpoint, the directory and the
+    /// plug-in: each followed ring holds a descriptor, and one more when
+    /// each agent has a file of its own (`{agent}` in the output path).
+    /// Returns a warning naming the limit when `max_rings` was lowered.
+    pub fn fit_descriptor_limit(&mut self) -> Option<String> {
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let limit = getrlimit(Resource::Nofile);
+        if limit.current < limit.maximum {
+            let raised = Rlimit {
+                current: limit.maximum,
+                maximum: limit.maximum,
+            };
+            // Refused (a hard limit beyond the kernel's nr_open): the soft
+            // limit stays and the rings are bounded by it.
+            let _ = setrlimit(Resource::Nofile, raised);
+        }
+        let soft = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+        let per_ring = if self.output_path_per_agent() { 2 } else { 1 };
+        let fit = usize::try_from(soft.saturating_sub(DESCRIPTOR_RESERVE) / per_ring)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        (self.max_rings > fit).then(|| {
+            let asked = std::mem::replace(&mut self.max_rings, fit);
+            format!(
+                "--max-rings {asked} lowered to {fit}: the descriptor limit (RLIMIT_NOFILE) is \
+                 {soft}, {DESCRIPTOR_RESERVE} are kept for the endpoint, the directory and the \
+                 exporter, and each ring takes {per_ring}; raise the limit (LimitNOFILE= in a \
+                 systemd unit, ulimit -n) to follow more"
+            )
+        })
+    }
+
+    fn output_path_per_agent(&self) -> bool {
+        self.config
+            .output_path
+            .as_deref()
+            .is_some_and(|out| out.contains(AGENT_PLACEHOLDER))
     }
 
     /// The loader's configuration for `agent`: `{agent}` in the output path
@@ -289,8 +369,17 @@ mod tests {
             no_exporter.contains("NIXL_TELEMETRY_EXPORTER"),
             "{no_exporter}"
         );
-        let buffer = resolve(&["--dir", "/r", "--exporter", "buffer"], &[]).unwrap_err();
-        assert!(buffer.to_string().contains("no exporter"), "{buffer}");
+        for buffer in [
+            resolve(&["--dir", "/r", "--exporter", "buffer"], &[]).unwrap_err(),
+            resolve(&["--dir", "/r"], &[("NIXL_TELEMETRY_EXPORTER", "BUFFER")]).unwrap_err(),
+        ] {
+            let text = buffer.to_string();
+            assert!(
+                text.contains("exporter buffer") && text.contains("writes the ring files"),
+                "{text}"
+            );
+            assert!(!text.contains("no exporter"), "{text}");
+        }
         let bad_name = resolve(&["--dir", "/r", "--exporter", "../x"], &[]).unwrap_err();
         assert!(
             format!("{bad_name:#}").contains("NIXL_TELEMETRY_EXPORTER"),
@@ -303,6 +392,13 @@ mod tests {
         assert!(format!("{:#}", interval.unwrap_err()).contains("NIXL_TELEMETRY_RUN_INTERVAL"));
         let grace = resolve(&["--dir", "/r", "--exporter", "nop", "--grace=-1"], &[]);
         assert!(grace.unwrap_err().to_string().contains("--grace"));
+        let shutdown = resolve(
+            &["--dir", "/r", "--exporter", "nop"],
+            &[("NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS", "0")],
+        );
+        assert!(format!("{:#}", shutdown.unwrap_err()).contains("milliseconds from 1"));
+        let s = resolve(&["--dir", "/r", "--exporter", "nop"], &[]).unwrap();
+        assert_eq!(s.shutdown_timeout, Duration::from_secs(3));
         let set = resolve(&["--dir", "/r", "--exporter", "nop", "--set", "X"], &[]);
         assert!(set.unwrap_err().to_string().contains("NAME=VALUE"));
         let name = resolve(

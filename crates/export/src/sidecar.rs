@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nixl_telemetry::clock;
@@ -82,6 +83,8 @@ pub struct Sidecar {
     /// Files refused, as they were then: not looked at again until they change.
     refused_as: HashMap<OsString, (FileIdentity, FileStamp)>,
     totals: Totals,
+    /// What a stop would abandon if it ended now ([`Sidecar::stopping`]).
+    stopping: Arc<Mutex<String>>,
 }
 
 impl Sidecar {
@@ -109,6 +112,9 @@ impl Sidecar {
             settling: false,
             refused_as: HashMap::new(),
             totals: Totals::default(),
+            stopping: Arc::new(Mutex::new(
+                "a read of the rings under way, before the final flush".to_owned(),
+            )),
         })
     }
 
@@ -380,6 +386,7 @@ impl Sidecar {
         let now_us = clock::system_now_us();
         let batch = self.settings.config.buffer_size;
         let mut read_total = 0;
+        let mut rewritten = Vec::new();
         for agent in self.agents.values_mut() {
             // An agent without exporter (its series dropped) is not read:
             // its events wait for the exporter it gets when they come.
@@ -424,6 +431,16 @@ impl Sidecar {
                         }
                         ring.retiring && matches!(ring.pending(), Ok(0) | Err(_))
                     }
+                    // Rewritten in place by a new producer: what was read
+                    // is exported; the file is followed afresh, in its new
+                    // layout, as a replaced file is.
+                    Err(err @ RingError::LayoutChanged { .. }) => {
+                        self.log.warn(format_args!(
+                            "{err}: a new producer; following the ring afresh"
+                        ));
+                        rewritten.push(ring.file.clone());
+                        true
+                    }
                     Err(err) => {
                         let cause = RefusalCause::of(&err);
                         let message = describe(&err, nixl_telemetry::ring::ReadMode::Consume);
@@ -455,6 +472,10 @@ impl Sidecar {
                 agent.note_fill(pending, room);
             }
             agent.own.add(own_series::READ_PASSES, 1);
+        }
+        for mut file in rewritten {
+            file.stamp = FileStamp::of_path(&file.path).unwrap_or(file.stamp);
+            self.follow(&file);
         }
         self.totals.events += read_total;
         self.own.add(own_series::EVENTS_READ, read_total);
@@ -502,6 +523,13 @@ impl Sidecar {
         self.last_housekeeping = now;
         let now_us = clock::system_now_us();
         for agent in self.agents.values_mut() {
+            // Removed: read to its end and let go, without waiting for a
+            // listing of the directory (which may need a descriptor).
+            for ring in &mut agent.rings {
+                if !ring.retiring && ring.reader().is_removed() {
+                    ring.retiring = true;
+                }
+            }
             agent.check_liveness(now);
         }
         let grace = self.settings.grace;
@@ -541,28 +569,58 @@ impl Sidecar {
         }
     }
 
-    /// Drains what is readable, reports, flushes and destroys every exporter
-    /// (the agents' first, the sidecar's own last).
+    /// What a stop ended now would abandon, in words: kept up to date by
+    /// [`Sidecar::shutdown`] for a watchdog that bounds it, and for a second
+    /// signal.
+    pub fn stopping(&self) -> Arc<Mutex<String>> {
+        Arc::clone(&self.stopping)
+    }
+
+    fn set_stopping(&self, what: String) {
+        *self.stopping.lock().unwrap_or_else(|e| e.into_inner()) = what;
+    }
+
+    /// Drains what is readable (for at most [`FINAL_DRAIN`] and half the
+    /// shutdown bound), reports, flushes and destroys every exporter (the
+    /// agents' first, the sidecar's own last).
     pub fn shutdown(&mut self) {
         let start = Instant::now();
+        let drain_for = FINAL_DRAIN.min(self.settings.shutdown_timeout / 2);
+        self.set_stopping(format!(
+            "the final read of {} rings, and the final flush of {} agents and of the sidecar's \
+             own series",
+            self.rings_followed(),
+            self.agents.len()
+        ));
         self.scan();
         loop {
             self.pass();
             let pending: u64 = self.loads.iter().map(|l| l.pending).sum();
-            if pending == 0 || start.elapsed() >= FINAL_DRAIN {
+            if pending == 0 || start.elapsed() >= drain_for {
                 break;
             }
         }
+        let names: Vec<String> = self.agents.keys().cloned().collect();
+        self.set_stopping(format!(
+            "the final flush of agents {} and of the sidecar's own series",
+            listed(&names)
+        ));
         self.housekeeping(true);
-        for agent in self.agents.values_mut() {
+        for (index, agent) in self.agents.values_mut().enumerate() {
+            *self.stopping.lock().unwrap_or_else(|e| e.into_inner()) = format!(
+                "the final flush of agents {} and of the sidecar's own series",
+                listed(&names[index..])
+            );
             agent.unflushed = true;
             agent.flush();
             agent.exporter = None;
         }
         self.agents.clear();
+        self.set_stopping("the final flush of the sidecar's own series".to_owned());
         if let Some(mut exporter) = self.self_exporter.take() {
             exporter.flush();
         }
+        self.set_stopping("nothing".to_owned());
     }
 
     /// The names of the agents exported now.
@@ -578,6 +636,21 @@ impl Sidecar {
     pub fn rings_followed(&self) -> usize {
         self.agents.values().map(|a| a.rings.len()).sum()
     }
+}
+
+/// Names for a message: the first ten, then how many more.
+fn listed(names: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = names
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
 }
 
 /// How long a file that is not a valid ring yet is given to become one (a

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 pub struct StopFlag(Arc<AtomicBool>);
 
 static INSTALLED: OnceLock<Result<StopFlag, String>> = OnceLock::new();
+/// What a second signal does, once a command said ([`StopFlag::on_second_signal`]).
+static SECOND_SIGNAL: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
 
 impl StopFlag {
     /// Installs the handler (once per process) and returns the flag it sets.
@@ -18,11 +20,24 @@ impl StopFlag {
             .get_or_init(|| {
                 let flag = StopFlag(Arc::new(AtomicBool::new(false)));
                 let handler_flag = flag.clone();
-                ctrlc::set_handler(move || handler_flag.0.store(true, Ordering::SeqCst))
-                    .map(|()| flag)
-                    .map_err(|e| format!("cannot install the SIGINT/SIGTERM handler: {e}"))
+                ctrlc::set_handler(move || {
+                    if handler_flag.0.swap(true, Ordering::SeqCst) {
+                        if let Some(action) = SECOND_SIGNAL.get() {
+                            action();
+                        }
+                    }
+                })
+                .map(|()| flag)
+                .map_err(|e| format!("cannot install the SIGINT/SIGTERM handler: {e}"))
             })
             .clone()
+    }
+
+    /// Sets what a second SIGINT or SIGTERM does (a command whose stop may
+    /// wait on others ends at once); without it, a second signal is the
+    /// first again. Only the first call counts.
+    pub fn on_second_signal(action: impl Fn() + Send + Sync + 'static) {
+        let _ = SECOND_SIGNAL.set(Box::new(action));
     }
 
     /// Whether a stop was asked for.

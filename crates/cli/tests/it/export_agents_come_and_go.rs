@@ -235,3 +235,78 @@ fn a_ring_moved_aside_by_a_restarted_producer_counts_for_its_agent() {
         "the moved ring is agent a's:\n{body}"
     );
 }
+
+/// Descriptors of process `pid` that lead to removed files.
+fn deleted_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .filter(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|target| target.to_string_lossy().ends_with("(deleted)"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn more_rings_than_descriptors_neither_silence_the_endpoint_nor_stay_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rings = tmp.path().join("rings");
+    std::fs::create_dir(&rings).unwrap();
+    // 150 rings of 72-odd bytes under a limit of 96 descriptors, soft and
+    // hard: 32 fit beside the 64 kept for the endpoint and the directory.
+    let scratch = tempfile::tempdir().unwrap();
+    let one = ring(scratch.path(), "one", &layout::V1, 2, &[tx(1)]);
+    let mut bytes = std::fs::read(one.path()).unwrap();
+    bytes.truncate(layout::V1.data_size(2).unwrap() as usize);
+    for i in 0..150 {
+        std::fs::write(rings.join(format!("a{i:03}")), &bytes).unwrap();
+    }
+    let plugins = prometheus_plugins(tmp.path());
+    let addr = free_addr();
+    let mut cmd = std::process::Command::new("prlimit");
+    without_nixl_env(&mut cmd)
+        .args(["--nofile=96:96", "--"])
+        .arg(env!("CARGO_BIN_EXE_nixl-telemetry"))
+        .arg("export")
+        .arg("--dir")
+        .arg(&rings)
+        .args(["--exporter", "prometheus", "--plugin-dir"])
+        .arg(&plugins)
+        .arg("--output-path")
+        .arg(addr.to_string())
+        .args(["--interval", "50", "--grace", "1"]);
+    let mut sidecar = Sidecar::start(&mut cmd, &tmp.path().join("export.log"));
+    sidecar.wait_for_log(
+        "--max-rings 1024 lowered to 32: the descriptor limit (RLIMIT_NOFILE) is 96",
+        Duration::from_secs(20),
+    );
+    sidecar.wait_for_log("already follows 32 rings", Duration::from_secs(20));
+    // The endpoint answers, scrape after scrape.
+    for _ in 0..10 {
+        scrape_until(addr, "the endpoint", Duration::from_secs(5), |b| {
+            b.contains("agent_tx_bytes_total")
+        });
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The rings go; a new one comes and is exported; nothing removed stays
+    // open.
+    for i in 0..150 {
+        std::fs::remove_file(rings.join(format!("a{i:03}"))).unwrap();
+    }
+    let _late = ring(&rings, "late", &layout::V1, 64, &[tx(5)]);
+    scrape_until(
+        addr,
+        "the ring after the others",
+        Duration::from_secs(20),
+        |b| agent_value(b, "agent_tx_bytes_total", "late", None) == Some(5.0),
+    );
+    wait_for("removed rings let go", Duration::from_secs(10), || {
+        (deleted_descriptors(sidecar.pid()) == 0).then_some(())
+    });
+    let (status, log) = sidecar.stop("TERM");
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("Too many open files"), "{log}");
+}

@@ -318,3 +318,92 @@ fn bare_cli() -> Command {
     cmd.env_clear();
     cmd
 }
+
+/// The header and slots (no trailer: as NIXL writes them) of a ring of
+/// `ring_layout` with 64 slots holding `events`.
+fn nixl_ring_bytes(ring_layout: &'static layout::RingLayout, events: &[Event]) -> Vec<u8> {
+    let scratch = tempfile::tempdir().unwrap();
+    let writer = ring(scratch.path(), "r", ring_layout, 64, events);
+    let path = writer.path().to_owned();
+    drop(writer);
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes.truncate(ring_layout.data_size(64).unwrap() as usize);
+    bytes
+}
+
+#[test]
+fn a_ring_rewritten_in_place_in_another_layout_is_a_new_producer() {
+    use std::os::unix::fs::FileExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let rings = tmp.path().join("rings");
+    std::fs::create_dir(&rings).unwrap();
+    let plugins = prometheus_plugins(tmp.path());
+    // A job of NIXL 1.5 (version 4)...
+    let v4 = nixl_ring_bytes(
+        &layout::V4,
+        &[Event::new(1, Category::TRANSFER, "agent_tx_bytes", 254)],
+    );
+    std::fs::write(rings.join("restarted"), &v4).unwrap();
+    let addr = free_addr();
+    let mut sidecar = Sidecar::start(
+        export_command(&rings, "prometheus")
+            .arg("--plugin-dir")
+            .arg(&plugins)
+            .arg("--output-path")
+            .arg(addr.to_string())
+            .args(["--interval", "20"]),
+        &tmp.path().join("export.log"),
+    );
+    scrape_until(addr, "the version-4 ring", Duration::from_secs(20), |b| {
+        agent_value(b, "agent_tx_bytes_total", "restarted", None) == Some(254.0)
+    });
+    // ...restarted under a release writing version 1, with the same agent
+    // name: the ring is created in place over the old one, then 1,120 bytes
+    // are received.
+    let rx: Vec<Event> = (0..10)
+        .map(|i| Event::new(100 + i, Category::TRANSFER, "agent_rx_bytes", 112))
+        .collect();
+    let v1 = nixl_ring_bytes(&layout::V1, &rx);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(rings.join("restarted"))
+        .unwrap();
+    file.set_len(v1.len() as u64).unwrap();
+    file.write_all_at(&v1, 0).unwrap();
+    let body = scrape_until(addr, "the version-1 events", Duration::from_secs(20), |b| {
+        agent_value(b, "agent_rx_bytes_total", "restarted", None).is_some()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let body = http_get(addr, "/metrics", None)
+        .map(|(_, b)| b)
+        .unwrap_or(body);
+    assert_eq!(
+        agent_value(&body, "agent_rx_bytes_total", "restarted", None),
+        Some(1120.0),
+        "{body}"
+    );
+    assert_eq!(
+        agent_value(&body, "agent_tx_bytes_total", "restarted", None),
+        Some(254.0)
+    );
+    for (series, value) in samples(&body) {
+        assert!(
+            value < 1e15,
+            "{series} {value}: a value read in the old layout"
+        );
+    }
+    sidecar.wait_for_log("rewritten in place", Duration::from_secs(5));
+    let (status, log) = sidecar.stop("TERM");
+    assert!(status.success(), "{log}");
+    let warning = log
+        .lines()
+        .find(|l| l.contains("rewritten in place"))
+        .unwrap();
+    assert!(
+        warning.contains("warning")
+            && warning.contains("was version 4")
+            && warning.contains("now version 1")
+            && warning.contains("a new producer"),
+        "{warning}"
+    );
+}

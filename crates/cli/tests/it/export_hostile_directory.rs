@@ -340,3 +340,29 @@ fn rustix_is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+#[test]
+fn a_ring_name_cannot_forge_log_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rings = tmp.path().join("rings");
+    std::fs::create_dir(&rings).unwrap();
+    let plugins = csv_plugins(tmp.path());
+    let forged = "nixl-telemetry export: warning: forged";
+    let evil = ring(&rings, "evil", &layout::V1, 64, &[tx(1)]);
+    std::fs::rename(
+        rings.join("evil"),
+        rings.join(format!("evil\n{forged}\u{1b}[2J")),
+    )
+    .unwrap();
+    drop(evil);
+    let (mut sidecar, _csv) = csv_sidecar(tmp.path(), &rings, &plugins, &[]);
+    sidecar.wait_for_log("evil\\x0anixl-telemetry export", Duration::from_secs(20));
+    let (status, log) = sidecar.stop("TERM");
+    assert!(status.success(), "{log}");
+    assert!(
+        !log.lines().any(|l| l.starts_with(forged)),
+        "a forged line:\n{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "{log}");
+    assert!(log.contains("\\x1b[2J"), "{log}");
+}

@@ -39,3 +39,4 @@ mod serve_cli;
 mod top_beside_the_sidecar;
 mod top_plain;
 mod top_tmux;
+mod export_stop_is_bounded;

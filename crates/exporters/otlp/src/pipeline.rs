@@ -139,7 +139,9 @@ pub(crate) fn attach(
 /// Removes `agent` (whose final totals are published) from `pipeline`. The
 /// last agent of a pipeline stops it: its thread sends what is left (within
 /// the export timeout) and is joined before this returns, so no thread of
-/// this library outlives its last exporter.
+/// this library outlives its last exporter, unless that takes longer than
+/// the shutdown bound ([`Settings::shutdown`]): then it is left behind,
+/// with a warning.
 pub(crate) fn detach(pipeline: &Arc<Pipeline>, agent: &AgentSlot) {
     agent.detached.store(true, Ordering::Release);
     let handle = {
@@ -154,9 +156,23 @@ pub(crate) fn detach(pipeline: &Arc<Pipeline>, agent: &AgentSlot) {
         let _ = lock(&pipeline.sender).send(Message::Shutdown);
         lock(&pipeline.thread).take()
     };
-    if let Some(handle) = handle {
-        if handle.join().is_err() {
-            tracing::error!("the OTLP export thread panicked; what it held is lost");
-        }
+    // Waited for within the shutdown bound: a collector that never answers
+    // must not hold up the host's exit.
+    let Some(handle) = handle else { return };
+    let until = std::time::Instant::now() + pipeline.settings.shutdown;
+    while !handle.is_finished() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if !handle.is_finished() {
+        let queued = pipeline.counters.events_queued.load(Ordering::Relaxed);
+        tracing::warn!(
+            "OTLP: the final export to {} did not finish within {} ms ({}); abandoned: the last \
+             metrics and {queued} queued events",
+            pipeline.settings.metrics.url,
+            pipeline.settings.shutdown.as_millis(),
+            crate::settings::ENV_SHUTDOWN_TIMEOUT
+        );
+    } else if handle.join().is_err() {
+        tracing::error!("the OTLP export thread panicked; what it held is lost");
     }
 }

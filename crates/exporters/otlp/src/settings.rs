@@ -35,6 +35,8 @@ pub const ENV_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 pub const ENV_EVENTS: &str = "NIXL_TELEMETRY_OTLP_EVENTS";
 /// `NIXL_TELEMETRY_OTLP_QUEUE_EVENTS`: the most events waiting to be sent as logs.
 pub const ENV_QUEUE_EVENTS: &str = "NIXL_TELEMETRY_OTLP_QUEUE_EVENTS";
+/// How long the last export may hold up the host's unloading.
+pub const ENV_SHUTDOWN_TIMEOUT: &str = env::SHUTDOWN_TIMEOUT_MS;
 
 /// The base endpoint when none is configured (an OpenTelemetry Collector's
 /// OTLP/HTTP receiver on this machine).
@@ -175,6 +177,10 @@ pub struct Settings {
     pub retry_initial: Duration,
     /// The longest retry delay before jitter ([`DEFAULT_RETRY_MAX`]).
     pub retry_max: Duration,
+    /// The longest the last agent's exporter waits for the final export
+    /// ([`ENV_SHUTDOWN_TIMEOUT`], by default
+    /// [`env::DEFAULT_SHUTDOWN_TIMEOUT_MS`]); then it is abandoned.
+    pub shutdown: Duration,
 }
 
 impl Settings {
@@ -249,6 +255,10 @@ impl Settings {
                 .ok_or(SettingsError::QueueEvents { value: v })?,
             None => DEFAULT_QUEUE_EVENTS,
         };
+        let shutdown = match get(ENV_SHUTDOWN_TIMEOUT) {
+            Some(v) => parse_millis(ENV_SHUTDOWN_TIMEOUT, &v)?,
+            None => Duration::from_millis(env::DEFAULT_SHUTDOWN_TIMEOUT_MS),
+        };
         Ok(Settings {
             metrics,
             logs,
@@ -259,6 +269,7 @@ impl Settings {
             queue_events,
             retry_initial: DEFAULT_RETRY_INITIAL,
             retry_max: DEFAULT_RETRY_MAX,
+            shutdown,
         })
     }
 }

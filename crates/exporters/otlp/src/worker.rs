@@ -456,7 +456,8 @@ impl Worker {
     /// request tried once (after a `Retry-After` that fits), all within the
     /// metrics timeout; what is not delivered is counted as lost.
     fn shutdown(&mut self) {
-        let budget_end = Instant::now() + self.pipeline.settings.metrics.timeout;
+        let settings = &self.pipeline.settings;
+        let budget_end = Instant::now() + settings.metrics.timeout.min(settings.shutdown);
         // Logs first, so that the last metrics request carries final counts.
         loop {
             if self.logs.pending.is_none() {

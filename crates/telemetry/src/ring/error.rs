@@ -150,6 +150,18 @@ pub enum RingError {
         /// The file.
         path: PathBuf,
     },
+    /// The file was rewritten in place in another layout (version,
+    /// capacity, mask or size changed since it was opened): a new producer
+    /// created its ring over the old one. The reader must be opened again.
+    #[error("{path}: rewritten in place while being read: was {was}, now {now}")]
+    LayoutChanged {
+        /// The file.
+        path: PathBuf,
+        /// Version, capacity, mask and size when it was opened.
+        was: String,
+        /// The same, now.
+        now: String,
+    },
     /// The file shrank below the mapped size while it was being read.
     #[error("{path}: file was truncated to {size} bytes while being read (needs {needed})")]
     Truncated {

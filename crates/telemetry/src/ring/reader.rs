@@ -213,6 +213,11 @@ pub struct RingReader {
     layout: &'static RingLayout,
     /// Bytes of header and slots.
     data_size: u64,
+    /// The header's version and the file's size at open (with `capacity`,
+    /// `mask` and `layout`, what [`RingReader::check_size`] checks on every
+    /// read).
+    version: i32,
+    file_size: u64,
     trailer: Option<TrailerFormat>,
     trailer_problem: Option<TrailerProblem>,
     /// Peek mode: this reader's own position.
@@ -371,6 +376,8 @@ impl RingReader {
             mask: header.mask,
             layout: ring_layout,
             data_size,
+            version: header.version,
+            file_size: size,
             trailer,
             trailer_problem,
             peek_pos: header.read_pos,
@@ -403,7 +410,11 @@ impl RingReader {
     }
 
     /// Fails with [`RingError::Truncated`] if the file shrank below its header
-    /// and slots. (A lost trailer only makes [`RingReader::trailer`] `None`.)
+    /// and slots, and with [`RingError::LayoutChanged`] if it was rewritten
+    /// in place in another layout: its size, or the header's version,
+    /// capacity or mask, differ from what they were at open (a producer of
+    /// another release or buffer size creating its ring over this one).
+    /// Every read checks this before it looks at the positions.
     pub fn check_size(&self) -> Result<(), RingError> {
         let size = self
             .file
@@ -418,7 +429,47 @@ impl RingReader {
                 needed,
             });
         }
+        let version = self
+            .header
+            .i32_at(layout::VERSION_OFFSET)
+            .load(Ordering::Acquire);
+        let capacity = self
+            .header
+            .u64_at(layout::CAPACITY_OFFSET)
+            .load(Ordering::Acquire);
+        let mask = self
+            .header
+            .u64_at(layout::MASK_OFFSET)
+            .load(Ordering::Acquire);
+        let now = (version, capacity, mask, size);
+        let was = (self.version, self.capacity, self.mask, self.file_size);
+        // A size of its own is no change while it means the same layout (a
+        // file grown past its ring: the slots are where they were).
+        let same_layout = || {
+            layout::detect(version, capacity, size, |at| magic_at(&self.file, at))
+                .is_ok_and(|found| found == self.layout)
+        };
+        if (version, capacity, mask) != (self.version, self.capacity, self.mask)
+            || (size != self.file_size && !same_layout())
+        {
+            let words = |(v, c, m, s): (i32, u64, u64, u64)| {
+                format!("version {v}, capacity {c}, mask {m}, {s} bytes")
+            };
+            return Err(RingError::LayoutChanged {
+                path: self.path.clone(),
+                was: words(was),
+                now: words(now),
+            });
+        }
         Ok(())
+    }
+
+    /// Whether the file was removed (no name leads to it any more), asked
+    /// of the descriptor held: a follower lets go of it without listing
+    /// the directory. `false` when that cannot be told.
+    pub fn is_removed(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().is_ok_and(|m| m.nlink() == 0)
     }
 
     fn position(&self, offset: usize, field: &'static str) -> Result<u64, RingError> {

@@ -25,3 +25,4 @@ mod ring_peek_behind_consumer;
 mod ring_truncated_under_the_writer;
 mod ring_versions;
 mod staging_out_of_memory;
+mod ring_rewritten_in_place;

@@ -119,8 +119,11 @@ impl Log {
         Log { prog, quiet }
     }
 
+    /// Writes one line; control characters in it (a newline in a file or
+    /// agent name, which would forge a line) are escaped as in text output.
     fn write(&self, line: fmt::Arguments<'_>) {
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
+        let line = line.to_string();
+        let _ = writeln!(std::io::stderr().lock(), "{}", escape_control(&line));
     }
 
     /// An informational line.

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use nixl_telemetry::ring::{layout, RingWriter};
 use nixl_telemetry::{Category, Event};
 
-pub use crate::prometheus_support::{free_addr, http_get, plugin_dir, wait_for};
+#[allow(unused_imports)]
+pub use crate::prometheus_support::{free_addr, http_get, plugin_dir, wait_for, without_nixl_env};
 
 /// A ring of `layout` for `agent` in `dir` holding `events`; the writer is
 /// returned (its producer counts as running until it is dropped).

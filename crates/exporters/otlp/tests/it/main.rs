@@ -12,3 +12,4 @@ mod https_endpoint;
 mod metrics_reach_a_real_receiver;
 mod retries_are_paced;
 mod through_the_host;
+mod shutdown_is_bounded;
