@@ -167,8 +167,8 @@ impl Settings {
             ExporterChoice::Plugin { name } => name.clone(),
             ExporterChoice::Nop => "nop".to_owned(),
             // Asked for by name (not the default a ring directory brings).
-            ExporterChoice::Buffer { .. } if read(ENV_EXPORTER).is_some() => bail!(
-                "exporter buffer (--exporter or {ENV_EXPORTER}) cannot be used by the sidecar: \
+            ExporterChoice::Buffer { .. } if read(EXPORTER).is_some() => bail!(
+                "exporter buffer (--exporter or {EXPORTER}) cannot be used by the sidecar: \
                  it writes the ring files the sidecar reads; accepted: an exporter plug-in name \
                  (prometheus, otlp, csv, ... for libtelemetry_exporter_<name>.so) or nop"
             ),

@@ -435,9 +435,7 @@ impl Sidecar {
                     // is exported; the file is followed afresh, in its new
                     // layout, as a replaced file is.
                     Err(err @ RingError::LayoutChanged { .. }) => {
-                        self.log.warn(format_args!(
-                            "{err}: a new producer; following the ring afresh"
-                        ));
+                        tracing::warn!("{err}: a new producer; following the ring afresh");
                         rewritten.push(ring.file.clone());
                         true
                     }

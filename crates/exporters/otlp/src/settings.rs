@@ -7,7 +7,7 @@ use nixl_telemetry_abi::env::{EXPORTER_OUTPUT_PATH, HISTOGRAM_BUCKETS_US};
 use std::time::Duration;
 
 use nixl_telemetry_abi::buckets::{Buckets, BUCKETS_ACCEPTED, MAX_BUCKETS};
-use nixl_telemetry_abi::env::parse_switch;
+use nixl_telemetry_abi::env::{self, parse_switch};
 use thiserror::Error;
 use ureq::http::Uri;
 

@@ -32,6 +32,7 @@ use nixl_telemetry::ring::{layout, ReadMode, RingRecord, TrailerInfo};
 use nixl_telemetry_abi::{Category, Event};
 
 use crate::local_date::{local_date_time, DateCache};
+use crate::printable::escape_control;
 use crate::signal::StopFlag;
 use format::{NameCache, SlotView};
 use source::{InputError, Ring, Source};
