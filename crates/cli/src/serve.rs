@@ -11,7 +11,8 @@ use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use nixl_telemetry_service::{
     Service, ServiceConfig, StoreUrl, Token, DEFAULT_BODY_TIMEOUT, DEFAULT_COMMIT_CHECK_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STORE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_STORE_TIMEOUT,
 };
 
 /// Options of `nixl-telemetry serve`.
@@ -91,12 +92,9 @@ fn seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Runs the service until SIGINT or SIGTERM.
+/// Runs the service until SIGINT or SIGTERM (its log: the command's one set-up,
+/// installed before this is called).
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
     let registry = match &args.attributes {
         Some(path) => AttributeRegistry::from_path(path)?,
         None => AttributeRegistry::default(),

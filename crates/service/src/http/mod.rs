@@ -129,8 +129,16 @@ async fn post_record(
                 state.store_timeout.as_secs_f64()
             )))
         })?
-        .map_err(|_| refused(ApiError::Unavailable("the store's writer has stopped".into())))?;
-    let stopped = |_| refused(ApiError::Unavailable("the store's writer has stopped".into()));
+        .map_err(|_| {
+            refused(ApiError::Unavailable(
+                "the store's writer has stopped".into(),
+            ))
+        })?;
+    let stopped = |_| {
+        refused(ApiError::Unavailable(
+            "the store's writer has stopped".into(),
+        ))
+    };
     let outcome = match tokio::time::timeout(state.store_timeout, &mut outcome).await {
         Ok(outcome) => outcome.map_err(stopped)?,
         // Still queued: given up, it is never applied.

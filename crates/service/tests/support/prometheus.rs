@@ -41,18 +41,20 @@ impl Prometheus {
         )
         .unwrap();
         let log = dir.join("prometheus.log");
-        let child = Command::new(nixl_telemetry_testsupport::promtool::installed("prometheus"))
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={addr}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("prometheus starts");
+        let child = Command::new(nixl_telemetry_testsupport::promtool::installed(
+            "prometheus",
+        ))
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={addr}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("prometheus starts");
         let mut server = Prometheus { child, log, addr };
         server.wait_for("prometheus to be ready", Duration::from_secs(60), |p| {
             matches!(get_http10(p.addr, "/-/ready"), Ok((200, _))).then_some(())

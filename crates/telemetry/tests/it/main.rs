@@ -22,7 +22,7 @@ mod ring_full_disk;
 mod ring_layout;
 mod ring_ownership;
 mod ring_peek_behind_consumer;
+mod ring_rewritten_in_place;
 mod ring_truncated_under_the_writer;
 mod ring_versions;
 mod staging_out_of_memory;
-mod ring_rewritten_in_place;

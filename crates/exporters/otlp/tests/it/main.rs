@@ -11,5 +11,5 @@ mod families_match_prometheus;
 mod https_endpoint;
 mod metrics_reach_a_real_receiver;
 mod retries_are_paced;
-mod through_the_host;
 mod shutdown_is_bounded;
+mod through_the_host;
