@@ -28,8 +28,9 @@ pub use settings::ExportArgs;
 
 use crate::read::Log;
 use crate::signal::StopFlag;
+use nixl_telemetry::exporter::plugin::DeliveryReport;
 use settings::Settings;
-use sidecar::Sidecar;
+use sidecar::{Sidecar, Totals};
 use watch::DirectoryWatch;
 
 /// The program name in messages.
@@ -67,12 +68,55 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         settings.self_name
     ));
     sidecar.run(&mut watch, || stop.is_set());
-    let totals = sidecar.totals();
-    log.info(format_args!(
-        "{PROGRAM}: stopped; {} events of {} agents exported",
-        totals.events, totals.agents
-    ));
+    // Every exporter is dropped now: the plug-in was unloaded and said what
+    // became of the events it accepted.
+    let reports = nixl_telemetry::exporter::plugin::delivery_reports();
+    let (line, complete) = exit_line(&sidecar.totals(), &settings.exporter_name, &reports);
+    if complete {
+        log.info(format_args!("{line}"));
+    } else {
+        log.warn(format_args!("{line}"));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line the sidecar ends with: what it read, what the exporter refused,
+/// and what the plug-in says it delivered and did not. `false` when some
+/// events were refused or not delivered (the line is then a warning).
+pub fn exit_line(totals: &Totals, exporter: &str, reports: &[DeliveryReport]) -> (String, bool) {
+    let mut line = format!(
+        "{PROGRAM}: stopped; {} events of {} agents read and handed to exporter {exporter}",
+        totals.events, totals.agents
+    );
+    let mut complete = true;
+    if totals.refused > 0 {
+        line.push_str(&format!("; it refused {} of them (lost)", totals.refused));
+        complete = false;
+    }
+    if reports.is_empty() {
+        line.push_str("; it does not report delivery");
+    }
+    for report in reports {
+        let d = report.delivery;
+        let on_the_way = d
+            .events_accepted
+            .saturating_sub(d.events_delivered + d.events_undelivered);
+        line.push_str(&format!(
+            "; plug-in {}: {} events delivered, {} NOT delivered",
+            report.plugin, d.events_delivered, d.events_undelivered
+        ));
+        if on_the_way > 0 {
+            line.push_str(&format!(", {on_the_way} of unknown fate"));
+        }
+        line.push_str(&format!(
+            " (of {} it accepted, the sidecar's own series included)",
+            d.events_accepted
+        ));
+        if d.events_undelivered > 0 || on_the_way > 0 {
+            complete = false;
+        }
+    }
+    (line, complete)
 }
 
 /// Shows the warnings the exporter loader and host log (a plug-in that
