@@ -129,3 +129,55 @@ fn install_log_subscriber() {
         .without_time()
         .try_init();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nixl_telemetry_abi::rust_plugin::PluginDelivery;
+
+    fn report(accepted: u64, delivered: u64, undelivered: u64) -> DeliveryReport {
+        DeliveryReport {
+            plugin: "otlp".to_owned(),
+            path: "/p/libtelemetry_exporter_otlp.so".into(),
+            delivery: PluginDelivery {
+                events_accepted: accepted,
+                events_delivered: delivered,
+                events_undelivered: undelivered,
+            },
+        }
+    }
+
+    #[test]
+    fn the_exit_line_counts_what_was_not_delivered() {
+        let totals = Totals {
+            events: 26,
+            refused: 0,
+            agents: 1,
+        };
+        let (line, complete) = exit_line(&totals, "otlp", &[report(32, 32, 0)]);
+        assert!(complete);
+        assert!(
+            line.ends_with("plug-in otlp: 32 events delivered, 0 NOT delivered (of 32 it accepted, the sidecar's own series included)"),
+            "{line}"
+        );
+        let (line, complete) = exit_line(&totals, "otlp", &[report(32, 0, 32)]);
+        assert!(!complete);
+        assert!(
+            line.contains("0 events delivered, 32 NOT delivered"),
+            "{line}"
+        );
+        let (line, complete) = exit_line(&totals, "otlp", &[report(32, 20, 2)]);
+        assert!(!complete);
+        assert!(line.contains("10 of unknown fate"), "{line}");
+        let refused = Totals {
+            refused: 4,
+            ..totals
+        };
+        let (line, complete) = exit_line(&refused, "csv", &[]);
+        assert!(!complete);
+        assert!(
+            line.contains("it refused 4 of them (lost); it does not report delivery"),
+            "{line}"
+        );
+    }
+}
