@@ -143,15 +143,30 @@ pub unsafe extern "C" fn set_log(log: Option<LogFn>, context: *mut c_void) {
                 context: context as usize,
             });
         },
-    );
+    )
+}
+
+/// Names the plug-in in the lines written to stderr.
+pub fn set_plugin_name(plugin_name: &'static str) {
+    let _ = PLUGIN_NAME.set(plugin_name);
+}
+
+/// Frees what the rate limit holds (called by the fini function
+/// [`export_plugin!`](crate::export_plugin) defines, before the library may
+/// be unloaded).
+pub fn release() {
+    *RATE.lock().unwrap_or_else(PoisonError::into_inner) = None;
 }
 
 /// Makes [`Forwarder`] the subscriber of this copy of `tracing` (once; when
 /// one is already set, as in a program that links the plug-in's code
 /// directly, that one stays). Called by the init function
-/// [`export_plugin!`](crate::export_plugin) defines.
+/// [`export_plugin!`](crate::export_plugin) defines, for a plug-in whose
+/// [`RustPluginExporter::LOGS_WITH_TRACING`](crate::rust_plugin::RustPluginExporter::LOGS_WITH_TRACING)
+/// is true. `tracing-core` never frees a global subscriber: a few bytes stay
+/// behind when the library is unloaded.
 pub fn install(plugin_name: &'static str) {
-    let _ = PLUGIN_NAME.set(plugin_name);
+    set_plugin_name(plugin_name);
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ =

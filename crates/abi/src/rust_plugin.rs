@@ -54,6 +54,12 @@ pub struct RustPluginParams<'a> {
 /// text reaches the host's log through `nixl_telemetry_exporter_last_error`
 /// (the host logs each distinct text once, not once per failing call).
 pub trait RustPluginExporter: Sized + Send + 'static {
+    /// Whether the plug-in's code logs with `tracing`: then its init makes
+    /// them reach the host's log ([`plugin_log`](crate::plugin_log)). A
+    /// plug-in that never logs says false and installs nothing (`tracing-core`
+    /// keeps a global subscriber until the process ends, a few bytes left
+    /// behind by each unload).
+    const LOGS_WITH_TRACING: bool = true;
     /// Creates an exporter; the error text reaches the host's error message.
     fn create(params: &RustPluginParams<'_>) -> Result<Self, String>;
     /// Exports events in the order given.
@@ -439,7 +445,11 @@ macro_rules! export_plugin {
         pub extern "C" fn nixl_telemetry_exporter_plugin_init(
         ) -> *const $crate::c_abi::PluginDescriptor {
             $crate::rust_plugin::guard(::core::ptr::null, || {
-                $crate::plugin_log::install($name);
+                if <$exporter as $crate::rust_plugin::RustPluginExporter>::LOGS_WITH_TRACING {
+                    $crate::plugin_log::install($name);
+                } else {
+                    $crate::plugin_log::set_plugin_name($name);
+                }
                 ::core::ptr::addr_of!(NIXL_TELEMETRY_PLUGIN_DESCRIPTOR)
             })
         }
@@ -474,8 +484,8 @@ macro_rules! export_plugin {
         /// Called once before the host unloads the library.
         #[no_mangle]
         pub extern "C" fn nixl_telemetry_exporter_plugin_fini() {
-            // Nothing to do; guarded all the same, as every entry point is.
-            $crate::rust_plugin::guard(|| (), || ())
+            // The rate limit's memory goes before the library may be unloaded.
+            $crate::rust_plugin::guard(|| (), || $crate::plugin_log::release())
         }
 
         /// The reason of an exporter's most recent failed call.
