@@ -41,6 +41,7 @@ fn warnings_reach_the_hosts_callback_and_undelivered_events_are_counted() {
     // host calls them: init first, then the callback (a static function,
     // callable from any thread for the whole test).
     let descriptor: &PluginDescriptor = unsafe { &*nixl_telemetry_exporter_plugin_init() };
+    // SAFETY: as above: `collect` is callable from any thread until the end.
     unsafe { nixl_telemetry_exporter_set_log(Some(collect), 0x5eed as *mut c_void) };
 
     let agent = CString::new("initiator").unwrap();
@@ -111,10 +112,8 @@ fn warnings_reach_the_hosts_callback_and_undelivered_events_are_counted() {
     short[0] = 16; // struct_size 16, reserved 0: one field
     short[3] = 77;
     // SAFETY: 40 writable bytes, 16 declared.
-    assert_eq!(
-        unsafe { nixl_telemetry_exporter_delivery(short.as_mut_ptr().cast()) },
-        0
-    );
+    let rc = unsafe { nixl_telemetry_exporter_delivery(short.as_mut_ptr().cast()) };
+    assert_eq!(rc, 0);
     assert_eq!((short[1], short[2], short[3]), (3, 0, 77));
 
     // Taken back: no more calls of the callback.
