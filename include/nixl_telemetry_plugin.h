@@ -27,6 +27,11 @@
  *  - Return NIXL_TELEMETRY_EXPORT_OK (0) on success, anything else on failure.
  *    A plug-in may also export nixl_telemetry_exporter_last_error (optional):
  *    the host then logs the reason of a failed call, each distinct reason once.
+ *  - Optional too: nixl_telemetry_exporter_set_log (the host hands the plug-in
+ *    its log callback; without one the plug-in writes its messages to stderr)
+ *    and nixl_telemetry_exporter_delivery (what became of the events the
+ *    plug-in accepted). Hosts that predate them never call them; a host loads
+ *    a plug-in without them as before.
  *
  * This header is the C spelling of the Rust module nixl_telemetry_abi::c_abi
  * (nixl_telemetry_exporter_params_t is CExporterParams there, nixl_telemetry_plugin_t
@@ -102,6 +107,26 @@ typedef struct {
     void        (*destroy_exporter)(void *exporter);
 } nixl_telemetry_plugin_t;
 
+/* Levels of the messages a plug-in sends to the host's log. */
+#define NIXL_TELEMETRY_LOG_ERROR 1
+#define NIXL_TELEMETRY_LOG_WARN 2
+#define NIXL_TELEMETRY_LOG_INFO 3
+#define NIXL_TELEMETRY_LOG_DEBUG 4
+#define NIXL_TELEMETRY_LOG_TRACE 5
+
+/* The host's log callback: level is NIXL_TELEMETRY_LOG_* (a host treats other
+ * numbers as WARN), message one NUL-terminated line of UTF-8, valid during the
+ * call. The plug-in may call it from any of its threads, also concurrently. */
+typedef void (*nixl_telemetry_log_fn)(void *context, int32_t level, const char *message);
+
+typedef struct {              /* 32 bytes; fields are only ever appended */
+    uint32_t struct_size;     /* set by the host: sizeof(nixl_telemetry_delivery_t) as it knows it */
+    uint32_t reserved;        /* 0 */
+    uint64_t events_accepted;    /* events of export calls that returned 0, since the load */
+    uint64_t events_delivered;   /* of those, known to have reached their destination */
+    uint64_t events_undelivered; /* of those, known never to reach it; the rest are on their way */
+} nixl_telemetry_delivery_t;
+
 /* Called once after the library is loaded; returns a descriptor that stays
  * valid until fini. NULL means the plug-in cannot be used (fini is still
  * called before the library is unloaded). */
@@ -118,6 +143,21 @@ NIXL_TELEMETRY_PLUGIN_EXPORT void nixl_telemetry_exporter_plugin_fini(void);
  * distinct reason once. */
 NIXL_TELEMETRY_PLUGIN_EXPORT size_t nixl_telemetry_exporter_last_error(void *exporter, char *err,
                                                                         size_t err_len);
+
+/* Optional. The host gives its log callback (context is passed back on every
+ * call) after init and before any create_exporter, and takes it back (log
+ * NULL) before fini; once the call with NULL returns, the plug-in is inside no
+ * call of the old callback and starts none. Without a callback (an older host)
+ * the plug-in writes its messages to stderr. A plug-in bounds the rate of its
+ * messages. The callback must not call set_log. */
+NIXL_TELEMETRY_PLUGIN_EXPORT void nixl_telemetry_exporter_set_log(nixl_telemetry_log_fn log,
+                                                                   void *context);
+
+/* Optional. Fills the fields of out that fit in out->struct_size (set by the
+ * host) and returns 0, or returns non-zero when the plug-in does not track
+ * delivery. Counts all exporters since the load. The host calls it after the
+ * last exporter is destroyed, before fini. */
+NIXL_TELEMETRY_PLUGIN_EXPORT int32_t nixl_telemetry_exporter_delivery(nixl_telemetry_delivery_t *out);
 
 #ifdef __cplusplus
 }

@@ -530,8 +530,59 @@ def hostile(sh, bin_dir, staged, release, work):
             for message in messages[:1]:
                 if proc.stderr.count(message) > 2:
                     return f"testkit {mode}: {message!r} logged {proc.stderr.count(message)} times (once per agent)"
+        problem = otlp_collector_down(checks, overlay, release, work)
+        if problem:
+            return problem
+        problem = csv_file_per_agent(checks, overlay, release, work)
+        if problem:
+            return problem
     finally:
         shutil.rmtree(overlay, ignore_errors=True)
+    return None
+
+
+def otlp_collector_down(checks, overlay, release, work):
+    """The OTLP plug-in inside NIXL sending to a port where nothing listens: its warnings
+    reach NIXL's log through the adapter's log callback, the last one saying how many
+    events never reached the collector; the transfers go on."""
+    env = checks.adapter_env(overlay, "otlp",
+                             OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{free_port()}",
+                             OTEL_METRIC_EXPORT_INTERVAL="200", OTEL_EXPORTER_OTLP_TIMEOUT="500")
+    proc = checks.workload(release, env)
+    with open(os.path.join(work, f"hostile-{release}-otlp-down.log"), "w", encoding="utf-8") as f:
+        f.write(proc.stderr)
+    if proc.returncode != 0 or "workload done" not in proc.stderr:
+        return f"otlp, collector down: exit {proc.returncode}:\n{tail(proc.stderr)}"
+    prefix = "nixl-telemetry exporter plug-in otlp: "
+    for message in ("OTLP export failed; retrying with backoff", "OTLP exporter stopped: 0 of"):
+        if prefix + message not in proc.stderr:
+            return f"otlp, collector down: {prefix + message!r} not in NIXL's log:\n{tail(proc.stderr, 20)}"
+    stopped = re.search(r"OTLP exporter stopped: 0 of (\d+) events .* (\d+) did not", proc.stderr)
+    if not stopped or int(stopped.group(2)) == 0 or stopped.group(1) != stopped.group(2):
+        return f"otlp, collector down: no count of undelivered events:\n{tail(proc.stderr, 20)}"
+    return None
+
+
+def csv_file_per_agent(checks, overlay, release, work):
+    """{agent} in NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH is each agent's name, as for the
+    sidecar: the workload's two agents write two files."""
+    out = os.path.join(work, f"per-agent-{release}")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    env = checks.adapter_env(overlay, "csv",
+                             NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH=os.path.join(out, "{agent}.csv"))
+    proc = checks.workload(release, env)
+    with open(os.path.join(work, f"hostile-{release}-csv-per-agent.log"), "w", encoding="utf-8") as f:
+        f.write(proc.stderr)
+    problem = checks.run_problem(proc, "csv per agent")
+    if problem:
+        return problem
+    files = sorted(os.listdir(out))
+    if len(files) != 2 or any("{agent}" in f for f in files):
+        return f"csv per agent: {out} holds {files}, want one file per agent"
+    for name in files:
+        if not csv_events(os.path.join(out, name)):
+            return f"csv per agent: {name} holds no event"
     return None
 
 

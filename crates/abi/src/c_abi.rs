@@ -37,6 +37,14 @@ pub const NIXL_ADAPTER_SYMBOL: &[u8] = b"nixl_telemetry_nixl_adapter\0";
 /// Name of the optional last-error symbol ([`LastErrorFn`]), NUL-terminated.
 /// A plug-in may export it; the host looks it up and uses it when present.
 pub const LAST_ERROR_SYMBOL: &[u8] = b"nixl_telemetry_exporter_last_error\0";
+/// Name of the optional log symbol ([`SetLogFn`]), NUL-terminated: a plug-in
+/// that exports it sends its log messages to the host's log through the
+/// callback the host gives it. Added to version 1 without changing the
+/// descriptor: an old host never calls it (the plug-in then writes its
+/// messages to stderr), a new host loads an old plug-in without it.
+pub const SET_LOG_SYMBOL: &[u8] = b"nixl_telemetry_exporter_set_log\0";
+/// Name of the optional delivery symbol ([`DeliveryFn`]), NUL-terminated.
+pub const DELIVERY_SYMBOL: &[u8] = b"nixl_telemetry_exporter_delivery\0";
 /// File-name prefix of a plug-in library.
 pub const LIBRARY_PREFIX: &str = "libtelemetry_exporter_";
 /// File-name suffix of a plug-in library.
@@ -83,6 +91,58 @@ pub type DestroyExporterFn = unsafe extern "C" fn(exporter: *mut c_void);
 /// thread that made that call.
 pub type LastErrorFn =
     unsafe extern "C" fn(exporter: *mut c_void, err: *mut c_char, err_len: usize) -> usize;
+/// Level of a log message a plug-in sends ([`LogFn`]): an error.
+pub const LOG_ERROR: i32 = 1;
+/// Level of a log message: a warning.
+pub const LOG_WARN: i32 = 2;
+/// Level of a log message: information.
+pub const LOG_INFO: i32 = 3;
+/// Level of a log message: detail for debugging.
+pub const LOG_DEBUG: i32 = 4;
+/// Level of a log message: finer detail still.
+pub const LOG_TRACE: i32 = 5;
+
+/// `nixl_telemetry_log_fn`: the host's log callback. `level` is one of
+/// [`LOG_ERROR`]..[`LOG_TRACE`] (a host treats other numbers as
+/// [`LOG_WARN`]), `message` one NUL-terminated line of UTF-8, valid only
+/// during the call. The plug-in may call it from any of its threads, also
+/// concurrently, until it returns from `set_log` with NULL or from `fini`.
+pub type LogFn = unsafe extern "C" fn(context: *mut c_void, level: i32, message: *const c_char);
+/// `nixl_telemetry_exporter_set_log` (optional symbol): the host gives its
+/// log callback (with `context`, passed back on every call) after `init`,
+/// before any `create_exporter`, and takes it back (`log` NULL) before
+/// `fini`. Once the call with NULL returns, the plug-in is inside no call of
+/// the old callback and starts none. Without a callback the plug-in writes
+/// its messages to stderr. The callback must not call `set_log`.
+pub type SetLogFn = unsafe extern "C" fn(log: Option<LogFn>, context: *mut c_void);
+
+/// `nixl_telemetry_delivery_t`: what became of the events a plug-in took
+/// (all its exporters, since it was loaded). `struct_size` is set by the
+/// host; the plug-in fills the fields that fit in it (versioned by size:
+/// fields are only ever appended).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CDelivery {
+    /// `sizeof(nixl_telemetry_delivery_t)` as the host knows it.
+    pub struct_size: u32,
+    /// 0.
+    pub reserved: u32,
+    /// Events the plug-in accepted (export calls that returned 0).
+    pub events_accepted: u64,
+    /// Of those, events known to have reached their destination.
+    pub events_delivered: u64,
+    /// Of those, events known never to reach it (given up, rejected, still
+    /// unsent when the plug-in stopped). The rest are on their way.
+    pub events_undelivered: u64,
+}
+
+/// `nixl_telemetry_exporter_delivery` (optional symbol): fills `out` (whose
+/// `struct_size` the host set) and returns 0, or returns non-zero when the
+/// plug-in does not track delivery (its exporters deliver within the export
+/// call, or it cannot tell). The host calls it after the library's last
+/// exporter is destroyed, before `fini`, from any thread.
+pub type DeliveryFn = unsafe extern "C" fn(out: *mut CDelivery) -> i32;
+
 /// `nixl_telemetry_exporter_plugin_init`.
 pub type PluginInitFn = unsafe extern "C" fn() -> *const PluginDescriptor;
 /// `nixl_telemetry_exporter_plugin_fini`.
@@ -124,6 +184,10 @@ const _: () = {
     assert!(offset_of!(CExporterParams, max_events_buffered) == 8);
     assert!(offset_of!(CExporterParams, output_path) == 16);
     assert!(size_of::<PluginDescriptor>() == 64);
+    assert!(size_of::<CDelivery>() == 32);
+    assert!(offset_of!(CDelivery, events_accepted) == 8);
+    assert!(offset_of!(CDelivery, events_delivered) == 16);
+    assert!(offset_of!(CDelivery, events_undelivered) == 24);
     assert!(offset_of!(PluginDescriptor, struct_size) == 4);
     assert!(offset_of!(PluginDescriptor, name) == 8);
     assert!(offset_of!(PluginDescriptor, version) == 16);

@@ -17,7 +17,10 @@
 //!   that turns a type into a plug-in. (The host side is
 //!   `nixl_telemetry::exporter::plugin::LoadedPluginExporter`.)
 //!
-//! This crate has no dependencies. Changing any layout here is a format change and
+//! * [`plugin_log`]: a plug-in's log messages, to the host's log callback or
+//!   to stderr, rate-limited.
+//!
+//! This crate's one dependency is `tracing-core` (for [`plugin_log`]). Changing any layout here is a format change and
 //! needs a version bump (see `docs/ring-format.md` and `docs/plugins.md`).
 //!
 //! Unsafe code is denied here and allowed only in the modules that need it
@@ -31,6 +34,7 @@ pub mod c_abi;
 pub mod env;
 pub mod event;
 pub mod names;
+pub mod plugin_log;
 pub mod ring;
 #[allow(unsafe_code)] // the entry points `export_plugin!` declares around a Rust exporter
 pub mod rust_plugin;

@@ -30,7 +30,9 @@
 use core::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::c_abi::{write_error, CExporterParams, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED};
+use crate::c_abi::{
+    write_error, CDelivery, CExporterParams, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED,
+};
 use crate::event::Event;
 
 /// The parameters a plug-in exporter is created with, borrowed from the host.
@@ -52,6 +54,12 @@ pub struct RustPluginParams<'a> {
 /// text reaches the host's log through `nixl_telemetry_exporter_last_error`
 /// (the host logs each distinct text once, not once per failing call).
 pub trait RustPluginExporter: Sized + Send + 'static {
+    /// Whether the plug-in's code logs with `tracing`: then its init makes
+    /// them reach the host's log ([`plugin_log`](crate::plugin_log)). A
+    /// plug-in that never logs says false and installs nothing (`tracing-core`
+    /// keeps a global subscriber until the process ends, a few bytes left
+    /// behind by each unload).
+    const LOGS_WITH_TRACING: bool = true;
     /// Creates an exporter; the error text reaches the host's error message.
     fn create(params: &RustPluginParams<'_>) -> Result<Self, String>;
     /// Exports events in the order given.
@@ -60,6 +68,75 @@ pub trait RustPluginExporter: Sized + Send + 'static {
     fn flush(&mut self) -> Result<(), String> {
         Ok(())
     }
+    /// What became of the events the plug-in's exporters accepted, all of
+    /// them since the library was loaded (`nixl_telemetry_exporter_delivery`);
+    /// `None` (the default) when exporters deliver within the export call or
+    /// cannot tell. Called by the host after the last exporter is dropped.
+    fn delivery() -> Option<PluginDelivery> {
+        None
+    }
+}
+
+/// What a plug-in reports through `nixl_telemetry_exporter_delivery`
+/// ([`CDelivery`] without its size field).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginDelivery {
+    /// Events accepted by export calls that returned 0.
+    pub events_accepted: u64,
+    /// Of those, events known to have reached their destination.
+    pub events_delivered: u64,
+    /// Of those, events known never to reach it.
+    pub events_undelivered: u64,
+}
+
+/// `nixl_telemetry_exporter_delivery` for `T`: fills the fields of `out` that
+/// fit in the `struct_size` the host set; 0, or -1 when `T` does not track
+/// delivery (or `out` is NULL).
+///
+/// # Safety
+/// `out` must be NULL or point to a writable struct of at least the
+/// `struct_size` bytes it declares (and at least its first 8 bytes).
+pub unsafe extern "C" fn delivery<T: RustPluginExporter>(out: *mut CDelivery) -> i32 {
+    guard(
+        || EXPORT_FAILED,
+        || {
+            if out.is_null() {
+                return EXPORT_FAILED;
+            }
+            let Some(d) = T::delivery() else {
+                return EXPORT_FAILED;
+            };
+            // SAFETY: the first 8 bytes exist in every version (caller's contract).
+            let size = unsafe { core::ptr::addr_of!((*out).struct_size).read_unaligned() } as usize;
+            let fields = [
+                (
+                    core::mem::offset_of!(CDelivery, events_accepted),
+                    d.events_accepted,
+                ),
+                (
+                    core::mem::offset_of!(CDelivery, events_delivered),
+                    d.events_delivered,
+                ),
+                (
+                    core::mem::offset_of!(CDelivery, events_undelivered),
+                    d.events_undelivered,
+                ),
+            ];
+            for (offset, value) in fields {
+                if offset + 8 <= size {
+                    // SAFETY: the field lies inside the `size` bytes the host
+                    // declared writable.
+                    unsafe {
+                        out.cast::<u8>()
+                            .add(offset)
+                            .cast::<u64>()
+                            .write_unaligned(value)
+                    };
+                }
+            }
+            EXPORT_OK
+        },
+    )
 }
 
 /// The boxed state behind the opaque exporter pointer handed to the host.
@@ -332,8 +409,12 @@ pub unsafe extern "C" fn destroy_exporter<T: RustPluginExporter>(exporter: *mut 
 }
 
 /// Exports a [`RustPluginExporter`] as a NIXL telemetry plug-in: defines
-/// `nixl_telemetry_exporter_plugin_init`, `nixl_telemetry_exporter_plugin_fini`
-/// and `nixl_telemetry_exporter_last_error`.
+/// `nixl_telemetry_exporter_plugin_init`, `nixl_telemetry_exporter_plugin_fini`,
+/// `nixl_telemetry_exporter_last_error`, `nixl_telemetry_exporter_set_log`
+/// and `nixl_telemetry_exporter_delivery`. Init makes the plug-in's copy of
+/// `tracing` send its messages to the host's log
+/// ([`plugin_log`](crate::plugin_log)), or to stderr until the host gives a
+/// callback.
 ///
 /// It never defines `nixl_telemetry_plugin_init`, the name NIXL's own loader
 /// calls: NIXL, finding the file in its plug-in directory, refuses it
@@ -364,15 +445,47 @@ macro_rules! export_plugin {
         pub extern "C" fn nixl_telemetry_exporter_plugin_init(
         ) -> *const $crate::c_abi::PluginDescriptor {
             $crate::rust_plugin::guard(::core::ptr::null, || {
+                if <$exporter as $crate::rust_plugin::RustPluginExporter>::LOGS_WITH_TRACING {
+                    $crate::plugin_log::install($name);
+                } else {
+                    $crate::plugin_log::set_plugin_name($name);
+                }
                 ::core::ptr::addr_of!(NIXL_TELEMETRY_PLUGIN_DESCRIPTOR)
             })
+        }
+
+        /// Takes (or, with NULL, forgets) the host's log callback.
+        ///
+        /// # Safety
+        /// As for `nixl_telemetry_exporter_set_log` in the plug-in ABI: `log`
+        /// stays callable with `context` from any thread until the next call.
+        #[no_mangle]
+        pub unsafe extern "C" fn nixl_telemetry_exporter_set_log(
+            log: ::core::option::Option<$crate::c_abi::LogFn>,
+            context: *mut ::core::ffi::c_void,
+        ) {
+            // SAFETY: the caller's contract is the one of `set_log`.
+            unsafe { $crate::plugin_log::set_log(log, context) }
+        }
+
+        /// What became of the events this plug-in accepted.
+        ///
+        /// # Safety
+        /// As for `nixl_telemetry_exporter_delivery` in the plug-in ABI: `out`
+        /// is NULL or writable for the `struct_size` it declares.
+        #[no_mangle]
+        pub unsafe extern "C" fn nixl_telemetry_exporter_delivery(
+            out: *mut $crate::c_abi::CDelivery,
+        ) -> i32 {
+            // SAFETY: the caller's contract is the one of `delivery`.
+            unsafe { $crate::rust_plugin::delivery::<$exporter>(out) }
         }
 
         /// Called once before the host unloads the library.
         #[no_mangle]
         pub extern "C" fn nixl_telemetry_exporter_plugin_fini() {
-            // Nothing to do; guarded all the same, as every entry point is.
-            $crate::rust_plugin::guard(|| (), || ())
+            // The rate limit's memory goes before the library may be unloaded.
+            $crate::rust_plugin::guard(|| (), || $crate::plugin_log::release())
         }
 
         /// The reason of an exporter's most recent failed call.

@@ -45,16 +45,19 @@ impl Agent {
         }
     }
 
-    /// Hands `events` to the exporter.
+    /// Hands `events` to the exporter; returns how many it refused (its
+    /// export call failed: they are lost).
     pub fn export(
         exporter: &mut Option<Box<dyn Exporter>>,
         unflushed: &mut bool,
         events: &[Event],
-    ) {
-        if let Some(exporter) = exporter {
-            exporter.export(events);
-            *unflushed = true;
-        }
+    ) -> u64 {
+        let Some(exporter) = exporter else {
+            return 0;
+        };
+        let outcome = exporter.export(events);
+        *unflushed = true;
+        (outcome.failed + outcome.dropped_full + outcome.dropped_format) as u64
     }
 
     /// Reports the sidecar's figures about the agent to its exporter.
@@ -65,7 +68,7 @@ impl Agent {
         scratch.clear();
         self.own.report(now_us, scratch);
         if !scratch.is_empty() {
-            Agent::export(&mut self.exporter, &mut self.unflushed, scratch);
+            let _ = Agent::export(&mut self.exporter, &mut self.unflushed, scratch);
         }
     }
 

@@ -29,7 +29,8 @@ use std::process::ExitCode;
 
 pub use settings::{ExportArgs, Settings};
 
-use sidecar::Sidecar;
+use nixl_telemetry::exporter::plugin::DeliveryReport;
+use sidecar::{Sidecar, Totals};
 use watch::DirectoryWatch;
 
 /// The program name in messages.
@@ -90,11 +91,16 @@ pub fn run(mut settings: Settings, stop: impl StopRequest) -> anyhow::Result<Exi
     bound_the_stop(&settings, &sidecar, &stop);
     sidecar.run(&mut watch, || stop.is_set());
     let totals = sidecar.totals();
-    tracing::info!(
-        "{PROGRAM}: stopped; {} events of {} agents exported",
-        totals.events,
-        totals.agents
-    );
+    drop(sidecar);
+    // Every exporter is dropped now: the plug-in was unloaded and said what
+    // became of the events it accepted.
+    let reports = nixl_telemetry::exporter::plugin::delivery_reports();
+    let (line, complete) = exit_line(&totals, &settings.exporter_name, &reports);
+    if complete {
+        tracing::info!("{line}");
+    } else {
+        tracing::warn!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -134,6 +140,97 @@ fn bound_the_stop(settings: &Settings, sidecar: &Sidecar, stop: &impl StopReques
     if let Err(e) = watchdog {
         tracing::warn!(
             "{PROGRAM}: cannot start the thread that bounds a stop ({e}); a stop waits for every exporter"
+        );
+    }
+}
+
+/// The line the sidecar ends with: what it read, what the exporter refused,
+/// and what the plug-in says it delivered and did not. `false` when some
+/// events were refused or not delivered (the line is then a warning).
+pub fn exit_line(totals: &Totals, exporter: &str, reports: &[DeliveryReport]) -> (String, bool) {
+    let mut line = format!(
+        "{PROGRAM}: stopped; {} events of {} agents read and handed to exporter {exporter}",
+        totals.events, totals.agents
+    );
+    let mut complete = true;
+    if totals.refused > 0 {
+        line.push_str(&format!("; it refused {} of them (lost)", totals.refused));
+        complete = false;
+    }
+    if reports.is_empty() {
+        line.push_str("; it does not report delivery");
+    }
+    for report in reports {
+        let d = report.delivery;
+        let on_the_way = d
+            .events_accepted
+            .saturating_sub(d.events_delivered + d.events_undelivered);
+        line.push_str(&format!(
+            "; plug-in {}: {} events delivered, {} NOT delivered",
+            report.plugin, d.events_delivered, d.events_undelivered
+        ));
+        if on_the_way > 0 {
+            line.push_str(&format!(", {on_the_way} of unknown fate"));
+        }
+        line.push_str(&format!(
+            " (of {} it accepted, the sidecar's own series included)",
+            d.events_accepted
+        ));
+        if d.events_undelivered > 0 || on_the_way > 0 {
+            complete = false;
+        }
+    }
+    (line, complete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nixl_telemetry_abi::rust_plugin::PluginDelivery;
+
+    fn report(accepted: u64, delivered: u64, undelivered: u64) -> DeliveryReport {
+        DeliveryReport {
+            plugin: "otlp".to_owned(),
+            path: "/p/libtelemetry_exporter_otlp.so".into(),
+            delivery: PluginDelivery {
+                events_accepted: accepted,
+                events_delivered: delivered,
+                events_undelivered: undelivered,
+            },
+        }
+    }
+
+    #[test]
+    fn the_exit_line_counts_what_was_not_delivered() {
+        let totals = Totals {
+            events: 26,
+            refused: 0,
+            agents: 1,
+        };
+        let (line, complete) = exit_line(&totals, "otlp", &[report(32, 32, 0)]);
+        assert!(complete);
+        assert!(
+            line.ends_with("plug-in otlp: 32 events delivered, 0 NOT delivered (of 32 it accepted, the sidecar's own series included)"),
+            "{line}"
+        );
+        let (line, complete) = exit_line(&totals, "otlp", &[report(32, 0, 32)]);
+        assert!(!complete);
+        assert!(
+            line.contains("0 events delivered, 32 NOT delivered"),
+            "{line}"
+        );
+        let (line, complete) = exit_line(&totals, "otlp", &[report(32, 20, 2)]);
+        assert!(!complete);
+        assert!(line.contains("10 of unknown fate"), "{line}");
+        let refused = Totals {
+            refused: 4,
+            ..totals
+        };
+        let (line, complete) = exit_line(&refused, "csv", &[]);
+        assert!(!complete);
+        assert!(
+            line.contains("it refused 4 of them (lost); it does not report delivery"),
+            "{line}"
         );
     }
 }

@@ -56,8 +56,10 @@ impl Sink {
 /// Totals for the final line.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Totals {
-    /// Events exported.
+    /// Events read from the rings and handed to the agents' exporters.
     pub events: u64,
+    /// Of those, events an exporter refused (its export call failed).
+    pub refused: u64,
     /// Agents seen.
     pub agents: u64,
 }
@@ -409,12 +411,13 @@ impl Sidecar {
             let mut index = 0;
             while index < rings.len() {
                 let ring = &mut rings[index];
+                let refused = &mut self.totals.refused;
                 let result = ring.read(
                     RING_QUOTA,
                     batch,
                     now_us,
                     &mut self.events,
-                    |events| Agent::export(exporter, unflushed, events),
+                    |events| *refused += Agent::export(exporter, unflushed, events),
                     |warning| tracing::warn!("{warning}"),
                 );
                 let close = match result {

@@ -58,8 +58,17 @@ std::unique_ptr<Forwarder> Forwarder::create(std::shared_ptr<OurPlugin> plugin,
         if (settings.max_batch == 0) {
             settings.max_batch = 1;
         }
-        const char *output = std::getenv("NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH");
-        void *exporter = plugin->create(settings.agent, settings.max_batch, output, error);
+        // As the sidecar does: "{agent}" in the output path is the agent's
+        // name, so that each agent of the process gets its own file.
+        const char *raw_output = std::getenv("NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH");
+        std::string output = raw_output != nullptr ? raw_output : "";
+        static const std::string kAgentPlaceholder = "{agent}";
+        for (size_t at = output.find(kAgentPlaceholder); at != std::string::npos;
+             at = output.find(kAgentPlaceholder, at + settings.agent.size())) {
+            output.replace(at, kAgentPlaceholder.size(), settings.agent);
+        }
+        void *exporter = plugin->create(settings.agent, settings.max_batch,
+                                        raw_output != nullptr ? output.c_str() : nullptr, error);
         if (exporter == nullptr) {
             return nullptr;
         }

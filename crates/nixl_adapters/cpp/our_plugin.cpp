@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "nixl_log.hpp"
+
 namespace nixl_adapters {
 
 namespace {
@@ -15,7 +17,32 @@ namespace {
 constexpr const char kInit[] = "nixl_telemetry_exporter_plugin_init";
 constexpr const char kFini[] = "nixl_telemetry_exporter_plugin_fini";
 constexpr const char kLastError[] = "nixl_telemetry_exporter_last_error";
+constexpr const char kSetLog[] = "nixl_telemetry_exporter_set_log";
 constexpr const char kAdapterMark[] = "nixl_telemetry_nixl_adapter";
+
+// The log callback given to the plug-in: its messages (already rate-limited
+// by the plug-in) as lines of NIXL's log. `context` is the plug-in's name,
+// alive until set_log is called with NULL. Any thread; never throws.
+extern "C" void forward_to_nixl_log(void *context, int32_t level, const char *message) {
+    if (context == nullptr || message == nullptr) {
+        return;
+    }
+    Severity severity = Severity::kWarning;
+    if (level == NIXL_TELEMETRY_LOG_ERROR) {
+        severity = Severity::kError;
+    } else if (level >= NIXL_TELEMETRY_LOG_INFO && level <= NIXL_TELEMETRY_LOG_TRACE) {
+        severity = Severity::kInfo;
+    }
+    if (!log_enabled(severity)) {
+        return;
+    }
+    try {
+        const std::string &name = *static_cast<const std::string *>(context);
+        NIXL_ADAPTER_LOG(severity, "nixl-telemetry exporter plug-in " + name + ": " + message);
+    }
+    catch (...) {
+    }
+}
 
 std::string real_path(const std::string &path) {
     char resolved[PATH_MAX];
@@ -134,6 +161,11 @@ std::shared_ptr<OurPlugin> OurPlugin::load(const std::string &name,
                 dlsym(library, kLastError));
             plugin->path_ = candidate.path;
             plugin->name_ = name;
+            plugin->set_log_ = reinterpret_cast<void (*)(nixl_telemetry_log_fn, void *)>(
+                dlsym(library, kSetLog));
+            if (plugin->set_log_ != nullptr) {
+                plugin->set_log_(forward_to_nixl_log, &plugin->name_);
+            }
             return plugin;
         }
         *error = file + " not found; searched " + searched;
@@ -148,6 +180,9 @@ std::shared_ptr<OurPlugin> OurPlugin::load(const std::string &name,
 }
 
 OurPlugin::~OurPlugin() {
+    if (set_log_ != nullptr) {
+        set_log_(nullptr, nullptr);
+    }
     if (fini_ != nullptr) {
         fini_();
     }

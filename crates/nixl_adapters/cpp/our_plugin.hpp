@@ -27,8 +27,8 @@ public:
 
     OurPlugin(const OurPlugin &) = delete;
     OurPlugin &operator=(const OurPlugin &) = delete;
-    // Calls the plug-in's fini and unloads it (every exporter is gone: each
-    // holds a reference).
+    // Takes the log callback back, calls the plug-in's fini and unloads it
+    // (every exporter is gone: each holds a reference).
     ~OurPlugin();
 
     // create_exporter; nullptr with the plug-in's reason in `error`.
@@ -54,6 +54,9 @@ private:
     const nixl_telemetry_plugin_t *descriptor_ = nullptr;
     void (*fini_)(void) = nullptr;
     size_t (*last_error_)(void *, char *, size_t) = nullptr;
+    // The optional nixl_telemetry_exporter_set_log: the plug-in's messages go
+    // to NIXL's log while it is set (taken back before fini).
+    void (*set_log_)(nixl_telemetry_log_fn, void *) = nullptr;
     std::string path_;
     std::string name_;
 };

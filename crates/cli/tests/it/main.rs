@@ -16,6 +16,7 @@ mod emit_cli;
 mod emit_exporters;
 mod export_agents_come_and_go;
 mod export_every_layout;
+mod export_otlp_delivery;
 mod export_hostile_directory;
 mod export_stop_is_bounded;
 mod process_cli;

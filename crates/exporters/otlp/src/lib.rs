@@ -39,7 +39,9 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, TryLockError};
 
-use nixl_telemetry_abi::rust_plugin::{full_message, RustPluginExporter, RustPluginParams};
+use nixl_telemetry_abi::rust_plugin::{
+    full_message, PluginDelivery, RustPluginExporter, RustPluginParams,
+};
 use nixl_telemetry_abi::Event;
 
 pub use error::OtlpError;
@@ -80,6 +82,8 @@ pub struct OtlpExporter {
     pipeline: Arc<Pipeline>,
     events: Option<Sender<Message>>,
     unpublished: bool,
+    /// Events folded into `aggregator`.
+    recorded: u64,
 }
 
 impl OtlpExporter {
@@ -97,6 +101,7 @@ impl OtlpExporter {
             pipeline,
             events,
             unpublished: false,
+            recorded: 0,
         })
     }
 
@@ -142,6 +147,8 @@ impl OtlpExporter {
             }
         }
         self.aggregator.record(events);
+        self.recorded += events.len() as u64;
+        stats::bump(&self.pipeline.counters.events_accepted, events.len() as u64);
         self.unpublished = true;
         Ok(())
     }
@@ -159,6 +166,9 @@ impl OtlpExporter {
             Err(TryLockError::WouldBlock) => return,
         };
         published.copy_from(self.aggregator.totals());
+        self.slot
+            .published_events
+            .store(self.recorded, Ordering::Relaxed);
         self.unpublished = false;
     }
 
@@ -170,7 +180,13 @@ impl OtlpExporter {
 
 impl Drop for OtlpExporter {
     fn drop(&mut self) {
-        pipeline::lock(&self.slot.published).copy_from(self.aggregator.totals());
+        {
+            let mut published = pipeline::lock(&self.slot.published);
+            published.copy_from(self.aggregator.totals());
+            self.slot
+                .published_events
+                .store(self.recorded, Ordering::Relaxed);
+        }
         pipeline::detach(&self.pipeline, &self.slot);
     }
 }
@@ -192,5 +208,22 @@ impl RustPluginExporter for OtlpExporter {
     fn flush(&mut self) -> Result<(), String> {
         self.publish();
         Ok(())
+    }
+
+    fn delivery() -> Option<PluginDelivery> {
+        Some(delivery())
+    }
+}
+
+/// What became of the events every exporter of this process accepted:
+/// accepted, delivered (counted in metric totals the collector accepted),
+/// undelivered (of stopped pipelines, never delivered); the rest are on
+/// their way.
+pub fn delivery() -> PluginDelivery {
+    let (events_accepted, events_delivered, events_undelivered) = pipeline::delivery();
+    PluginDelivery {
+        events_accepted,
+        events_delivered,
+        events_undelivered,
     }
 }

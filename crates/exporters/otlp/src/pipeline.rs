@@ -10,7 +10,7 @@
 //! * events (logs): batches go through a channel, admitted against an atomic
 //!   count of queued events; a batch that does not fit is refused whole.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -48,6 +48,8 @@ pub(crate) struct AgentSlot {
     pub(crate) start_time_ns: u64,
     /// The totals as last published by the flush thread.
     pub(crate) published: Mutex<Totals>,
+    /// How many events those totals count; written under `published`'s lock.
+    pub(crate) published_events: AtomicU64,
     /// Set once the exporter is gone: exported one last time, then removed.
     pub(crate) detached: AtomicBool,
 }
@@ -58,6 +60,8 @@ pub(crate) struct Pipeline {
     pub(crate) settings: Settings,
     pub(crate) agents: Mutex<Vec<Arc<AgentSlot>>>,
     pub(crate) counters: Counters,
+    /// Events counted by the final totals of agents that left.
+    pub(crate) retired_events: AtomicU64,
     sender: Mutex<Sender<Message>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -96,6 +100,7 @@ pub(crate) fn attach(
             name: name.into(),
             start_time_ns: now_ns(),
             published: Mutex::new(totals),
+            published_events: AtomicU64::new(0),
             detached: AtomicBool::new(false),
         })
     };
@@ -123,6 +128,7 @@ pub(crate) fn attach(
         settings: settings.clone(),
         agents: Mutex::new(vec![Arc::clone(&agent)]),
         counters: Counters::default(),
+        retired_events: AtomicU64::new(0),
         sender: Mutex::new(sender),
         thread: Mutex::new(None),
     });
@@ -175,4 +181,58 @@ pub(crate) fn detach(pipeline: &Arc<Pipeline>, agent: &AgentSlot) {
     } else if handle.join().is_err() {
         tracing::error!("the OTLP export thread panicked; what it held is lost");
     }
+    report_stop(pipeline);
+}
+
+/// Events of the pipelines stopped so far: accepted, in delivered metrics.
+static STOPPED: Mutex<(u64, u64)> = Mutex::new((0, 0));
+
+/// Says what a stopped pipeline delivered (a warning when it did not deliver
+/// everything) and adds its figures to the process's.
+fn report_stop(pipeline: &Pipeline) {
+    let stats = pipeline.counters.snapshot();
+    let accepted = stats.events_accepted;
+    let delivered = stats.events_in_delivered_metrics.min(accepted);
+    {
+        let mut stopped = lock(&STOPPED);
+        stopped.0 += accepted;
+        stopped.1 += delivered;
+    }
+    let url = &pipeline.settings.metrics.url;
+    let undelivered = accepted - delivered;
+    let logs_lost = stats.events_lost();
+    if undelivered > 0 || logs_lost > 0 || stats.metric_requests_dropped > 0 {
+        tracing::warn!(
+            "OTLP exporter stopped: {delivered} of {accepted} events reached the collector at {url} \
+             in metrics, {undelivered} did not; {} metric requests delivered, {} given up{}",
+            stats.metric_requests_delivered,
+            stats.metric_requests_dropped,
+            if pipeline.settings.events {
+                format!(
+                    "; as log records {} events delivered, {} lost",
+                    stats.events_exported, logs_lost
+                )
+            } else {
+                String::new()
+            }
+        );
+    } else {
+        tracing::info!(
+            "OTLP exporter stopped: all {accepted} events reached the collector at {url}"
+        );
+    }
+}
+
+/// What became of the events every exporter of this process accepted: the
+/// stopped pipelines' figures (what did not reach the collector is
+/// undelivered) plus the live ones' (what has not yet is on its way).
+pub(crate) fn delivery() -> (u64, u64, u64) {
+    let (mut accepted, mut delivered) = *lock(&STOPPED);
+    let undelivered = accepted - delivered;
+    for pipeline in lock(&PIPELINES).iter() {
+        let stats = pipeline.counters.snapshot();
+        accepted += stats.events_accepted;
+        delivered += stats.events_in_delivered_metrics.min(stats.events_accepted);
+    }
+    (accepted, delivered, undelivered)
 }

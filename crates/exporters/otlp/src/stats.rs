@@ -37,6 +37,11 @@ pub struct ExportStats {
     pub events_lost_undeliverable: u64,
     /// Events waiting to be sent now.
     pub events_queued: u64,
+    /// Events the exporters of the pipeline accepted (folded into their
+    /// metrics), whatever became of them.
+    pub events_accepted: u64,
+    /// Of those, events counted in metric totals the collector accepted.
+    pub events_in_delivered_metrics: u64,
 }
 
 impl ExportStats {
@@ -62,6 +67,8 @@ pub(crate) struct Counters {
     pub(crate) events_lost_rejected: AtomicU64,
     pub(crate) events_lost_undeliverable: AtomicU64,
     pub(crate) events_queued: AtomicU64,
+    pub(crate) events_accepted: AtomicU64,
+    pub(crate) events_in_delivered_metrics: AtomicU64,
 }
 
 /// Adds `n` to `counter`.
@@ -87,6 +94,8 @@ impl Counters {
             events_lost_rejected: get(&self.events_lost_rejected),
             events_lost_undeliverable: get(&self.events_lost_undeliverable),
             events_queued: get(&self.events_queued),
+            events_accepted: get(&self.events_accepted),
+            events_in_delivered_metrics: get(&self.events_in_delivered_metrics),
         }
     }
 }

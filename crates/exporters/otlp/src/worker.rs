@@ -86,6 +86,8 @@ struct Pending {
     body: Vec<u8>,
     /// Log records in it (0 for metrics).
     events: u64,
+    /// Events the totals in it count (0 for logs).
+    covers: u64,
 }
 
 /// One signal's sending state.
@@ -214,18 +216,30 @@ impl Worker {
 
     /// Encodes the current totals of every agent as the pending metrics request.
     fn prepare_metrics(&mut self) {
+        let mut covers = self.pipeline.retired_events.load(Ordering::Relaxed);
         let agents: Vec<(Arc<str>, u64, Totals)> = {
             let mut slots = lock(&self.pipeline.agents);
             let copies = slots
                 .iter()
                 .map(|slot| {
                     let mut totals = Totals::default();
-                    totals.copy_from(&lock(&slot.published));
+                    let published = lock(&slot.published);
+                    totals.copy_from(&published);
+                    covers += slot.published_events.load(Ordering::Relaxed);
                     (Arc::clone(&slot.name), slot.start_time_ns, totals)
                 })
                 .collect();
             // A detached agent's final totals are in this request: it is done.
-            slots.retain(|slot| !slot.detached.load(Ordering::Acquire));
+            slots.retain(|slot| {
+                let live = !slot.detached.load(Ordering::Acquire);
+                if !live {
+                    let events = slot.published_events.load(Ordering::Relaxed);
+                    self.pipeline
+                        .retired_events
+                        .fetch_add(events, Ordering::Relaxed);
+                }
+                live
+            });
             copies
         };
         let views: Vec<AgentView<'_>> = agents
@@ -254,7 +268,11 @@ impl Worker {
         if self
             .metrics
             .pending
-            .replace(Pending { body, events: 0 })
+            .replace(Pending {
+                body,
+                events: 0,
+                covers,
+            })
             .is_some()
         {
             bump(&self.counters().metric_requests_superseded, 1);
@@ -299,6 +317,7 @@ impl Worker {
         self.logs.pending = Some(Pending {
             body,
             events: count as u64,
+            covers: 0,
         });
     }
 
@@ -361,6 +380,8 @@ impl Worker {
                 match signal {
                     Signal::Metrics => {
                         bump(&c.metric_requests_delivered, 1);
+                        c.events_in_delivered_metrics
+                            .fetch_max(pending.covers, Ordering::Relaxed);
                         if let Ok(r) = ExportMetricsServiceResponse::decode(body.as_slice()) {
                             if let Some(p) = r.partial_success {
                                 let rejected = u64::try_from(p.rejected_data_points).unwrap_or(0);

@@ -145,6 +145,9 @@ impl CsvExporter {
 }
 
 impl RustPluginExporter for CsvExporter {
+    // It never logs: its failures are its export calls' errors.
+    const LOGS_WITH_TRACING: bool = false;
+
     fn create(params: &RustPluginParams<'_>) -> Result<Self, String> {
         // A value that is not UTF-8 is an error naming the variable, as in the host.
         let from_env = nixl_telemetry_abi::env::var(ENV_CSV_FILE).map_err(|e| e.to_string())?;

@@ -41,5 +41,16 @@ int main(void) {
     SHOW("plugin.export_batch", offsetof(nixl_telemetry_plugin_t, export_batch));
     SHOW("plugin.flush", offsetof(nixl_telemetry_plugin_t, flush));
     SHOW("plugin.destroy_exporter", offsetof(nixl_telemetry_plugin_t, destroy_exporter));
+
+    SHOW("log_error", NIXL_TELEMETRY_LOG_ERROR);
+    SHOW("log_warn", NIXL_TELEMETRY_LOG_WARN);
+    SHOW("log_info", NIXL_TELEMETRY_LOG_INFO);
+    SHOW("log_debug", NIXL_TELEMETRY_LOG_DEBUG);
+    SHOW("log_trace", NIXL_TELEMETRY_LOG_TRACE);
+    SHOW("delivery.size", sizeof(nixl_telemetry_delivery_t));
+    SHOW("delivery.reserved", offsetof(nixl_telemetry_delivery_t, reserved));
+    SHOW("delivery.events_accepted", offsetof(nixl_telemetry_delivery_t, events_accepted));
+    SHOW("delivery.events_delivered", offsetof(nixl_telemetry_delivery_t, events_delivered));
+    SHOW("delivery.events_undelivered", offsetof(nixl_telemetry_delivery_t, events_undelivered));
     return 0;
 }

@@ -12,10 +12,22 @@ use nixl_telemetry_testsupport::panic_boundary::entry_points;
 
 #[test]
 fn every_plugin_entry_point_runs_inside_the_panic_guard() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../abi/src/rust_plugin.rs");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let file = path.display().to_string();
-    let found = entry_points(&[(&file, &text)], &["guard"]).unwrap();
+    // rust_plugin.rs, and plugin_log.rs (its set_log is an entry point too).
+    let sources: Vec<(String, String)> = ["rust_plugin.rs", "plugin_log.rs"]
+        .iter()
+        .map(|name| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../abi/src")
+                .join(name);
+            let text = std::fs::read_to_string(&path).unwrap();
+            (path.display().to_string(), text)
+        })
+        .collect();
+    let sources: Vec<(&str, &str)> = sources
+        .iter()
+        .map(|(f, t)| (f.as_str(), t.as_str()))
+        .collect();
+    let found = entry_points(&sources, &["guard"]).unwrap();
     let unguarded: Vec<String> = found
         .iter()
         .filter_map(|e| e.unguarded.as_ref().map(|why| format!("{}: {why}", e.name)))

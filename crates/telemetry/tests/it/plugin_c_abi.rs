@@ -9,8 +9,8 @@ use std::process::Command;
 use nixl_telemetry::exporter::plugin::LoadedPluginExporter;
 use nixl_telemetry::{Category, Event, Exporter, Telemetry};
 use nixl_telemetry_abi::c_abi::{
-    CExporterParams, PluginDescriptor, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED,
-    PLUGIN_API_VERSION,
+    CDelivery, CExporterParams, PluginDescriptor, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED,
+    LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_TRACE, LOG_WARN, PLUGIN_API_VERSION,
 };
 use support::{build_c_plugin, config, read_raw_events, workspace_root};
 
@@ -94,6 +94,25 @@ fn header_layout_and_constants_match_the_rust_abi() {
         (
             "plugin.destroy_exporter",
             offset_of!(PluginDescriptor, destroy_exporter) as i64,
+        ),
+        ("log_error", LOG_ERROR as i64),
+        ("log_warn", LOG_WARN as i64),
+        ("log_info", LOG_INFO as i64),
+        ("log_debug", LOG_DEBUG as i64),
+        ("log_trace", LOG_TRACE as i64),
+        ("delivery.size", size_of::<CDelivery>() as i64),
+        ("delivery.reserved", offset_of!(CDelivery, reserved) as i64),
+        (
+            "delivery.events_accepted",
+            offset_of!(CDelivery, events_accepted) as i64,
+        ),
+        (
+            "delivery.events_delivered",
+            offset_of!(CDelivery, events_delivered) as i64,
+        ),
+        (
+            "delivery.events_undelivered",
+            offset_of!(CDelivery, events_undelivered) as i64,
         ),
     ];
     support::c_values::assert_printed_values_match("layout.c", &out.stdout, &rust);

@@ -67,6 +67,8 @@ pub struct Input {
 #[derive(Debug, Deserialize)]
 struct CaptureLine {
     timestamp_us: Option<u64>,
+    /// The category's name (`"ERROR"`), used when `category_id` is missing.
+    category: Option<String>,
     category_id: Option<i32>,
     name: String,
     value: u64,
@@ -84,7 +86,7 @@ impl Input {
     /// consumed when `mode` says so.
     pub fn read(path: &Path, mode: ReadMode) -> anyhow::Result<Input> {
         if path.as_os_str() == "-" {
-            return Input::read_capture(std::io::stdin().lock(), "capture");
+            return Input::read_capture(std::io::stdin().lock(), "standard input", "capture");
         }
         let meta = std::fs::metadata(path).with_context(|| {
             format!(
@@ -96,10 +98,13 @@ impl Input {
         if meta.is_dir() {
             return Input::read_directory(path, mode);
         }
+        if meta.len() == 0 {
+            bail!("{}", empty_input(&format!("--input {}", path.display())));
+        }
         if looks_like_capture(path)? {
             let agent = capture_agent(path);
             let file = open_input(path, "--input")?;
-            return Input::read_capture(file, &agent);
+            return Input::read_capture(file, &format!("--input {}", path.display()), &agent);
         }
         let mut classifier = Classifier::default();
         let reader = RingReader::open(path, mode).map_err(|e| {
@@ -158,8 +163,9 @@ impl Input {
         })
     }
 
-    /// Reads a capture; lines without an `agent` key belong to `agent`.
-    fn read_capture(input: impl Read, agent: &str) -> anyhow::Result<Input> {
+    /// Reads a capture (from `source`, for messages); lines without an
+    /// `agent` key belong to `agent`.
+    fn read_capture(input: impl Read, source: &str, agent: &str) -> anyhow::Result<Input> {
         let mut lines = BoundedLines::new(input, MAX_LINE, 64 * 1024);
         let mut classifier = Classifier::default();
         let mut agents: Vec<AgentInput> = Vec::new();
@@ -170,8 +176,13 @@ impl Input {
             let problem = match line {
                 Line::TooLong(len) => format!("{len} bytes long, over the {MAX_LINE}-byte limit"),
                 Line::Bytes(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
-                Line::Bytes(bytes) => match serde_json::from_slice::<CaptureLine>(bytes) {
-                    Ok(line) => {
+                Line::Bytes(bytes) => match serde_json::from_slice::<CaptureLine>(bytes)
+                    .map_err(|e| e.to_string())
+                    .and_then(|line| {
+                        let category = line_category(&line)?;
+                        Ok((line, category))
+                    }) {
+                    Ok((line, category)) => {
                         good += 1;
                         let owner = line.agent.as_deref().unwrap_or(agent);
                         let at = match agents.iter().position(|a| a.agent == owner) {
@@ -186,7 +197,7 @@ impl Input {
                                 agents.len() - 1
                             }
                         };
-                        let event = event_of_line(line.category_id, &line.name, line.value);
+                        let event = event_of_line(category, &line.name, line.value);
                         agents[at].samples.push(Sample {
                             timestamp_us: line.timestamp_us,
                             kind: classifier.classify(&event),
@@ -194,7 +205,7 @@ impl Input {
                         });
                         continue;
                     }
-                    Err(e) => e.to_string(),
+                    Err(e) => e,
                 },
             };
             bad += 1;
@@ -210,6 +221,9 @@ impl Input {
                 bad - MAX_LINE_WARNINGS
             ));
         }
+        if good == 0 && bad == 0 {
+            bail!("{}", empty_input(source));
+        }
         if good == 0 && bad > 0 {
             bail!(
                 "the capture holds no valid line ({bad} skipped; the first: {})",
@@ -223,6 +237,32 @@ impl Input {
             from_capture: true,
             warnings,
         })
+    }
+}
+
+/// The message for an input that holds nothing at all (an empty file, or
+/// nothing on standard input): the same for both.
+fn empty_input(source: &str) -> String {
+    format!(
+        "{source} is empty: no ring and no capture line to report on; accepted: a ring file, \
+         a directory of ring files, or a capture ({CAPTURE_FORM})"
+    )
+}
+
+/// A capture line's category: `category_id`, else the `category` name
+/// (`"ERROR"`, as readers print it), else none (known event names have one).
+fn line_category(line: &CaptureLine) -> Result<Option<i32>, String> {
+    if line.category_id.is_some() {
+        return Ok(line.category_id);
+    }
+    match &line.category {
+        None => Ok(None),
+        Some(name) => Category::parse(name).map(|c| Some(c.0)).ok_or_else(|| {
+            format!(
+                "category {name:?} is not a category: accepted MEMORY, TRANSFER, CONNECTION, \
+                 BACKEND, ERROR, PERFORMANCE, SYSTEM, CUSTOM, UNKNOWN_CATEGORY_<n> or a number"
+            )
+        }),
     }
 }
 
@@ -334,7 +374,7 @@ mod tests {
 not json
 {"timestamp_us":2,"category":"ERROR","category_id":4,"name":"NIXL_ERR_BACKEND","value":1}
 "#;
-        let input = Input::read_capture(&text[..], "solo").unwrap();
+        let input = Input::read_capture(&text[..], "test", "solo").unwrap();
         let names: Vec<&str> = input.agents.iter().map(|a| a.agent.as_str()).collect();
         assert_eq!(names, ["a", "b", "solo"]);
         assert_eq!(input.agents[1].samples[0].kind, Kind::TxBytes);
@@ -346,8 +386,48 @@ not json
 
     #[test]
     fn a_capture_without_any_valid_line_is_refused() {
-        let err = Input::read_capture(&b"hello\nworld\n"[..], "x").unwrap_err();
+        let err = Input::read_capture(&b"hello\nworld\n"[..], "test", "x").unwrap_err();
         assert!(err.to_string().contains("no valid line"), "{err}");
+    }
+
+    #[test]
+    fn a_capture_with_category_names_only_counts_its_errors() {
+        let text = br#"{"timestamp_us":1,"category":"ERROR","name":"NIXL_ERR_BACKEND","value":1}
+{"timestamp_us":2,"category":"error","name":"NIXL_ERR_REMOTE_DISCONNECT","value":1}
+{"timestamp_us":3,"category":"TRANSFER","name":"agent_tx_bytes","value":64}
+{"timestamp_us":4,"category":"NONSENSE","name":"x","value":1}
+"#;
+        let input = Input::read_capture(&text[..], "test", "solo").unwrap();
+        let kinds: Vec<Kind> = input.agents[0].samples.iter().map(|s| s.kind).collect();
+        assert!(matches!(kinds[0], Kind::Error(_)), "{kinds:?}");
+        assert!(matches!(kinds[1], Kind::Error(_)), "{kinds:?}");
+        assert_eq!(kinds[2], Kind::TxBytes);
+        assert_eq!(input.statuses, ["backend", "remote_disconnect"]);
+        assert_eq!(input.warnings.len(), 1);
+        assert!(
+            input.warnings[0].contains("\"NONSENSE\" is not a category"),
+            "{:?}",
+            input.warnings
+        );
+    }
+
+    #[test]
+    fn an_empty_capture_is_refused_the_same_from_a_file_and_from_standard_input() {
+        let err = Input::read_capture(&b""[..], "standard input", "capture").unwrap_err();
+        assert!(
+            err.to_string().starts_with("standard input is empty"),
+            "{err}"
+        );
+        let err = Input::read_capture(&b"\n  \n"[..], "standard input", "capture").unwrap_err();
+        assert!(err.to_string().contains("is empty"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.jsonl");
+        std::fs::write(&path, b"").unwrap();
+        let err = Input::read(&path, ReadMode::Peek).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            empty_input(&format!("--input {}", path.display()))
+        );
     }
 
     #[test]

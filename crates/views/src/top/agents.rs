@@ -11,9 +11,9 @@ use nixl_telemetry::Event;
 use nixl_telemetry_metrics::{histogram, slot, AgentMetrics, Buckets, SeriesNaming, Totals};
 
 use super::feed::{Feed, Missed};
+use super::row::shown_text;
 use super::row::{Flags, Rates, Row, Starting};
 use crate::lost::events_lost;
-use crate::printable::escape_control;
 use crate::ring_files::{Candidate, RingSources};
 
 /// Gone agents kept on screen; beyond, the longest gone are forgotten.
@@ -241,7 +241,7 @@ impl Agents {
                 } else {
                     a.name.clone()
                 };
-                escape_control(&text).into_owned()
+                shown_text(&text).into_owned()
             })
             .collect();
         let history_len = self.history_len;
@@ -346,12 +346,12 @@ fn row(
     let mut errors_by_status: Vec<(String, u64)> = totals
         .errors()
         .filter(|(_, n)| *n > 0)
-        .map(|(s, n)| (escape_control(s).into_owned(), n))
+        .map(|(s, n)| (shown_text(s).into_owned(), n))
         .collect();
     errors_by_status.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let row = Row {
         agent: shown,
-        path: escape_control(&agent.path.to_string_lossy()).into_owned(),
+        path: shown_text(&agent.path.to_string_lossy()).into_owned(),
         version: agent.version,
         gone: agent.feed.is_none(),
         rates,

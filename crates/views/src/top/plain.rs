@@ -12,8 +12,8 @@
 
 use std::fmt::Write as _;
 
+use super::row::shown_text;
 use super::row::Row;
-use crate::printable::escape_control;
 
 const HEADER: [&str; 12] = [
     "AGENT",
@@ -116,7 +116,7 @@ pub fn table(
     }
     for (path, reason) in skipped {
         let line = format!("skipped {}: {reason}", path.display());
-        let _ = writeln!(out, "{}", escape_control(&line));
+        let _ = writeln!(out, "{}", shown_text(&line));
     }
     out
 }
@@ -125,6 +125,18 @@ pub fn table(
 mod tests {
     use super::super::row::{Flags, Rates};
     use super::*;
+
+    #[test]
+    fn a_file_name_with_a_bidirectional_control_is_shown_escaped() {
+        let text = table(
+            "title",
+            &[],
+            &[("/d/gpu\u{202e}lmth.exe".into(), "too short".into())],
+            false,
+        );
+        assert!(!text.contains('\u{202e}'), "{text:?}");
+        assert!(text.contains("gpu\\u{202e}lmth.exe"), "{text}");
+    }
 
     #[test]
     fn a_table_with_known_and_unknown_values() {

@@ -1,8 +1,38 @@
 //! What `top` shows for one agent at one refresh, and the orders it sorts by.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::feed::Missed;
+
+/// Whether `c` changes the direction or order in which a terminal lays out
+/// the text around it (U+061C, U+200E, U+200F, U+202A–U+202E,
+/// U+2066–U+2069): an agent named with U+202E would show the row's
+/// following cells reversed.
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// `text` as `top` shows it: control characters escaped as the readers do
+/// (`\xHH`), and the bidirectional controls too (`\u{202e}`).
+pub fn shown_text(text: &str) -> Cow<'_, str> {
+    let escaped = crate::printable::escape_control(text);
+    if !escaped.contains(is_bidi_control) {
+        return escaped;
+    }
+    let mut out = String::with_capacity(escaped.len() + 8);
+    for c in escaped.chars() {
+        if is_bidi_control(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// Rates over the last refresh interval, from the events read in it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -233,6 +263,25 @@ impl SortKey {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bidirectional_controls_are_shown_escaped() {
+        for c in [
+            '\u{61c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+            '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+        ] {
+            let name = format!("gpu{c}0\n");
+            let shown = super::shown_text(&name);
+            assert_eq!(
+                shown,
+                format!("gpu\\u{{{:x}}}0\\x0a", u32::from(c)),
+                "U+{:04X}",
+                u32::from(c)
+            );
+            assert!(!shown.contains(c));
+        }
+        assert_eq!(super::shown_text("plain-é"), "plain-é");
+    }
+
     use super::*;
 
     fn row(agent: &str, tx: Option<f64>, gone: bool) -> Row {

@@ -19,13 +19,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
 use libloading::Library;
 use nixl_telemetry_abi::c_abi::{
-    CExporterParams, CreateExporterFn, DestroyExporterFn, ExportBatchFn, ExportEventFn, FlushFn,
-    LastErrorFn, PluginDescriptor, PluginFiniFn, PluginInitFn, FINI_SYMBOL, INIT_SYMBOL,
-    LAST_ERROR_SYMBOL, LEGACY_FINI_SYMBOL, LEGACY_INIT_SYMBOL, NIXL_ADAPTER_SYMBOL,
-    PLUGIN_API_VERSION,
+    CDelivery, CExporterParams, CreateExporterFn, DeliveryFn, DestroyExporterFn, ExportBatchFn,
+    ExportEventFn, FlushFn, LastErrorFn, PluginDescriptor, PluginFiniFn, PluginInitFn, SetLogFn,
+    DELIVERY_SYMBOL, EXPORT_OK, FINI_SYMBOL, INIT_SYMBOL, LAST_ERROR_SYMBOL, LEGACY_FINI_SYMBOL,
+    LEGACY_INIT_SYMBOL, NIXL_ADAPTER_SYMBOL, PLUGIN_API_VERSION, SET_LOG_SYMBOL,
 };
+use nixl_telemetry_abi::rust_plugin::PluginDelivery;
 use nixl_telemetry_abi::Event;
 
+use super::plugin_log::{self, HostLogContext};
 use super::search::SearchedPath;
 use crate::error::PluginError;
 
@@ -54,12 +56,46 @@ struct LoadedLibrary {
     version: String,
     functions: Functions,
     fini: PluginFiniFn,
+    /// The optional `nixl_telemetry_exporter_set_log`, and the context given
+    /// to it (taken back before `fini`).
+    set_log: Option<(SetLogFn, Box<HostLogContext>)>,
+    /// The optional `nixl_telemetry_exporter_delivery`.
+    delivery: Option<DeliveryFn>,
     /// `Some` until `Drop` unloads it after `fini`.
     library: Option<Library>,
 }
 
+impl LoadedLibrary {
+    /// What the plug-in says became of the events it accepted.
+    fn delivery(&self) -> Option<PluginDelivery> {
+        let delivery = self.delivery?;
+        let mut out = CDelivery {
+            struct_size: std::mem::size_of::<CDelivery>() as u32,
+            ..CDelivery::default()
+        };
+        // SAFETY: the function came from this library, still loaded; `out` is
+        // writable for the size it declares.
+        let code = unsafe { delivery(&mut out) };
+        (code == EXPORT_OK).then_some(PluginDelivery {
+            events_accepted: out.events_accepted,
+            events_delivered: out.events_delivered,
+            events_undelivered: out.events_undelivered,
+        })
+    }
+}
+
 impl Drop for LoadedLibrary {
     fn drop(&mut self) {
+        if let Some(delivery) = self.delivery() {
+            plugin_log::note_delivery(&self.name, &self.path, delivery);
+        }
+        if let Some((set_log, context)) = self.set_log.take() {
+            // SAFETY: the function came from this library, still loaded. Once
+            // it returns, the plug-in makes no call of the callback, so the
+            // context can go.
+            unsafe { set_log(None, std::ptr::null_mut()) };
+            drop(context);
+        }
         tracing::debug!(path = %self.path.display(), "calling the plug-in's fini and unloading");
         // SAFETY: `fini` came from this library, which is still loaded (`library`
         // is dropped below); every exporter of it is destroyed (each holds a
@@ -304,6 +340,14 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<Opened, Pl
     let last_error: Option<LastErrorFn> = unsafe { library.get::<LastErrorFn>(LAST_ERROR_SYMBOL) }
         .ok()
         .map(|symbol| *symbol);
+    // SAFETY: as above, for the optional log and delivery symbols.
+    let set_log: Option<SetLogFn> = unsafe { library.get::<SetLogFn>(SET_LOG_SYMBOL) }
+        .ok()
+        .map(|symbol| *symbol);
+    // SAFETY: as above.
+    let delivery: Option<DeliveryFn> = unsafe { library.get::<DeliveryFn>(DELIVERY_SYMBOL) }
+        .ok()
+        .map(|symbol| *symbol);
     // SAFETY: the library is loaded and `init` has the ABI's signature.
     let descriptor = unsafe { init() };
     let checked = read_descriptor(name, path, &searched, descriptor).map_err(|refused| {
@@ -323,12 +367,22 @@ fn open(name: &str, path: &Path, searched: &[SearchedPath]) -> Result<Opened, Pl
                 version = %version,
                 "exporter plug-in loaded"
             );
+            let set_log = set_log.map(|set_log| {
+                let context = Box::new(HostLogContext::new(name));
+                // SAFETY: the function came from this library, loaded; the
+                // callback is callable from any thread, and its context lives
+                // in `LoadedLibrary` until set_log is called again with NULL.
+                unsafe { set_log(Some(plugin_log::host_log), context.as_pointer()) };
+                (set_log, context)
+            });
             Ok(Opened::Plugin(LoadedLibrary {
                 path: path.to_owned(),
                 name: plugin_name,
                 version,
                 functions,
                 fini,
+                set_log,
+                delivery,
                 library: Some(library),
             }))
         }

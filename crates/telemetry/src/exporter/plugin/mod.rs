@@ -11,6 +11,10 @@
 //!   calls as lost events, logs them at a bounded rate, logs each distinct
 //!   reason the plug-in gives once, and disables a plug-in that reports a panic.
 //!
+//! * `plugin_log` (private): a plug-in's log messages, through the callback
+//!   it is given, into `tracing` (rate-limited), and what it says became of
+//!   its events when it is unloaded ([`delivery_reports`]).
+//!
 //! See `docs/plugins.md` for the ABI, the lifetimes and the failure messages.
 
 mod elf_check;
@@ -20,6 +24,7 @@ mod failures;
 pub mod fuzzing;
 #[allow(unsafe_code)] // loading a plug-in library and calling its C entry points
 mod library;
+mod plugin_log;
 pub mod search;
 
 use std::ffi::CString;
@@ -38,6 +43,7 @@ pub use crate::error::PluginError;
 pub use elf_check::ElfDefect;
 pub use failures::{MAX_LOGGED_REASONS, REPORT_INTERVAL as FAILURE_REPORT_INTERVAL};
 pub use library::loaded_libraries;
+pub use plugin_log::{delivery_reports, DeliveryReport, HOST_BURST as PLUGIN_LOG_BURST};
 pub use search::{search_dirs, SearchOrigin, SearchedPath};
 
 /// An exporter living in a plug-in library.
