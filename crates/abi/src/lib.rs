@@ -34,6 +34,7 @@ pub mod c_abi;
 pub mod env;
 pub mod event;
 pub mod names;
+#[allow(unsafe_code)] // the plug-in side of the log callback: a C function pointer the host gave
 pub mod plugin_log;
 pub mod ring;
 #[allow(unsafe_code)] // the entry points `export_plugin!` declares around a Rust exporter

@@ -5,7 +5,6 @@
 //! the events that were not delivered. A server answering 200 is the
 //! control: everything delivered, and the exit line says so.
 
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;

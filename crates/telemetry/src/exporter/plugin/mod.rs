@@ -24,6 +24,7 @@ mod failures;
 pub mod fuzzing;
 #[allow(unsafe_code)] // loading a plug-in library and calling its C entry points
 mod library;
+#[allow(unsafe_code)] // the host side of the log callback, called by a plug-in with C pointers
 mod plugin_log;
 pub mod search;
 
