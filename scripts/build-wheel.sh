@@ -51,6 +51,10 @@ tools="$(dirname "$py")"
 # maturin, cargo-zigbuild and `python3 -m ziglang` (how both find Zig) from there.
 export PATH="$tools:$PATH"
 
+# One commit for every part's --version, asked once: HEAD may move during a long build.
+NIXL_TELEMETRY_COMMIT="${NIXL_TELEMETRY_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
+export NIXL_TELEMETRY_COMMIT
+
 target=x86_64-unknown-linux-gnu
 glibc=2.28
 profile=wheel
