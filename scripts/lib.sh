@@ -92,13 +92,19 @@ python_env_spec() {
         # (scripts/nixl-releases.sh), since the test adds files beside its plug-ins.
         echo "--no-deps nixl-cu12==1.5.1 numpy"
         ;;
+    wheel-build)
+        # scripts/build-wheel.sh: maturin, Zig as the linker for glibc 2.28 (ziglang),
+        # cargo-zigbuild for the commands and plug-ins, auditwheel and wheel to check
+        # and complete the wheel.
+        echo "maturin>=1.9,<2 ziglang cargo-zigbuild auditwheel wheel"
+        ;;
     python-venv)
         # The Python package's tests, the service's TAO client tests and python-asan;
         # TAO's processor is pure Python and the differential tests' oracle.
         echo "maturin>=1.9,<2 pytest hypothesis prometheus_client requests==2.32.3"
         echo "--no-deps nvidia-tao-core==6.26.3"
         ;;
-    *) lib_die "unknown Python environment '$1' (known: otlp, yaml, nixl-mp/1.5.1, python-venv)" ;;
+    *) lib_die "unknown Python environment '$1' (known: otlp, yaml, nixl-mp/1.5.1, wheel-build, python-venv)" ;;
     esac
 }
 

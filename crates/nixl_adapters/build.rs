@@ -14,6 +14,16 @@
 //! adapter's source gets its generation's id, releases, API version, event
 //! size and exporter functions as macros (`NIXL_ADAPTER_*`), so the C++ holds
 //! no copy of them.
+//! `std::unique_ptr` objects with NIXL. `NIXL_ADAPTERS_CXX` names it when the
+//! target's C++ compiler is another (cargo-zigbuild sets Zig's, which uses libc++).
+//!
+//! `NIXL_ADAPTERS_GLIBC_2_28_LINKER` (scripts/build-wheel.sh) builds adapters
+//! that run on glibc 2.28, as NIXL's `manylinux_2_28` wheels do: the sources are
+//! compiled with the GCC above, with `cpp/glibc_2_28` first on the include path
+//! and `cpp/glibc_2_28/clockwait.cpp` added (the two glibc features newer than
+//! 2.28 that libstdc++'s headers reach for), then linked by the command that
+//! variable names (a `cc` linking against glibc 2.28, e.g. Zig's
+//! `zig cc -target x86_64-linux-gnu.2.28`) with GCC's own libstdc++ and libgcc_s.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -36,6 +46,7 @@ const SHARED: [&str; 6] = [
 ];
 
 fn main() {
+    nixl_telemetry_build_info::emit();
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let cpp = manifest.join("cpp");
     let include = manifest.join("../../include");
@@ -46,12 +57,23 @@ fn main() {
         include.join("nixl_telemetry_plugin.h").display()
     );
     println!("cargo:rerun-if-env-changed=CXX");
+    println!("cargo:rerun-if-env-changed=NIXL_ADAPTERS_CXX");
+    println!("cargo:rerun-if-env-changed=NIXL_ADAPTERS_GLIBC_2_28_LINKER");
 
-    let compiler = cc::Build::new()
-        .cpp(true)
-        .cargo_metadata(false)
-        .cargo_warnings(false)
-        .get_compiler();
+    let compiler = match std::env::var_os("NIXL_ADAPTERS_CXX") {
+        Some(cxx) => cc::Build::new()
+            .cpp(true)
+            .cargo_metadata(false)
+            .cargo_warnings(false)
+            .compiler(cxx)
+            .get_compiler(),
+        None => cc::Build::new()
+            .cpp(true)
+            .cargo_metadata(false)
+            .cargo_warnings(false)
+            .get_compiler(),
+    };
+    let portable_linker = std::env::var_os("NIXL_ADAPTERS_GLIBC_2_28_LINKER");
     // Every C++ compilation: optimised, NIXL's string ABI, our headers.
     let cxx = || {
         let mut command = compiler.to_command();
@@ -72,6 +94,19 @@ fn main() {
         let dir = out.join(generation.id);
         std::fs::create_dir_all(&dir).expect("create the output directory");
         let library = dir.join("nixl_adapter.so");
+        if let Some(linker) = &portable_linker {
+            let defines = defines(generation, &version);
+            build_for_glibc_2_28(
+                &cxx,
+                &compiler,
+                linker,
+                &cpp,
+                generation.source,
+                &defines,
+                &library,
+            );
+            continue;
+        }
         let mut command = cxx();
         command
             .args([
@@ -80,24 +115,7 @@ fn main() {
                 "-fvisibility=hidden",
                 "-fvisibility-inlines-hidden",
             ])
-            .arg(format!("-DNIXL_TELEMETRY_VERSION=\"{version}\""))
-            .arg(format!("-DNIXL_ADAPTER_GENERATION=\"{}\"", generation.id))
-            .arg(format!(
-                "-DNIXL_ADAPTER_RELEASES=\"{}\"",
-                generation.release_range()
-            ))
-            .arg(format!(
-                "-DNIXL_ADAPTER_API_VERSION={}",
-                generation.api_version
-            ))
-            .arg(format!(
-                "-DNIXL_ADAPTER_EVENT_SIZE={}",
-                generation.events.size()
-            ))
-            .arg(format!(
-                "-DNIXL_ADAPTER_EXPORTER_FUNCTIONS={}",
-                generation.exporter_functions
-            ))
+            .args(defines(generation, &version))
             .arg(cpp.join(generation.source));
         command.args(SHARED.iter().map(|file| cpp.join(file)));
         command
@@ -145,6 +163,83 @@ fn main() {
         "cargo:rustc-env=NIXL_ADAPTERS_BENCH_DIR={}",
         bench.display()
     );
+}
+
+/// One adapter for glibc 2.28: each source compiled by `cxx` into an object
+/// beside `library`, then linked by `linker` (see the file's documentation).
+fn build_for_glibc_2_28(
+    cxx: &dyn Fn() -> Command,
+    compiler: &cc::Tool,
+    linker: &std::ffi::OsStr,
+    cpp: &std::path::Path,
+    source: &str,
+    defines: &[String],
+    library: &std::path::Path,
+) {
+    let compat = cpp.join("glibc_2_28");
+    let sources = std::iter::once(cpp.join(source))
+        .chain(SHARED.iter().map(|file| cpp.join(file)))
+        .chain(std::iter::once(compat.join("clockwait.cpp")));
+    let mut objects = Vec::new();
+    for file in sources {
+        let stem = file.file_stem().expect("a source file").to_owned();
+        let object = library.with_file_name(stem).with_extension("o");
+        let mut command = cxx();
+        command
+            .arg("-isystem")
+            .arg(&compat)
+            .args([
+                "-fPIC",
+                "-fvisibility=hidden",
+                "-fvisibility-inlines-hidden",
+            ])
+            .args(defines)
+            .arg("-c")
+            .arg(&file)
+            .arg("-o")
+            .arg(&object);
+        run(&mut command, source, &compiler.path().display().to_string());
+        objects.push(object);
+    }
+    // GCC's own libstdc++ and libgcc_s, by path: a linker of another toolchain
+    // would take `-lstdc++` for its own C++ library.
+    let gcc_file = |name: &str| {
+        let output = compiler
+            .to_command()
+            .arg(format!("-print-file-name={name}"))
+            .output()
+            .expect("ask the C++ compiler where its libraries are");
+        PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+    };
+    let mut command = Command::new(linker);
+    command
+        .arg("-shared")
+        .args(&objects)
+        .arg(gcc_file("libstdc++.so"))
+        .arg(gcc_file("libgcc_s.so.1"))
+        .arg(format!(
+            "-Wl,--version-script={}",
+            cpp.join("exports.map").display()
+        ))
+        .args(["-Wl,--no-undefined", "-pthread", "-ldl", "-o"])
+        .arg(library);
+    run(&mut command, source, &linker.to_string_lossy());
+}
+
+/// The macros a generation's adapter is compiled with: its entry in the
+/// generation table, so the C++ holds no copy of it.
+fn defines(generation: &generations::Generation, version: &str) -> Vec<String> {
+    vec![
+        format!("-DNIXL_TELEMETRY_VERSION=\"{version}\""),
+        format!("-DNIXL_ADAPTER_GENERATION=\"{}\"", generation.id),
+        format!("-DNIXL_ADAPTER_RELEASES=\"{}\"", generation.release_range()),
+        format!("-DNIXL_ADAPTER_API_VERSION={}", generation.api_version),
+        format!("-DNIXL_ADAPTER_EVENT_SIZE={}", generation.events.size()),
+        format!(
+            "-DNIXL_ADAPTER_EXPORTER_FUNCTIONS={}",
+            generation.exporter_functions
+        ),
+    ]
 }
 
 fn run(command: &mut Command, generation: &str, compiler: &str) {

@@ -20,7 +20,7 @@ mod store;
 
 /// NIXL telemetry: record, export, read and process telemetry events.
 #[derive(Debug, Parser)]
-#[command(name = "nixl-telemetry", version, about)]
+#[command(name = "nixl-telemetry", version = env!("NIXL_TELEMETRY_VERSION_LINE"), about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

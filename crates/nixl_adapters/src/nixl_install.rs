@@ -36,7 +36,7 @@ pub enum InstallationError {
         reason: String,
     },
     /// No NIXL package in that Python.
-    #[error("{python} has no NIXL package (looked for the modules nixl_cu12, nixl_cu13 and nixl with their .<module>.mesonpy.libs directory); give the library directory with --nixl-lib DIR instead")]
+    #[error("{python} has no NIXL package (looked for the modules nixl_cu12, nixl_cu13 and nixl with their .<module>.mesonpy.libs directory): install NIXL there (pip install nixl-cu12), name the Python that has it with --python PY, or give NIXL's library directory with --nixl-lib DIR")]
     NoPackage {
         /// The interpreter.
         python: String,

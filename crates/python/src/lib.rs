@@ -33,6 +33,9 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     nixl_telemetry::fork::install();
+    // The workspace's version (the wheel's) and the line `--version` prints.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("__build__", env!("NIXL_TELEMETRY_VERSION_LINE"))?;
     m.add_class::<recording::Telemetry>()?;
     m.add_class::<recording::EventHandle>()?;
     m.add_class::<event::Event>()?;

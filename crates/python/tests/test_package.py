@@ -40,3 +40,12 @@ def test_stubs_cover_every_public_name_and_method():
 
 def test_abi3_extension():
     assert _native.__file__.endswith(".abi3.so")
+
+
+def test_one_version_for_the_package_and_its_distribution():
+    import importlib.metadata
+    import re
+
+    assert nixl_telemetry.__version__ == importlib.metadata.version("nixl-telemetry")
+    assert re.fullmatch(r"(\S+) \(commit ([0-9a-f]{12}|unknown)\)", nixl_telemetry.__build__)
+    assert nixl_telemetry.__build__.startswith(nixl_telemetry.__version__ + " ")

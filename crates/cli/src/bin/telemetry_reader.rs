@@ -15,7 +15,7 @@ use nixl_telemetry_views::read;
 #[derive(Debug, Parser)]
 #[command(
     name = "telemetry_reader",
-    version,
+    version = env!("NIXL_TELEMETRY_VERSION_LINE"),
     after_help = "Exit codes: 0 done (or stopped by SIGINT/SIGTERM), 1 stdout closed, \
                   2 usage error or a missing, broken or truncated file, 3 internal error."
 )]

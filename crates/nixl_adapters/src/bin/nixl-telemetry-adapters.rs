@@ -22,7 +22,10 @@ use nixl_telemetry_nixl_adapters::{build_dir, generations, Generation};
 /// nixl_telemetry_prometheus, ...) loadable by a NIXL installation, through
 /// the adapter of that installation's plug-in interface.
 #[derive(Parser)]
-#[command(name = "nixl-telemetry-adapters", version)]
+#[command(
+    name = "nixl-telemetry-adapters",
+    version = env!("NIXL_TELEMETRY_VERSION_LINE")
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -60,7 +63,9 @@ enum Command {
 
 #[derive(Args)]
 struct Target {
-    /// The Python whose NIXL package (nixl-cu12) to use [default: python3].
+    /// The Python whose NIXL package (nixl-cu12) to use [default: the Python
+    /// beside this program, as in the virtual environment the wheel installed it
+    /// into, else python3].
     #[arg(long, conflicts_with = "nixl_lib")]
     python: Option<PathBuf>,
     /// NIXL's library directory (holding libnixl.so and plugins/), for a
@@ -86,9 +91,10 @@ impl Target {
     fn installation(&self) -> Result<Installation> {
         Ok(match &self.nixl_lib {
             Some(dir) => Installation::from_lib_dir(dir)?,
-            None => {
-                Installation::from_python(self.python.as_deref().unwrap_or(Path::new("python3")))?
-            }
+            None => match &self.python {
+                Some(python) => Installation::from_python(python)?,
+                None => Installation::from_python(&own_environment_python())?,
+            },
         })
     }
 
@@ -126,6 +132,18 @@ impl Placing {
         }
         Ok(root)
     }
+}
+
+/// The Python of the environment this program is installed in: `python3`
+/// beside it (a virtual environment's or conda's `bin/`, where pip puts the
+/// wheel's commands), else `python3` from PATH.
+fn own_environment_python() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .map(|exe| std::fs::canonicalize(&exe).unwrap_or(exe))
+        .and_then(|exe| Some(exe.parent()?.join("python3")))
+        .filter(|python| python.is_file())
+        .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
 fn describe(installation: &Installation, generation: &Generation) -> String {

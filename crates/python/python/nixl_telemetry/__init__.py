@@ -22,10 +22,14 @@ from nixl_telemetry._native import (
     Telemetry,
     TelemetryError,
     Trailer,
+    __build__,
+    __version__,
     read_ring,
 )
 
 __all__ = [
+    "__build__",
+    "__version__",
     "Category",
     "Event",
     "EventHandle",

@@ -26,6 +26,11 @@ _Record = Dict[str, Any]
 
 GPU_PRIORITY: Tuple[str, ...]
 
+__version__: str
+"""The package's version, the workspace's (e.g. ``0.1.0``)."""
+__build__: str
+"""The version and the commit built from, as the tools' ``--version`` prints it."""
+
 class TelemetryError(ValueError):
     """An invalid setting or variable, or telemetry could not start."""
 
