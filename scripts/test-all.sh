@@ -35,6 +35,16 @@ bash scripts/test-export.sh
 echo "== Prometheus rules: promtool check/test rules on docs/grafana/*.rules.yml"
 bash scripts/test-prometheus-rules.sh
 
+# The wheel as a user installs it (a release build of every command, plug-in and
+# adapter, then real NIXL releases in fresh environments): on demand until its
+# time on a quiet 2-core machine is measured inside CI's budget.
+if [ "${NIXL_TELEMETRY_TEST_WHEEL:-0}" = 1 ]; then
+    echo "== wheel: built, installed in fresh environments beside NIXL 1.5.1 and 1.0.1 (scripts/test-wheel.sh)"
+    bash scripts/test-wheel.sh
+else
+    echo "== wheel: not in this run (NIXL_TELEMETRY_TEST_WHEEL=1 bash .ci/run, or bash scripts/test-wheel.sh)"
+fi
+
 echo "== python package tests (crates/python: wheel, pytest)"
 bash scripts/test-python.sh
 
