@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `POST /api/v1/metrics` | `201` and the record's metrics once it is stored |
 //! | `GET /api/v1/metrics` | the whole map as JSON (as `nixl-telemetry process` writes it) |
-//! | `GET /metrics` | Prometheus text: the labeled families read from the store and the instance's own series ([`exposition`]) |
+//! | `GET /metrics` | Prometheus text: the labeled families read from the store and the instance's own series |
 //! | `GET /healthz` | `200` when the store answers, `503` when not (never asks for a token) |
 //!
 //! The first three ask for the token when one is configured. Every error is a JSON
