@@ -400,7 +400,7 @@ fn a_ring_rewritten_in_place_in_another_layout_is_a_new_producer() {
         .find(|l| l.contains("rewritten in place"))
         .unwrap();
     assert!(
-        warning.contains("warning")
+        warning.contains(" WARN ")
             && warning.contains("was version 4")
             && warning.contains("now version 1")
             && warning.contains("a new producer"),
