@@ -5,7 +5,7 @@
 #
 #   scripts/bench-vs-nixl.sh [--quick] [--json] [--raw FILE]
 #
-# --quick   3 rounds of 50,000 transfers (about 2-3 minutes); default 7 rounds of 200,000
+# --quick   5 rounds of 80,000 transfers (about 2-3 minutes); default 7 rounds of 200,000
 # --json    the summary as JSON (keys ring_sidecar_vs_nixl_added_cpu,
 #           adapter_vs_nixl_added_cpu, lost_events, modes, rounds, setup)
 # --raw F   every run's figures (per-thread CPU included) into F
@@ -20,7 +20,7 @@ args=(--rounds 7 --transfers 200000)
 extra=()
 while [ $# -ge 1 ]; do
     case "$1" in
-    --quick) args=(--rounds 3 --transfers 50000) ;;
+    --quick) args=(--rounds 5 --transfers 80000) ;;
     --json) extra+=(--json) ;;
     --raw) extra+=(--raw "${2:?--raw needs a file}"); shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
