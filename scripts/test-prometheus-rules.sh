@@ -66,8 +66,8 @@ check_names() {
     done
 }
 check_names docs/grafana/nixl-telemetry.rules.yml '\b(agent|export)_[a-z_]+_total\b' \
-    crates/metrics/src/families.rs crates/cli/src/export/own_series.rs
-grep -q '"export_refused_"' crates/cli/src/export/own_series.rs ||
+    crates/metrics/src/families.rs crates/export/src/own_series.rs
+grep -q '"export_refused_"' crates/export/src/own_series.rs ||
     { echo "FAIL: the sidecar no longer names its refusals export_refused_<cause>" >&2; failed=1; }
 check_names docs/grafana/tao-service.rules.yml '\btao_[a-z_]+\b' crates/service/src/http/*.rs
 
