@@ -7,10 +7,16 @@
 //! which every crate takes from the workspace (`version.workspace = true`), as
 //! the Python package and its wheel do (maturin reads it from Cargo.toml).
 //!
-//! The commit is, in order: `NIXL_TELEMETRY_COMMIT` when set at build time (a
-//! build from a source archive without `.git`), else `git rev-parse HEAD` in the
-//! crate's directory (12 hex digits), else `unknown`. Uncommitted changes are
-//! not marked: the line names the commit the build started from.
+//! The commit is, in order: `NIXL_TELEMETRY_COMMIT` when set at build time (the
+//! wheel build sets it; so can a build from a source archive without `.git`),
+//! else, in a release build, `git rev-parse HEAD` in the crate's directory
+//! (12 hex digits), else `unknown`. Uncommitted changes are not marked: the line
+//! names the commit the build started from.
+//!
+//! A debug build does not ask git: watching HEAD would rebuild every crate that
+//! prints a version (and the adapters' C++) after each commit, which is the
+//! development loop's most frequent step. Its line says so
+//! (`0.1.0 (commit unknown: debug build)`).
 
 use std::path::Path;
 use std::process::Command;
@@ -27,8 +33,10 @@ pub fn emit() {
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_else(|_| "unknown".to_owned());
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".to_owned());
     println!("cargo:rerun-if-env-changed={COMMIT_VARIABLE}");
+    let release = std::env::var("PROFILE").is_ok_and(|profile| profile == "release");
     let commit = match std::env::var(COMMIT_VARIABLE) {
         Ok(commit) if !commit.trim().is_empty() => commit.trim().to_owned(),
+        _ if !release => "unknown: debug build".to_owned(),
         _ => {
             for file in git_files_to_watch(Path::new(&dir)) {
                 println!("cargo:rerun-if-changed={file}");

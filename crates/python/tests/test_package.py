@@ -47,5 +47,5 @@ def test_one_version_for_the_package_and_its_distribution():
     import re
 
     assert nixl_telemetry.__version__ == importlib.metadata.version("nixl-telemetry")
-    assert re.fullmatch(r"(\S+) \(commit ([0-9a-f]{12}|unknown)\)", nixl_telemetry.__build__)
+    assert re.fullmatch(r"(\S+) \(commit ([0-9a-f]{12}|unknown|unknown: debug build)\)", nixl_telemetry.__build__)
     assert nixl_telemetry.__build__.startswith(nixl_telemetry.__version__ + " ")
