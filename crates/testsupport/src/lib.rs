@@ -12,7 +12,9 @@
 //!   inside a panic guard, checked in the source;
 //! * [`nixl_ring`]: rings as NIXL's own writer writes them (no trailer);
 //! * [`promtool`]: Prometheus's `promtool check metrics` on our exposition
-//!   text.
+//!   text;
+//! * [`prometheus_server`]: a real Prometheus server scraping a test's
+//!   target, and its query API.
 
 #![forbid(unsafe_code)]
 
@@ -22,6 +24,7 @@ pub mod child;
 pub mod nixl_ring;
 pub mod panic_boundary;
 pub mod plugins;
+pub mod prometheus_server;
 pub mod promtool;
 
 pub use plugins::*;

@@ -23,7 +23,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::prometheus_support::{
-    free_addr, http_get, prometheus_mp_plugin_dir, wait_for, without_nixl_env, Prometheus, Reaped,
+    free_addr, http_get, prometheus_mp_plugin_dir, wait_for, without_nixl_env, PrometheusServer,
+    Reaped, Scrape,
 };
 
 /// Seconds a released store stays published after its last update.
@@ -195,7 +196,7 @@ fn wait_for_one(run: &Run, ranks: &mut [&mut Rank], name: &str, agent: &str, wan
 }
 
 /// Prometheus's own count of samples it rejected as duplicates.
-fn duplicates_rejected(prometheus: &Prometheus) -> f64 {
+fn duplicates_rejected(prometheus: &PrometheusServer) -> f64 {
     let (_, body) = http_get(prometheus.addr, "/metrics", None).unwrap();
     body.lines()
         .find_map(|l| l.strip_prefix("prometheus_target_scrapes_sample_duplicate_timestamp_total "))
@@ -205,9 +206,9 @@ fn duplicates_rejected(prometheus: &Prometheus) -> f64 {
 }
 
 /// What Prometheus holds for `promql`: one value per series, ascending.
-fn series_values(prometheus: &Prometheus, promql: &str) -> Vec<f64> {
+fn series_values(prometheus: &PrometheusServer, promql: &str) -> Vec<f64> {
     let mut values: Vec<f64> = prometheus
-        .query(promql)
+        .expect_query(promql)
         .iter()
         .map(|s| s["value"][1].as_str().unwrap().parse().unwrap())
         .collect();
@@ -217,12 +218,12 @@ fn series_values(prometheus: &Prometheus, promql: &str) -> Vec<f64> {
 
 /// Waits until Prometheus has exactly the values `want` (one per series,
 /// ascending) for `promql`.
-fn wait_for_prometheus(prometheus: &mut Prometheus, promql: &str, want: &[f64]) {
+fn wait_for_prometheus(prometheus: &mut PrometheusServer, promql: &str, want: &[f64]) {
     wait_for(
         &format!("Prometheus: {promql} = {want:?}"),
         Duration::from_secs(60),
         || {
-            prometheus.server.assert_running();
+            prometheus.assert_running();
             (series_values(prometheus, promql) == want).then_some(())
         },
     );
@@ -231,7 +232,7 @@ fn wait_for_prometheus(prometheus: &mut Prometheus, promql: &str, want: &[f64]) 
 /// A run: its owner (rank 1, which sent 1000 bytes), a Prometheus server
 /// scraping it, and rank 0, which sent 4096 bytes, each in a PID namespace
 /// of its own; both ranks' totals are on the endpoint.
-fn start_run(rank_zero_log: &str) -> (Run, Rank, Prometheus, Rank) {
+fn start_run(rank_zero_log: &str) -> (Run, Rank, PrometheusServer, Rank) {
     let run = Run::new();
     let mut owner = Rank::start(&run, "rank-1", "1", "rank-1.log");
     owner.send(1000);
@@ -242,7 +243,7 @@ fn start_run(rank_zero_log: &str) -> (Run, Rank, Prometheus, Rank) {
         "rank-1",
         1000.0,
     );
-    let prometheus = Prometheus::start(run.tmp.path(), run.addr);
+    let prometheus = PrometheusServer::start(run.tmp.path(), Scrape::new(run.addr, "nixl"));
     let mut rank_zero = Rank::start(&run, "rank-0", "0", rank_zero_log);
     rank_zero.send(4096);
     wait_for_one(

@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::prometheus_support::{
-    cli_without_nixl_env, free_addr, http_get, prometheus_mp_plugin_dir, wait_for, Prometheus,
-    Reaped,
+    cli_without_nixl_env, free_addr, http_get, prometheus_mp_plugin_dir, wait_for,
+    PrometheusServer, Reaped, Scrape,
 };
 
 const RANKS: u64 = 8;
@@ -150,12 +150,12 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
     assert_eq!(owners.len(), 1, "exactly one rank binds: {owners:?}");
     let owner = owners[0];
 
-    let mut prometheus = Prometheus::start(tmp.path(), addr);
+    let mut prometheus = PrometheusServer::start(tmp.path(), Scrape::new(addr, "nixl"));
     wait_for(
         "Prometheus to see every rank",
         Duration::from_secs(60),
         || {
-            prometheus.server.assert_running();
+            prometheus.assert_running();
             let count = prometheus.scalar("count(agent_tx_bytes_total)")?;
             let ranks_seen =
                 prometheus.scalar("count(count by (local_rank) (agent_tx_bytes_total))")?;
@@ -193,7 +193,7 @@ fn eight_ranks_behind_one_endpoint_survive_the_kill_of_the_owner() {
         "Prometheus to scrape the new owner",
         Duration::from_secs(60),
         || {
-            prometheus.server.assert_running();
+            prometheus.assert_running();
             let last = prometheus.scalar("max(timestamp(up{job=\"nixl\"} == 1))")?;
             (last > killed_at + 1.0).then_some(())
         },

@@ -18,7 +18,7 @@ use nixl_telemetry_testsupport::promtool::installed as tool;
 
 use crate::prometheus_support::{
     build_plugin, cli_without_nixl_env, free_addr, http_get, percent_encode, wait_for,
-    workspace_root, Prometheus, Reaped,
+    workspace_root, PrometheusServer, Reaped, Scrape,
 };
 
 const AGENT: &str = "e2e-agent";
@@ -181,13 +181,13 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     ));
 
     // The server, scraping every 200 ms.
-    let mut prometheus = Prometheus::start(tmp.path(), exporter_addr);
+    let mut prometheus = PrometheusServer::start(tmp.path(), Scrape::new(exporter_addr, "nixl"));
     // A few scrapes, so rate() has samples to work with.
     wait_for(
         "several successful scrapes",
         Duration::from_secs(60),
         || {
-            prometheus.server.assert_running();
+            prometheus.assert_running();
             emit.assert_running();
             let n = prometheus.scalar(&format!(
                 "count_over_time(up{{job=\"nixl\",instance=\"{exporter_addr}\"}}[1m])"
@@ -202,7 +202,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
         prometheus.scalar(&promql).unwrap_or_else(|| {
             panic!(
                 "no series for {promql}\nprometheus log:\n{}",
-                prometheus.server.log()
+                prometheus.log()
             )
         })
     };
@@ -270,7 +270,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     );
     assert_eq!(
         prometheus
-            .query(&format!("agent_errors_total{{{agent}}}"))
+            .expect_query(&format!("agent_errors_total{{{agent}}}"))
             .len(),
         12 + 1,
         "the 12 known statuses and the new one"
@@ -293,7 +293,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     assert_eq!(metadata("agent_xfer_time_us")[0]["type"], "histogram");
     // NIXL's label set: agent_name and hostname (Prometheus adds job and
     // instance), no category.
-    let labels = &prometheus.query(&format!("agent_tx_bytes_total{{{agent}}}"))[0]["metric"];
+    let labels = &prometheus.expect_query(&format!("agent_tx_bytes_total{{{agent}}}"))[0]["metric"];
     let mut names: Vec<&str> = labels
         .as_object()
         .expect("a label set")
@@ -333,7 +333,7 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
                 .replace("$hostname", ".*")
                 .replace("$agent", ".*");
             assert!(!promql.contains('$'), "unknown variable in {expr}");
-            let result = prometheus.query(&promql);
+            let result = prometheus.expect_query(&promql);
             assert!(
                 !result.is_empty(),
                 "panel {title:?}: {promql} returns no series"
@@ -343,5 +343,5 @@ fn a_real_prometheus_scrapes_what_the_events_imply() {
     }
     assert!(checked >= 10, "{checked} panel queries");
     emit.assert_running();
-    prometheus.server.assert_running();
+    prometheus.assert_running();
 }

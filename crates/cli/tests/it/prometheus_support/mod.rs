@@ -1,16 +1,13 @@
 //! What the tests with a real Prometheus server share: child processes that
-//! are killed when dropped, plug-ins built by cargo, loopback HTTP, the
-//! Prometheus server itself and its query API.
+//! are killed when dropped, plug-ins built by cargo, loopback HTTP; the server
+//! itself is the workspace's one harness, `testsupport::prometheus_server`.
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use serde_json::Value;
 
 /// A child process, killed and reaped when dropped, whose stderr goes to `log`.
 pub struct Reaped {
@@ -98,28 +95,9 @@ pub fn free_addr() -> SocketAddr {
         .unwrap()
 }
 
-/// `GET path` on loopback: (status, body). HTTP/1.0, so the body is never
-/// chunked and ends with the connection.
-pub fn http_get(
-    addr: SocketAddr,
-    path: &str,
-    accept: Option<&str>,
-) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{accept}\r\n")?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Ok((status, body.to_owned()))
-}
+pub use nixl_telemetry_testsupport::prometheus_server::{
+    http_get, percent_encode, PrometheusServer, Scrape,
+};
 
 /// Waits (polling every 100 ms) until `probe` gives a value; fails the test
 /// after `timeout`.
@@ -149,94 +127,4 @@ pub fn without_nixl_env(cmd: &mut Command) -> &mut Command {
         }
     }
     cmd
-}
-
-/// A Prometheus server on a free loopback port, scraping `target` every
-/// 200 ms, storing under `tmp`; returns once it reports ready.
-pub struct Prometheus {
-    /// The server process.
-    pub server: Reaped,
-    /// Where its HTTP API listens.
-    pub addr: SocketAddr,
-}
-
-impl Prometheus {
-    /// Starts the server and waits (up to a minute) until it is ready.
-    pub fn start(tmp: &Path, target: SocketAddr) -> Prometheus {
-        let bin = nixl_telemetry_testsupport::promtool::installed("prometheus");
-        let addr = free_addr();
-        let config = tmp.join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n  evaluation_interval: 1s\n\
-                 scrape_configs:\n  - job_name: nixl\n    static_configs:\n      - targets: ['{target}']\n"
-            ),
-        )
-        .unwrap();
-        let mut server = Reaped::spawn(
-            "prometheus",
-            Command::new(bin)
-                .arg(format!("--config.file={}", config.display()))
-                .arg(format!(
-                    "--storage.tsdb.path={}",
-                    tmp.join("data").display()
-                ))
-                .arg(format!("--web.listen-address={addr}")),
-            tmp.join("prometheus.log"),
-        );
-        wait_for("prometheus to be ready", Duration::from_secs(60), || {
-            server.assert_running();
-            matches!(http_get(addr, "/-/ready", None), Ok((200, _))).then_some(())
-        });
-        Prometheus { server, addr }
-    }
-
-    /// An instant query; the `data.result` vector, or `None` when the query
-    /// does not answer with success.
-    pub fn try_query(&self, promql: &str) -> Option<Vec<Value>> {
-        let (_, body) = http_get(
-            self.addr,
-            &format!("/api/v1/query?query={}", percent_encode(promql)),
-            None,
-        )
-        .ok()?;
-        let json: Value = serde_json::from_str(&body).ok()?;
-        (json["status"] == "success").then(|| {
-            json["data"]["result"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-    }
-
-    /// An instant query that must succeed; the `data.result` vector.
-    pub fn query(&self, promql: &str) -> Vec<Value> {
-        self.try_query(promql).unwrap_or_else(|| {
-            panic!(
-                "query {promql} failed\nprometheus log:\n{}",
-                self.server.log()
-            )
-        })
-    }
-
-    /// The single value of `promql`, or `None` while it has no series (or the
-    /// server does not answer).
-    pub fn scalar(&self, promql: &str) -> Option<f64> {
-        let result = self.try_query(promql)?;
-        assert!(result.len() <= 1, "{promql}: several series {result:?}");
-        result.first()?["value"][1].as_str()?.parse().ok()
-    }
-}
-
-/// `text` percent-encoded for a URL query (unreserved characters kept).
-pub fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
