@@ -1,11 +1,15 @@
 //! Creating the plug-in's exporter through its C entry points with unusable
 //! configuration: the error text names the variable and what is accepted.
-//! (A test binary of its own: it sets the process environment.)
+//! (In a process of its own: it sets the process environment.)
 
 use std::ffi::{CStr, CString};
 
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor};
+use nixl_telemetry_testsupport::child;
 use telemetry_exporter_otlp::nixl_telemetry_exporter_plugin_init;
+
+/// Set in the process the test runs in.
+const OWN_PROCESS: &str = "NIXL_OTLP_TEST_CREATION_CHILD";
 
 fn descriptor() -> &'static PluginDescriptor {
     // SAFETY: the descriptor is a static built by export_plugin!.
@@ -42,6 +46,13 @@ fn destroy(h: *mut core::ffi::c_void) {
 
 #[test]
 fn unusable_values_fail_creation_naming_the_variable() {
+    if !child::in_own_process(
+        module_path!(),
+        "unusable_values_fail_creation_naming_the_variable",
+        OWN_PROCESS,
+    ) {
+        return;
+    }
     // SAFETY: static NUL-terminated string.
     let name = unsafe { CStr::from_ptr(descriptor().name) };
     assert_eq!(name.to_str().unwrap(), "otlp");

@@ -2,7 +2,7 @@
 //! `nixl_telemetry_exporter_set_log`, rate-limited, and
 //! `nixl_telemetry_exporter_delivery` counts the events that never reached
 //! the collector. Driven through the plug-in's own C entry points, as a host
-//! calls them, against a port where nothing listens. (A test binary of its
+//! calls them, against a port where nothing listens. (In a process of its
 //! own: it sets the process environment and the plug-in's log subscriber.)
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -12,10 +12,14 @@ use std::time::Duration;
 
 use nixl_telemetry_abi::c_abi::{CDelivery, CExporterParams, PluginDescriptor, LOG_WARN};
 use nixl_telemetry_abi::{Category, Event};
+use nixl_telemetry_testsupport::child;
 use telemetry_exporter_otlp::{
     nixl_telemetry_exporter_delivery, nixl_telemetry_exporter_plugin_init,
     nixl_telemetry_exporter_set_log,
 };
+
+/// Set in the process the test runs in.
+const OWN_PROCESS: &str = "NIXL_OTLP_TEST_LOG_CHILD";
 
 static MESSAGES: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
 
@@ -30,6 +34,13 @@ unsafe extern "C" fn collect(context: *mut c_void, level: i32, message: *const c
 
 #[test]
 fn warnings_reach_the_hosts_callback_and_undelivered_events_are_counted() {
+    if !child::in_own_process(
+        module_path!(),
+        "warnings_reach_the_hosts_callback_and_undelivered_events_are_counted",
+        OWN_PROCESS,
+    ) {
+        return;
+    }
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
