@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the nixl-telemetry wheel, the one `pip install` gives users:
 #
-#   scripts/build-wheel.sh --out DIR
+#   scripts/build-wheel.sh --out DIR [--python PY]
 #
 # DIR/nixl_telemetry-<version>-cp310-abi3-manylinux_2_28_x86_64.whl holds
 #   nixl_telemetry/                     the Python package (the abi3 extension
@@ -20,7 +20,9 @@
 # 2.28 with Zig (PyPI's ziglang, through maturin and cargo-zigbuild; no
 # container), built with the `wheel` profile (release, no debug information),
 # and checked with `auditwheel show` at the end. The tools come from the
-# wheel-build environment of scripts/lib.sh; Rust, cargo and g++ from the host.
+# wheel-build environment of scripts/lib.sh, or with --python PY from PY's
+# environment and PATH (the source distribution's build backend passes the
+# interpreter pip runs it with); Rust, cargo and g++ from the host.
 set -euo pipefail
 
 usage() {
@@ -28,13 +30,16 @@ usage() {
 }
 
 out=""
+python=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) [ $# -ge 2 ] || { echo "build-wheel.sh: --out needs a directory" >&2; exit 2; }
                out="$2"; shift 2 ;;
         --out=*) out="${1#--out=}"; shift ;;
+        --python) [ $# -ge 2 ] || { echo "build-wheel.sh: --python needs an interpreter" >&2; exit 2; }
+                  python="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
-        *) echo "build-wheel.sh: unknown argument '$1'; accepted: --out DIR, --help" >&2; exit 2 ;;
+        *) echo "build-wheel.sh: unknown argument '$1'; accepted: --out DIR, --python PY, --help" >&2; exit 2 ;;
     esac
 done
 [ -n "$out" ] || { echo "build-wheel.sh: --out DIR is required (where the wheel goes)" >&2; exit 2; }
@@ -45,14 +50,32 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
-need_commands g++:g++ git:git
-py="$(python_env wheel-build)"
-tools="$(dirname "$py")"
+need_commands g++:g++
+if [ -n "$python" ]; then
+    py="$python"
+    for tool in maturin cargo-zigbuild auditwheel; do
+        command -v "$tool" >/dev/null ||
+            { echo "build-wheel.sh: --python $py: $tool is not on PATH (pip installs it from the build requirements)" >&2; exit 1; }
+    done
+    tools="$(dirname "$(command -v maturin)")"
+else
+    py="$(python_env wheel-build)"
+    tools="$(dirname "$py")"
+fi
 # maturin, cargo-zigbuild and `python3 -m ziglang` (how both find Zig) from there.
 export PATH="$tools:$PATH"
 
 # One commit for every part's --version, asked once: HEAD may move during a long build.
-NIXL_TELEMETRY_COMMIT="${NIXL_TELEMETRY_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
+# A source distribution has no .git but a COMMIT file.
+if [ -z "${NIXL_TELEMETRY_COMMIT:-}" ]; then
+    if [ -e .git ] && command -v git >/dev/null; then
+        NIXL_TELEMETRY_COMMIT="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+    elif [ -f COMMIT ]; then
+        NIXL_TELEMETRY_COMMIT="$(head -1 COMMIT)"
+    else
+        NIXL_TELEMETRY_COMMIT=unknown
+    fi
+fi
 export NIXL_TELEMETRY_COMMIT
 
 target=x86_64-unknown-linux-gnu
@@ -61,29 +84,10 @@ profile=wheel
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# Every exporter plug-in the workspace ships (as scripts/install.sh finds them):
-# packages with a cdylib named telemetry_exporter_<name>, test fixtures
-# (`publish = false`) left out. First line: cargo's target directory.
-metadata="$(cargo metadata --no-deps --format-version 1 | python3 -c '
-import json, sys
-m = json.load(sys.stdin)
-print(m["target_directory"])
-for p in m["packages"]:
-    if p.get("publish") == []:
-        continue
-    for t in p["targets"]:
-        if "cdylib" in t["kind"] and t["name"].startswith("telemetry_exporter_"):
-            print(p["name"], t["name"])
-')"
-target_dir="$(printf '%s\n' "$metadata" | head -1)"
-plugins="$(printf '%s\n' "$metadata" | tail -n +2)"
-packages=(-p nixl-telemetry-cli -p nixl-telemetry-nixl-adapters)
-exporters=()
-while read -r package lib; do
-    [ -n "$package" ] || continue
-    packages+=(-p "$package")
-    exporters+=("${lib#telemetry_exporter_}")
-done <<< "$plugins"
+# shellcheck source=scripts/layout.sh
+. scripts/layout.sh
+shipped_plugins
+packages=(-p nixl-telemetry-cli -p nixl-telemetry-nixl-adapters "${plugin_packages[@]}")
 
 # The NIXL adapters are C++ sharing std::string with NIXL: compiled by GCC
 # (libstdc++), linked by Zig against glibc 2.28 (crates/nixl_adapters/build.rs).
@@ -100,7 +104,7 @@ NIXL_ADAPTERS_CXX=g++ NIXL_ADAPTERS_GLIBC_2_28_LINKER="$work/cc-glibc-$glibc" \
 bin="$target_dir/$target/$profile"
 
 echo "== building the Python package (maturin, abi3, manylinux_2_28)"
-"$tools/maturin" build --quiet --locked --profile "$profile" --zig --target "$target" \
+maturin build --quiet --locked --profile "$profile" --zig --target "$target" \
     --compatibility "manylinux_${glibc/./_}" --manifest-path crates/python/Cargo.toml \
     --interpreter "$py" --out "$work/maturin"
 built=("$work"/maturin/nixl_telemetry-*.whl)
@@ -111,12 +115,8 @@ echo "== adding the commands, the plug-ins and the NIXL adapters"
 tree=("$work"/unpacked/nixl_telemetry-*)
 tree="${tree[0]}"
 data="$tree/$(basename "$tree").data"
-install -d "$data/scripts" "$data/data/lib/nixl/telemetry_exporters"
-install -m 755 "$bin/nixl-telemetry" "$bin/telemetry_reader" "$bin/nixl-telemetry-adapters" "$data/scripts/"
-while read -r _ lib; do
-    [ -n "$lib" ] && install -m 755 "$bin/lib$lib.so" "$data/data/lib/nixl/telemetry_exporters/"
-done <<< "$plugins"
-"$bin/nixl-telemetry-adapters" stage "$data/data/lib/nixl/nixl_adapters" "${exporters[@]}" >/dev/null
+RUN=()
+stage_layout "$bin" "$data/scripts" "$data/data/lib/nixl" >/dev/null
 # build.rs compiles the adapters with -g1 (as every build): no debug information in the wheel.
 find "$data/data/lib/nixl/nixl_adapters" -name '*.so' -exec strip --strip-debug {} +
 rm -f "$out"/nixl_telemetry-*.whl
@@ -125,7 +125,7 @@ wheel=("$out"/nixl_telemetry-*.whl)
 wheel="${wheel[0]}"
 
 echo "== auditwheel show"
-"$tools/auditwheel" show "$wheel" | tee "$work/auditwheel.txt"
+auditwheel show "$wheel" | tee "$work/auditwheel.txt"
 # auditwheel names the most portable tag the wheel is consistent with.
 tag="$(tr '\n' ' ' < "$work/auditwheel.txt" | grep -o '"manylinux_2_[0-9]*_x86_64"' | head -1 | tr -d '"')"
 minor="${tag#manylinux_2_}"

@@ -67,27 +67,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 
-# Every exporter plug-in the workspace ships: packages with a cdylib target named
-# telemetry_exporter_<name>, except those marked `publish = false` (the test
-# fixtures, such as the testkit plug-in, which panics or fails on demand and has
-# no place in a user's prefix). Prints "<target dir>" then "<package> <lib name>" lines.
-metadata="$(cargo metadata --no-deps --format-version 1 | python3 -c '
-import json, sys
-m = json.load(sys.stdin)
-print(m["target_directory"])
-for p in m["packages"]:
-    if p.get("publish") == []:
-        continue
-    for t in p["targets"]:
-        if "cdylib" in t["kind"] and t["name"].startswith("telemetry_exporter_"):
-            print(p["name"], t["name"])
-')"
-target_dir="$(printf '%s\n' "$metadata" | head -1)"
-plugins="$(printf '%s\n' "$metadata" | tail -n +2)"
-packages=(-p nixl-telemetry-capi -p nixl-telemetry-cli -p nixl-telemetry-nixl-adapters)
-while read -r package _; do
-    [ -n "$package" ] && packages+=(-p "$package")
-done <<< "$plugins"
+# shellcheck source=scripts/layout.sh
+. scripts/layout.sh
+shipped_plugins
+packages=(-p nixl-telemetry-capi -p nixl-telemetry-cli -p nixl-telemetry-nixl-adapters "${plugin_packages[@]}")
 out="$target_dir/$profile_dir"
 
 echo "== building (profile $profile, NIXL_TELEMETRY_LIBDIR=$prefix/lib): ${packages[*]}"
@@ -99,28 +82,17 @@ run() {
     echo "   $*"
     if [ "$dry_run" = 0 ]; then "$@"; fi
 }
+RUN=(run)
 
 echo "== installing into $prefix"
-run install -d "$prefix/lib" "$prefix/include" "$prefix/bin" "$prefix/lib/pkgconfig" \
-    "$prefix/lib/cmake/NixlTelemetry" "$prefix/lib/nixl/telemetry_exporters" \
-    "$prefix/lib/nixl/nixl_adapters"
+run install -d "$prefix/lib" "$prefix/include" "$prefix/lib/pkgconfig" \
+    "$prefix/lib/cmake/NixlTelemetry"
 run install -m 755 "$out/libnixl_telemetry_capi.so" "$prefix/lib/libnixl_telemetry.so.1"
 run ln -sfn libnixl_telemetry.so.1 "$prefix/lib/libnixl_telemetry.so"
 run install -m 644 "$out/libnixl_telemetry_capi.a" "$prefix/lib/libnixl_telemetry.a"
 run install -m 644 include/nixl_telemetry.h include/nixl_telemetry.hpp include/nixl_telemetry_plugin.h \
     "$prefix/include/"
-while read -r _ lib; do
-    [ -n "$lib" ] && run install -m 755 "$out/lib$lib.so" "$prefix/lib/nixl/telemetry_exporters/"
-done <<< "$plugins"
-run install -m 755 "$out/nixl-telemetry" "$out/telemetry_reader" "$out/nixl-telemetry-adapters" \
-    "$prefix/bin/"
-# The adapters NIXL loads: one file per plug-in and generation, each forwarding to the
-# plug-in of its name in lib/nixl/telemetry_exporters.
-exporters=()
-while read -r _ lib; do
-    [ -n "$lib" ] && exporters+=("${lib#telemetry_exporter_}")
-done <<< "$plugins"
-run "$out/nixl-telemetry-adapters" stage "$prefix/lib/nixl/nixl_adapters" "${exporters[@]}"
+stage_layout "$out" "$prefix/bin" "$prefix/lib/nixl"
 
 # What a static link needs besides the archive (rustc --print native-static-libs).
 static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"

@@ -19,7 +19,10 @@
 #     `unlink` removes the links;
 #   * `nixl-telemetry serve` stores what TAO's own client reports (first release only).
 # Then the wheel alone under a second CPython (pyenv's 3.10 or 3.12, when there):
-# versions, recording and reading a ring from Python, and the message of `link` without NIXL.
+# versions, recording and reading a ring from Python, a Python host loading the wheel's csv
+# plug-in with no setting, and the message of `link` without NIXL. Last, the source
+# distribution (the repository's pyproject.toml) built by `pip wheel` with a Rust
+# toolchain gives a wheel of the same name holding the same files.
 # The OTLP receiver is found in the checkout (or give OTLP_RECEIVER=FILE). The time
 # each part took is printed at the end.
 set -euo pipefail
@@ -189,6 +192,8 @@ else
     user "$env_dir" python wheel_user_check.py versions "$wheel_version"
     # The job's rings were consumed by export: record one here, and read it back.
     user "$env_dir" python -c "import sys, nixl_telemetry as t; tel = t.Telemetry('second', dir=sys.argv[1]); tel.transfer_completed(120, True, 4096); tel.close(); events = t.read_ring(sys.argv[1] + '/second'); assert any(e.name == 'agent_tx_bytes' and e.value == 4096 for e in events), events; print(f'recorded and read back {len(events)} events')" "$work/rings-second"
+    # A Python host loads the wheel's plug-ins with no plugin_dirs and no variable.
+    user "$env_dir" python -c "import sys, nixl_telemetry as t; tel = t.Telemetry('py-host', exporter='csv', output_path=sys.argv[1]); tel.transfer_completed(120, True, 4096); tel.close(); text = open(sys.argv[1]).read(); assert 'agent_tx_bytes' in text and '4096' in text, text; print('the csv plug-in of the wheel, loaded from Python with no setting, wrote', len(text.splitlines()), 'lines')" "$work/py-host.csv"
     if user "$env_dir" nixl-telemetry-adapters link >"$work/link-none.out" 2>"$work/link-none.err"; then
         echo "test-wheel.sh: link succeeded in an environment without NIXL" >&2
         exit 1
@@ -198,6 +203,24 @@ else
     echo "link without NIXL: $(cat "$work/link-none.err")"
     took "second CPython"
 fi
+
+echo "== the source distribution builds the same wheel (pip, with a Rust toolchain)"
+mkdir -p "$work/sdist" "$work/from-sdist"
+sdist="$work/sdist/$(python3 -c 'import sys; sys.path.insert(0, "scripts/wheel_backend"); import nixl_telemetry_build as b; print(b.build_sdist(sys.argv[1]))' "$work/sdist")"
+# The checkout's cargo target directory: the dependencies are not compiled again.
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$(python_env wheel-build)" -m pip wheel \
+    --quiet --disable-pip-version-check --no-deps --wheel-dir "$work/from-sdist" "$sdist"
+from_sdist="$(ls "$work"/from-sdist/nixl_telemetry-*.whl)"
+[ "$(basename "$from_sdist")" = "$(basename "$wheel")" ] ||
+    { echo "test-wheel.sh: the sdist built $(basename "$from_sdist"), not $(basename "$wheel")" >&2; exit 1; }
+files() { python3 -c 'import sys, zipfile; print("\n".join(sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if not n.endswith("/RECORD"))))' "$1"; }
+if ! diff <(files "$wheel") <(files "$from_sdist") > "$work/sdist.diff"; then
+    echo "test-wheel.sh: the wheel built from the sdist holds other files:" >&2
+    cat "$work/sdist.diff" >&2
+    exit 1
+fi
+echo "$(basename "$sdist") built $(basename "$from_sdist"): $(files "$wheel" | wc -l) files, the same as build-wheel.sh's"
+took "sdist"
 
 echo "== test-wheel.sh passed ($(du -k "$wheel" | cut -f1) KiB wheel)"
 printf '   %s\n' "${timings[@]}"

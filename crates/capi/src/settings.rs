@@ -215,6 +215,7 @@ pub fn to_config(
             })
             .unwrap_or_default(),
         nixl_plugin_dir: None,
+        environment_libdir: None,
         enabled_metrics: enabled_metrics.and_then(MetricFilter::parse),
     })
 }

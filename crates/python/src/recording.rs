@@ -213,7 +213,8 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    fn create(py: Python<'_>, agent: String, config: TelemetryConfig) -> PyResult<Telemetry> {
+    fn create(py: Python<'_>, agent: String, mut config: TelemetryConfig) -> PyResult<Telemetry> {
+        config.environment_libdir = Some(environment_libdir(py)?);
         fork::install();
         let generation = fork::generation();
         let telemetry = py
@@ -287,6 +288,31 @@ fn stats_dict<'py>(py: Python<'py>, s: &TelemetryStats) -> PyResult<Bound<'py, P
     d.set_item("dropped_format", s.dropped.format)?;
     d.set_item("dropped_late", s.dropped.late)?;
     Ok(d)
+}
+
+/// The `lib` directory the wheel installed the plug-ins under
+/// (`lib/nixl/telemetry_exporters`): the install scheme's data root is the one
+/// that holds `lib/pythonX.Y/site-packages/nixl_telemetry`, for a virtual
+/// environment, a `--user` install and a system-wide one alike. A package found
+/// elsewhere (a source checkout on `PYTHONPATH`) gives `<sys.prefix>/lib`.
+fn environment_libdir(py: Python<'_>) -> PyResult<PathBuf> {
+    let init: PathBuf = py
+        .import("nixl_telemetry")?
+        .getattr("__file__")?
+        .extract()?;
+    let mut ancestors = init.ancestors().skip(2);
+    let site = ancestors.next();
+    let lib = ancestors.nth(1);
+    if let (Some(site), Some(lib)) = (site, lib) {
+        if matches!(
+            site.file_name().and_then(|n| n.to_str()),
+            Some("site-packages" | "dist-packages")
+        ) {
+            return Ok(lib.to_path_buf());
+        }
+    }
+    let prefix: PathBuf = py.import("sys")?.getattr("prefix")?.extract()?;
+    Ok(prefix.join("lib"))
 }
 
 #[pymethods]

@@ -239,3 +239,18 @@ def test_repr_and_agent(tmp_path):
     t = Telemetry("r", dir=pathlib.Path(tmp_path))
     assert t.agent == "r" and "Telemetry(agent=\"r\"" in repr(t)
     t.close()
+
+
+def test_plugins_of_this_python_environment_are_searched():
+    # The wheel installs the plug-ins under <data root>/lib/nixl/telemetry_exporters,
+    # beside <data root>/lib/pythonX.Y/site-packages/nixl_telemetry; a Python host
+    # finds them there with no plugin_dirs (the search trail says so).
+    package = pathlib.Path(nt.__file__).parent
+    if package.parents[0].name in ("site-packages", "dist-packages"):
+        lib = package.parents[2]
+    else:  # the package from a source checkout
+        lib = pathlib.Path(sys.prefix) / "lib"
+    with pytest.raises(TelemetryError) as info:
+        Telemetry("a", exporter="surely_missing_plugin")
+    candidate = lib / "nixl" / "telemetry_exporters" / "libtelemetry_exporter_surely_missing_plugin.so"
+    assert f"{candidate} (the host's environment)" in str(info.value)

@@ -108,6 +108,11 @@ pub struct TelemetryConfig {
     pub plugin_dirs: Vec<PathBuf>,
     /// `NIXL_PLUGIN_DIR`.
     pub nixl_plugin_dir: Option<PathBuf>,
+    /// The `lib` directory of the environment the host runs in, when the
+    /// executable's own does not say it: a Python host sets its
+    /// `<sys.prefix>/lib`, since a virtual environment's `bin/python` is a
+    /// link to an interpreter elsewhere. Searched after the executable's.
+    pub environment_libdir: Option<PathBuf>,
     /// The allowlist; `None` = every event.
     pub enabled_metrics: Option<MetricFilter>,
     /// The ring layout the `buffer` exporter writes (`NIXL_TELEMETRY_RING_VERSION`).
@@ -125,6 +130,7 @@ impl Default for TelemetryConfig {
             output_path: None,
             plugin_dirs: Vec::new(),
             nixl_plugin_dir: None,
+            environment_libdir: None,
             enabled_metrics: None,
             ring_layout: DEFAULT_RING_LAYOUT,
         }
@@ -330,6 +336,7 @@ impl TelemetryConfig {
             output_path,
             plugin_dirs,
             nixl_plugin_dir,
+            environment_libdir: None,
             enabled_metrics,
             ring_layout,
         })

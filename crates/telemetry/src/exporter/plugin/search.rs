@@ -7,7 +7,11 @@
 //! 3. `<exe dir>/../lib/nixl/telemetry_exporters`, where `<exe dir>` is the
 //!    directory of the running executable (symlinks resolved): the layout of an
 //!    installed prefix, `<prefix>/bin/app` next to `<prefix>/lib`,
-//! 4. `<libdir>/nixl/telemetry_exporters`, where `<libdir>` is fixed when this
+//! 4. `<environment libdir>/nixl/telemetry_exporters`, when the host names the
+//!    `lib` directory of its environment (the Python package gives
+//!    `<sys.prefix>/lib`: a virtual environment's `python` resolves to an
+//!    interpreter outside it, so 3. misses the plug-ins a wheel installed there),
+//! 5. `<libdir>/nixl/telemetry_exporters`, where `<libdir>` is fixed when this
 //!    crate is compiled: `$NIXL_TELEMETRY_LIBDIR` if that variable is set at
 //!    build time, else `/usr/local/lib`.
 //!
@@ -46,6 +50,9 @@ pub enum SearchOrigin {
     NixlPluginDir,
     /// `<exe dir>/../lib/nixl/telemetry_exporters`.
     ExecutableLibdir,
+    /// `<environment libdir>/nixl/telemetry_exporters` (the host's environment,
+    /// e.g. a Python virtual environment).
+    EnvironmentLibdir,
     /// The compile-time `<libdir>/nixl/telemetry_exporters`.
     InstallLibdir,
 }
@@ -56,6 +63,7 @@ impl fmt::Display for SearchOrigin {
             SearchOrigin::PluginDirVariable => EXPORTER_PLUGIN_DIR,
             SearchOrigin::NixlPluginDir => NIXL_PLUGIN_DIR,
             SearchOrigin::ExecutableLibdir => "next to the executable",
+            SearchOrigin::EnvironmentLibdir => "the host's environment",
             SearchOrigin::InstallLibdir => "install libdir",
         })
     }
@@ -98,6 +106,9 @@ pub fn search_dirs(config: &TelemetryConfig) -> Vec<(PathBuf, SearchOrigin)> {
     }
     if let Some(dir) = executable_libdir() {
         push(dir.join(PLUGIN_SUBDIR), SearchOrigin::ExecutableLibdir);
+    }
+    if let Some(dir) = &config.environment_libdir {
+        push(dir.join(PLUGIN_SUBDIR), SearchOrigin::EnvironmentLibdir);
     }
     push(
         Path::new(INSTALL_LIBDIR).join(PLUGIN_SUBDIR),
@@ -188,6 +199,26 @@ mod tests {
             .find(|(_, o)| *o == SearchOrigin::ExecutableLibdir)
             .expect("the executable's libdir is searched");
         assert!(exe_dir.0.ends_with("lib/nixl/telemetry_exporters"));
+        assert!(
+            !origins.contains(&SearchOrigin::EnvironmentLibdir),
+            "no environment libdir unless the host names one"
+        );
+    }
+
+    #[test]
+    fn the_hosts_environment_comes_after_the_executable_and_before_the_install_dir() {
+        let cfg = TelemetryConfig {
+            environment_libdir: Some(PathBuf::from("/venv/lib")),
+            ..config(&["/a"], None)
+        };
+        let dirs = search_dirs(&cfg);
+        let at = |origin| dirs.iter().position(|(_, o)| *o == origin).unwrap();
+        assert_eq!(
+            dirs[at(SearchOrigin::EnvironmentLibdir)].0,
+            PathBuf::from("/venv/lib/nixl/telemetry_exporters")
+        );
+        assert!(at(SearchOrigin::ExecutableLibdir) < at(SearchOrigin::EnvironmentLibdir));
+        assert!(at(SearchOrigin::EnvironmentLibdir) < at(SearchOrigin::InstallLibdir));
     }
 
     #[test]
