@@ -20,7 +20,7 @@ use super::own_series::{self, OwnSeries};
 use super::ring::FollowedRing;
 use super::schedule::{next_delay, RingLoad};
 use super::settings::Settings;
-use super::watch::{DirectoryWatch, OpenedEarly, SAFETY_RESCAN};
+use super::watch::{DirectoryWatch, OpenedEarly, MAX_WAITING, SAFETY_RESCAN};
 use nixl_telemetry::ring::error_message as describe;
 
 /// How often the sidecar's own figures are reported.
@@ -87,7 +87,7 @@ pub struct Sidecar {
     refused_as: HashMap<OsString, (FileIdentity, FileStamp)>,
     /// Files opened as soon as they appeared that are no valid ring yet (a
     /// producer creating its ring in place): looked at again each pass, for
-    /// [`SETTLE`] at most.
+    /// [`SETTLE`] at most, [`MAX_WAITING`] at most.
     early: Vec<OpenedEarly>,
     totals: Totals,
     /// What a stop would abandon if it ended now ([`Sidecar::stopping`]).
@@ -287,7 +287,9 @@ impl Sidecar {
                             | RefusalCause::UnknownVersion
                             | RefusalCause::BadHeader
                     );
-                    if content && early.seen.elapsed() < SETTLE {
+                    // Bounded, as descriptors are: beyond, the listing
+                    // finds the file if it is still there.
+                    if content && early.seen.elapsed() < SETTLE && self.early.len() < MAX_WAITING {
                         self.early.push(early);
                     } else {
                         tracing::debug!("{err}: not followed from its creation");
