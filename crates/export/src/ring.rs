@@ -69,23 +69,26 @@ impl FollowedRing {
             }
             Err(e) => return Err(e),
         };
+        Ok((FollowedRing::from_reader(file, reader), read_only))
+    }
+
+    /// Follows `file` through a reader already open on it (a file opened as
+    /// soon as it appeared); a peeking reader is read without consuming.
+    pub fn from_reader(file: &RingFile, reader: RingReader) -> FollowedRing {
         let stale = reader.trailer().is_some_and(|t| t.stale);
         let converter = SlotConverter::new(reader.layout());
-        Ok((
-            FollowedRing {
-                file: file.clone(),
-                reader,
-                converter,
-                retiring: false,
-                read_only,
-                stale,
-                slots: Vec::new(),
-                last_pass: None,
-                rate: 0.0,
-                malformed_warned: false,
-            },
-            read_only,
-        ))
+        FollowedRing {
+            file: file.clone(),
+            read_only: reader.mode() == ReadMode::Peek,
+            reader,
+            converter,
+            retiring: false,
+            stale,
+            slots: Vec::new(),
+            last_pass: None,
+            rate: 0.0,
+            malformed_warned: false,
+        }
     }
 
     /// The reader (layout, capacity, trailer).

@@ -51,6 +51,32 @@ pub struct SourcesScan {
 pub struct RingSources {
     files: Vec<PathBuf>,
     dirs: Vec<RingDirectory>,
+    /// The named files' and directories' own stamps just before the last
+    /// scan, and the time then (ns since the epoch): see
+    /// [`RingSources::unchanged_since_scan`].
+    stamps: Option<(Vec<PathStamp>, i128)>,
+}
+
+/// A path's identity and modification time (ns since the epoch), when it
+/// can be looked at.
+type PathStamp = Option<(FileIdentity, i128)>;
+
+/// How long before a scan a stamp must be for a change after the scan to be
+/// sure to show in it: a file system stamps modifications with a coarse
+/// clock (a jiffy, up to 10 ms).
+const STAMP_MARGIN_NS: i128 = 100_000_000;
+
+/// A path's identity and modification time (links followed), if it can be
+/// looked at.
+fn stamp_of(path: &Path) -> PathStamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((
+        FileIdentity {
+            device: meta.dev(),
+            inode: meta.ino(),
+        },
+        i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+    ))
 }
 
 impl RingSources {
@@ -72,13 +98,20 @@ impl RingSources {
                 }
             }
         }
-        Ok(RingSources { files, dirs })
+        Ok(RingSources {
+            files,
+            dirs,
+            stamps: None,
+        })
     }
 
     /// Every file that may be a ring now. A file named on the command line
     /// that has gone is left out (its agent vanished), and so are the rings
     /// of a directory that cannot be listed ([`SourcesScan::unlisted`]).
     pub fn scan(&mut self) -> SourcesScan {
+        // Stamped before the listing: a change made while it runs is newer.
+        let now_ns = i128::from(nixl_telemetry::clock::system_now_us()) * 1000;
+        self.stamps = Some((self.current_stamps(), now_ns));
         let mut out = SourcesScan::default();
         for path in &self.files {
             if let Ok(meta) = std::fs::metadata(path) {
@@ -127,6 +160,31 @@ impl RingSources {
         out
     }
 
+    fn current_stamps(&self) -> Vec<PathStamp> {
+        self.files
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(self.dirs.iter().map(RingDirectory::path))
+            .map(stamp_of)
+            .collect()
+    }
+
+    /// Whether a scan now would list the same names as the last one: no
+    /// directory named was modified (a ring created, removed or renamed in
+    /// it), and no file named replaced, since well before the last scan.
+    /// Asks one `stat` per path named, not one per ring. What it cannot see
+    /// is a file that changed in place (a ring a producer is still writing
+    /// its header to): a scan every so often, whatever this says, sees that.
+    pub fn unchanged_since_scan(&self) -> bool {
+        let Some((stamps, scanned_ns)) = &self.stamps else {
+            return false;
+        };
+        stamps
+            .iter()
+            .all(|s| s.is_some_and(|(_, mtime)| mtime < scanned_ns - STAMP_MARGIN_NS))
+            && self.current_stamps() == *stamps
+    }
+
     /// Opens a file of the last scan as a ring (a directory's through the
     /// directory, under its rules).
     pub fn open(&self, candidate: &Candidate, mode: ReadMode) -> Result<RingReader, RingError> {
@@ -168,6 +226,35 @@ mod tests {
             "{:?}",
             scan.refused
         );
+    }
+
+    #[test]
+    fn an_unchanged_directory_is_told_without_listing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), b"x").unwrap();
+        let age = |seconds| {
+            let then = std::time::SystemTime::now() - std::time::Duration::from_secs(seconds);
+            std::fs::File::open(dir.path())
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+        };
+        let mut sources = RingSources::new(&[dir.path().to_owned()], ScanRules::Confined).unwrap();
+        assert!(!sources.unchanged_since_scan(), "never scanned");
+        // Modified just now: a change in the same tick would not show.
+        sources.scan();
+        assert!(!sources.unchanged_since_scan());
+        age(10);
+        sources.scan();
+        assert!(sources.unchanged_since_scan());
+        // A ring created, then one removed: each tells.
+        std::fs::write(dir.path().join("b"), b"x").unwrap();
+        assert!(!sources.unchanged_since_scan());
+        age(10);
+        sources.scan();
+        assert!(sources.unchanged_since_scan());
+        std::fs::remove_file(dir.path().join("a")).unwrap();
+        assert!(!sources.unchanged_since_scan());
     }
 
     #[test]

@@ -113,13 +113,14 @@ impl Input {
                 describe_ring_error(&e, mode)
             )
         })?;
-        let ring = read_ring(reader, agent_of(path), &mut classifier)
+        let mut warnings = Vec::new();
+        let agents = read_ring(reader, agent_of(path), &mut classifier, &mut warnings)
             .map_err(|e| anyhow::anyhow!("{}", describe_ring_error(&e, mode)))?;
         Ok(Input {
-            agents: vec![ring],
+            agents,
             statuses: classifier.statuses().to_vec(),
             from_capture: false,
-            warnings: Vec::new(),
+            warnings,
         })
     }
 
@@ -139,11 +140,11 @@ impl Input {
             .map(|(_, m)| format!("skipping {m}"))
             .collect();
         for candidate in &scan.files {
-            let ring = sources
-                .open(candidate, mode)
-                .and_then(|reader| read_ring(reader, candidate.agent(), &mut classifier));
-            match ring {
-                Ok(ring) => agents.push(ring),
+            let rings = sources.open(candidate, mode).and_then(|reader| {
+                read_ring(reader, candidate.agent(), &mut classifier, &mut warnings)
+            });
+            match rings {
+                Ok(rings) => agents.extend(rings),
                 Err(e) => warnings.push(format!("skipping {}", describe_ring_error(&e, mode))),
             }
         }
@@ -310,12 +311,64 @@ fn capture_agent(path: &Path) -> String {
     name
 }
 
-/// Reads a ring to its end.
+/// Producers of one ring file followed in one read at most: a file
+/// rewritten in place more often than this while it is read is given up.
+const MAX_PRODUCERS: usize = 16;
+
+/// Reads a ring to its end: one [`AgentInput`] per producer of the file. A
+/// ring rewritten in place in another layout while it is read (the
+/// reader's [`RingError::LayoutChanged`], as the export sidecar and `top`
+/// see it) is a new producer: what the old one wrote is kept as read, a
+/// warning names the change, and the file is opened again and read in its
+/// new layout as the next producer (`<agent> (producer N)`), never decoded
+/// in the old one.
 fn read_ring(
     mut reader: RingReader,
     agent: String,
     classifier: &mut Classifier,
-) -> Result<AgentInput, RingError> {
+    warnings: &mut Vec<String>,
+) -> Result<Vec<AgentInput>, RingError> {
+    let mut producers = Vec::new();
+    loop {
+        let (producer, rewritten) =
+            read_producer(&mut reader, &agent, producers.len(), classifier)?;
+        producers.push(producer);
+        let Some(change) = rewritten else {
+            return Ok(producers);
+        };
+        if producers.len() >= MAX_PRODUCERS {
+            warnings.push(format!(
+                "{change}: rewritten {MAX_PRODUCERS} times while being read; the rest of it is \
+                 skipped"
+            ));
+            return Ok(producers);
+        }
+        warnings.push(format!(
+            "{change}: a new producer; its events are counted as agent {:?}",
+            producer_name(&agent, producers.len())
+        ));
+        reader = RingReader::open(reader.path(), reader.mode())?;
+    }
+}
+
+/// The agent name of a file's producer number `index` (from 0): the first
+/// keeps the file's name.
+fn producer_name(agent: &str, index: usize) -> String {
+    if index == 0 {
+        agent.to_owned()
+    } else {
+        format!("{agent} (producer {})", index + 1)
+    }
+}
+
+/// Reads what one producer of a ring wrote, to the ring's end or until the
+/// file is found rewritten in another layout (then the change, as words).
+fn read_producer(
+    reader: &mut RingReader,
+    agent: &str,
+    index: usize,
+    classifier: &mut Classifier,
+) -> Result<(AgentInput, Option<String>), RingError> {
     // The slots as events, as the export sidecar makes them; a slot whose
     // name has no terminator is malformed and skipped, as the readers skip it.
     let converter = SlotConverter::new(reader.layout());
@@ -323,8 +376,16 @@ fn read_ring(
     let mut slots = Vec::new();
     let mut events = Vec::new();
     let mut samples = Vec::new();
+    let mut rewritten = None;
     loop {
-        let n = reader.read_slot_bytes(&mut slots, BATCH)?;
+        let n = match reader.read_slot_bytes(&mut slots, BATCH) {
+            Ok(n) => n,
+            Err(e @ RingError::LayoutChanged { .. }) => {
+                rewritten = Some(e.to_string());
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         if n == 0 {
             break;
         }
@@ -336,12 +397,17 @@ fn read_ring(
             value: e.value,
         }));
     }
-    Ok(AgentInput {
-        agent,
+    let producer = AgentInput {
+        agent: producer_name(agent, index),
         ring_version: Some(reader.layout().version),
         samples,
-        lost_by_producer: reader.trailer().map(|t| t.events_lost()),
-    })
+        // A rewritten file's trailer is the new producer's (or none).
+        lost_by_producer: rewritten
+            .is_none()
+            .then(|| reader.trailer().map(|t| t.events_lost()))
+            .flatten(),
+    };
+    Ok((producer, rewritten))
 }
 
 /// The event of a capture line, as the export sidecar would have made it
@@ -461,6 +527,77 @@ not json
             (e.category(), e.name_bytes()),
             (Category::ERROR, &b"NIXL_ERR_BACKEND"[..])
         );
+    }
+
+    /// The header and slots (no trailer: as NIXL writes them) of a
+    /// 64-slot ring of `ring_layout` holding `events`.
+    fn nixl_ring_bytes(
+        ring_layout: &'static nixl_telemetry::ring::layout::RingLayout,
+        events: &[Event],
+    ) -> Vec<u8> {
+        let scratch = tempfile::tempdir().unwrap();
+        let mut writer = nixl_telemetry::ring::RingWriter::create_with_layout(
+            scratch.path(),
+            "r",
+            64,
+            ring_layout,
+        )
+        .unwrap();
+        assert_eq!(writer.push(events).written, events.len());
+        let path = writer.path().to_owned();
+        drop(writer);
+        let mut bytes = std::fs::read(path).unwrap();
+        bytes.truncate(ring_layout.data_size(64).unwrap() as usize);
+        bytes
+    }
+
+    #[test]
+    fn a_ring_rewritten_in_another_layout_while_read_is_a_new_producer() {
+        use nixl_telemetry::ring::layout;
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("initiator");
+        let tx = Event::new(1, Category::TRANSFER, "agent_tx_bytes", 254);
+        std::fs::write(&path, nixl_ring_bytes(&layout::V4, &[tx])).unwrap();
+        for mode in [ReadMode::Consume, ReadMode::Peek] {
+            let reader = RingReader::open(&path, mode).unwrap();
+            // Rewritten in place (the same file) as version 1, as a job
+            // restarted under another release does, after the report opened it.
+            let rx: Vec<Event> = (0..10)
+                .map(|i| Event::new(100 + i, Category::TRANSFER, "agent_rx_bytes", 112))
+                .collect();
+            let v1 = nixl_ring_bytes(&layout::V1, &rx);
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.set_len(v1.len() as u64).unwrap();
+            file.write_all_at(&v1, 0).unwrap();
+            let mut classifier = Classifier::default();
+            let mut warnings = Vec::new();
+            let agents =
+                read_ring(reader, "initiator".into(), &mut classifier, &mut warnings).unwrap();
+            let names: Vec<&str> = agents.iter().map(|a| a.agent.as_str()).collect();
+            assert_eq!(names, ["initiator", "initiator (producer 2)"], "{mode:?}");
+            // Nothing decoded in the old layout: the new producer's 10
+            // events of 112 rx bytes, read in version 1.
+            assert!(agents[0].samples.is_empty(), "{:?}", agents[0].samples);
+            assert_eq!(agents[0].ring_version, Some(4));
+            assert_eq!(agents[1].ring_version, Some(1));
+            let kinds: Vec<(Kind, u64)> = agents[1]
+                .samples
+                .iter()
+                .map(|s| (s.kind, s.value))
+                .collect();
+            assert_eq!(kinds, vec![(Kind::RxBytes, 112); 10]);
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(
+                warnings[0].contains("rewritten in place")
+                    && warnings[0].contains("version 4")
+                    && warnings[0].contains("version 1")
+                    && warnings[0].contains("a new producer"),
+                "{warnings:?}"
+            );
+            // Back as it was for the next mode.
+            std::fs::write(&path, nixl_ring_bytes(&layout::V4, &[tx])).unwrap();
+        }
     }
 
     #[test]

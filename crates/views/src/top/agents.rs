@@ -2,11 +2,11 @@
 //! metric model (`nixl-telemetry-metrics`), and the rows read off the model's
 //! totals at each refresh (rates: two readings subtracted).
 
-use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nixl_telemetry::ring::{ReadMode, TrailerInfo};
+use nixl_telemetry::ring::{FileIdentity, ReadMode, TrailerInfo};
 use nixl_telemetry::Event;
 use nixl_telemetry_metrics::{histogram, slot, AgentMetrics, Buckets, SeriesNaming, Totals};
 
@@ -74,6 +74,8 @@ pub struct Agents {
     mode: ReadMode,
     buckets: Buckets,
     agents: Vec<Agent>,
+    /// Where each agent is in `agents`, by its ring's path.
+    by_path: HashMap<PathBuf, usize>,
     /// Files that are not readable rings, with the reason (kept while present).
     skipped: Vec<(PathBuf, String)>,
     events: Vec<Event>,
@@ -89,6 +91,7 @@ impl Agents {
             mode,
             buckets: Buckets::default(),
             agents: Vec::new(),
+            by_path: HashMap::new(),
             skipped: Vec::new(),
             events: Vec::new(),
             history_len: history_len.max(1),
@@ -98,6 +101,12 @@ impl Agents {
     /// Whether the rings are consumed.
     pub fn consuming(&self) -> bool {
         self.mode == ReadMode::Consume
+    }
+
+    /// Whether a scan now would list the same rings as the last one (see
+    /// [`RingSources::unchanged_since_scan`]).
+    pub fn sources_unchanged(&self) -> bool {
+        self.sources.unchanged_since_scan()
     }
 
     /// Files that are not readable rings, with the reason.
@@ -116,11 +125,13 @@ impl Agents {
         let now_us = nixl_telemetry::clock::system_now_us();
         // Rings that went or were replaced: read to their end, then closed
         // (a replaced one is opened again below, as the same agent).
+        // Looked up by path: a scan of many rings costs one pass over them,
+        // not one per agent.
+        let present: HashMap<&Path, FileIdentity> =
+            files.iter().map(|f| (f.path(), f.file.identity)).collect();
         for agent in &mut self.agents {
             let Some(feed) = &agent.feed else { continue };
-            let still = files
-                .iter()
-                .any(|f| f.path() == agent.path && f.file.identity == feed.identity());
+            let still = present.get(agent.path.as_path()) == Some(&feed.identity());
             if !still {
                 read_feed(agent, now, now_us, &mut self.events);
                 agent.missed_before = agent.missed();
@@ -137,7 +148,7 @@ impl Agents {
             }
         }
         for file in files {
-            let known = self.agents.iter().position(|a| a.path == file.path());
+            let known = self.by_path.get(file.path()).copied();
             if known.is_some_and(|at| self.agents[at].feed.is_some()) {
                 continue;
             }
@@ -148,7 +159,9 @@ impl Agents {
                         Some(at) => at,
                         None => {
                             self.agents.push(self.new_agent(file));
-                            self.agents.len() - 1
+                            let at = self.agents.len() - 1;
+                            self.by_path.insert(file.path().to_owned(), at);
+                            at
                         }
                     };
                     let agent = &mut self.agents[at];
@@ -228,6 +241,12 @@ impl Agents {
             for i in forget.into_iter().rev() {
                 self.agents.remove(i);
             }
+            self.by_path = self
+                .agents
+                .iter()
+                .enumerate()
+                .map(|(at, a)| (a.path.clone(), at))
+                .collect();
         }
         // A name shared by rings of two directories is shown as its path.
         let names: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();

@@ -23,7 +23,7 @@
 //! records (NIXL's writers, uncounted before 1.4). That is reported as
 //! [`Feed::is_full`], for `--consume` to help.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nixl_telemetry::ring::{FileIdentity, ReadMode, RingReader, TrailerInfo};
 use nixl_telemetry::Event;
@@ -39,6 +39,11 @@ use nixl_telemetry::ring::SlotConverter;
 /// writer, up to a flush period), once per read; so a ring's whole backlog
 /// is copied at once, not a batch per flush period.
 const MAX_PER_POLL: usize = 1 << 16;
+
+/// How often the trailer of an idle ring is read (a look that finds the
+/// positions as they were reads nothing else): its count of events written
+/// and of events lost are at most this old.
+const TRAILER_EVERY: Duration = Duration::from_secs(1);
 
 /// What a feed could not see, since it was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -97,6 +102,16 @@ pub struct Feed {
     missed: Missed,
     full: bool,
     pace: Pace,
+    /// What the last look found when it left nothing waiting: the
+    /// positions and the trailer's count. A look that finds them again has
+    /// nothing to read (an idle ring: no slot is copied or decoded).
+    settled: Option<(u64, u64, Option<u64>)>,
+    /// The trailer as the last look read it, and when.
+    trailer: Option<TrailerInfo>,
+    trailer_read: Option<Instant>,
+    /// Looks that read the slots (those that found the ring as it was
+    /// are not counted).
+    decode_passes: u64,
 }
 
 impl Feed {
@@ -139,6 +154,7 @@ impl Feed {
         }
         let waiting = reader.pending().map_err(describe)?;
         let written_base = published.map(|p| p.saturating_sub(waiting));
+        let trailer = reader.trailer();
         Ok(Feed {
             identity: file.file.identity,
             converter: SlotConverter::new(reader.layout()),
@@ -150,6 +166,10 @@ impl Feed {
             written_base,
             missed: Missed::default(),
             full: false,
+            settled: None,
+            trailer,
+            trailer_read: None,
+            decode_passes: 0,
         })
     }
 
@@ -163,9 +183,17 @@ impl Feed {
         self.reader.layout().version
     }
 
-    /// The trailer, when the ring has one.
+    /// The trailer, when the ring has one, as the last look read it.
     pub fn trailer(&self) -> Option<TrailerInfo> {
-        self.reader.trailer()
+        self.trailer
+    }
+
+    /// Looks that read the ring's slots: a look that finds the positions
+    /// and the trailer's count as the last one left them, nothing waiting,
+    /// reads nothing.
+    #[cfg(test)]
+    pub fn decode_passes(&self) -> u64 {
+        self.decode_passes
     }
 
     /// What this reader could not see, since it was opened.
@@ -207,12 +235,39 @@ impl Feed {
         // The producer's count first: it is stored after the events it
         // counts, so every event it counts now is in the ring, or was
         // drained or lapped, by the time the slots are read below.
-        let written = self.reader.trailer().map(|t| t.events_written);
+        //
+        // An idle ring first: the positions as the last look left them,
+        // nothing waiting, and the trailer's count the same (asked at most
+        // every TRAILER_EVERY: a lap that brings both positions back where
+        // they were is counted from it then). Nothing is read. The header
+        // checks the layout too (a ring rewritten in place).
+        if let Some((write, read, written)) = self.settled {
+            let header = self.reader.header().map_err(describe)?;
+            if (header.write_pos, header.read_pos) == (write, read) {
+                let due = self
+                    .trailer_read
+                    .is_none_or(|at| now.saturating_duration_since(at) >= TRAILER_EVERY);
+                if due {
+                    self.trailer = self.reader.trailer();
+                    self.trailer_read = Some(now);
+                }
+                if !due || self.trailer.map(|t| t.events_written) == written {
+                    self.pace.looked(now, write, read);
+                    return Ok(());
+                }
+            }
+        }
+        self.settled = None;
+        self.decode_passes += 1;
+        self.trailer = self.reader.trailer();
+        self.trailer_read = Some(now);
+        let written = self.trailer.map(|t| t.events_written);
         let header = self.reader.header().map_err(describe)?;
         let lap_possible = self.pace.looked(now, header.write_pos, header.read_pos);
         if lap_possible && mode == ReadMode::Peek && self.written_base.is_none() {
             self.missed.suspected_laps += 1;
         }
+        let seen = (header.write_pos, header.read_pos, written);
         let mut budget = MAX_PER_POLL;
         while budget > 0 {
             let n = self
@@ -236,6 +291,9 @@ impl Feed {
         let header = self.reader.header().map_err(describe)?;
         let capacity = self.reader.capacity();
         self.full = header.write_pos.wrapping_sub(header.read_pos) & (capacity - 1) == capacity - 1;
+        if pending == 0 && (header.write_pos, header.read_pos) == (seen.0, seen.1) {
+            self.settled = Some(seen);
+        }
         if let (Some(base), Some(written)) = (self.written_base, written) {
             let written = written.saturating_sub(base);
             let accounted = self.read + self.missed.drained + pending;
@@ -298,6 +356,52 @@ mod tests {
         assert_eq!(out.len(), 15);
         assert_eq!(feed.missed(), Missed::default());
         assert!(!feed.is_full());
+    }
+
+    #[test]
+    fn an_idle_ring_is_not_read_again_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RingWriter::create(dir.path(), "a", 64).unwrap();
+        w.push_batch(&events(10));
+        w.update_trailer(&TrailerCounts::default());
+        let mut feed = open_feed(dir.path(), "a", ReadMode::Peek);
+        let mut out = Vec::new();
+        let t0 = Instant::now();
+        feed.poll(t0, 0, &mut out).unwrap();
+        assert_eq!(out.len(), 10);
+        let passes = feed.decode_passes();
+        // Idle: looked at again and again, its slots never read again.
+        for i in 1..=20 {
+            feed.poll(t0 + Duration::from_millis(10 * i), 0, &mut out)
+                .unwrap();
+        }
+        assert_eq!(feed.decode_passes(), passes);
+        assert_eq!(out.len(), 10);
+        // Written to: read at the next look.
+        w.push_batch(&events(3));
+        w.update_trailer(&TrailerCounts::default());
+        feed.poll(t0 + Duration::from_millis(300), 0, &mut out)
+            .unwrap();
+        assert_eq!(out.len(), 13);
+        assert_eq!(feed.decode_passes(), passes + 1);
+        // A lap that brings both positions back where they were (64 events
+        // written, 64 consumed) is seen in the trailer's count, read again
+        // once TRAILER_EVERY has passed.
+        drain(w.path());
+        let t1 = t0 + Duration::from_millis(400);
+        feed.poll(t1, 0, &mut out).unwrap();
+        let passes = feed.decode_passes();
+        for _ in 0..4 {
+            w.push_batch(&events(16));
+            drain(w.path());
+        }
+        w.update_trailer(&TrailerCounts::default());
+        feed.poll(t1 + Duration::from_millis(10), 0, &mut out)
+            .unwrap();
+        assert_eq!(feed.decode_passes(), passes, "not due yet");
+        feed.poll(t1 + TRAILER_EVERY, 0, &mut out).unwrap();
+        assert_eq!(feed.decode_passes(), passes + 1);
+        assert!(feed.missed().any(), "{:?}", feed.missed());
     }
 
     #[test]

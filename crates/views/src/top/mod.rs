@@ -45,8 +45,12 @@ use screen::{Action, Screen};
 use terminal_input::{Input, TerminalInput};
 
 /// How often the directories are scanned for rings that appeared or went
-/// (each ring is read at its own pace: `pace.rs`).
+/// (each ring is read at its own pace: `pace.rs`) when they were modified
+/// since the last scan (one `stat` of each directory tells)...
 const SCAN: Duration = Duration::from_millis(100);
+/// ... and how often whatever that says (a ring created in place becomes
+/// readable without its directory changing).
+const SCAN_ALL: Duration = Duration::from_secs(1);
 /// The sparkline's span.
 const HISTORY: Duration = Duration::from_secs(60);
 
@@ -136,6 +140,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
 struct Clock {
     interval: Duration,
     next_scan: Instant,
+    next_full_scan: Instant,
     next_look: Instant,
     next_refresh: Instant,
     last_refresh: Instant,
@@ -147,6 +152,7 @@ impl Clock {
         Clock {
             interval,
             next_scan: now + SCAN,
+            next_full_scan: now + SCAN_ALL,
             next_look: now,
             next_refresh: now + interval,
             last_refresh: now,
@@ -160,7 +166,10 @@ impl Clock {
     fn tick(&mut self, agents: &mut Agents) -> Option<(Instant, Duration)> {
         let now = Instant::now();
         if now >= self.next_scan {
-            agents.scan();
+            if now >= self.next_full_scan || !agents.sources_unchanged() {
+                agents.scan();
+                self.next_full_scan = now + SCAN_ALL;
+            }
             self.next_scan = now + SCAN;
         }
         let refresh = now >= self.next_refresh;
