@@ -3,15 +3,13 @@
 //! cap wait until one closes (and are then served), and shutdown ends within its
 //! grace period even while a client dribbles.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::support::http::{get, Connection};
+use crate::support::server::{config, sqlite_in, TestServer};
 use nixl_telemetry_service::ServiceConfig;
-use support::http::{get, Connection};
-use support::server::{config, sqlite_in, TestServer};
 
 fn server(dir: &tempfile::TempDir, change: impl FnOnce(&mut ServiceConfig)) -> TestServer {
     let mut config = config(sqlite_in(dir.path()));

@@ -2,13 +2,11 @@
 //! is stored, the health check and `/metrics` say so, and the service recovers by
 //! itself once the store is back.
 
-mod support;
-
-use support::http::{get, post};
-use support::postgres::{TestDatabase, POSTGRES_URL_VARIABLE};
-use support::records::library_metrics;
-use support::sample;
-use support::server::{config, TestServer};
+use crate::support::http::{get, post};
+use crate::support::postgres::{TestDatabase, POSTGRES_URL_VARIABLE};
+use crate::support::records::library_metrics;
+use crate::support::sample;
+use crate::support::server::{config, TestServer};
 
 fn admin(sql: &str) {
     let url = std::env::var(POSTGRES_URL_VARIABLE).unwrap();
