@@ -13,7 +13,9 @@ use nixl_telemetry_processor::Metrics;
 use rusqlite::{OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::migrations::{newest, MIGRATIONS_TABLE, SQLITE};
-use super::{BatchMark, StoreUrl, Synchronous, WriteTransaction};
+use super::{
+    BatchMark, Changes, ServerProcess, StoreBackend, StoreUrl, Synchronous, WriteTransaction,
+};
 use crate::error::StoreError;
 
 pub(crate) struct SqliteConnection {
@@ -125,11 +127,13 @@ impl SqliteConnection {
         }
         tx.commit().map_err(fail)
     }
+}
 
-    pub fn write<T>(
+impl StoreBackend for SqliteConnection {
+    fn write(
         &mut self,
-        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let name = self.name.as_str();
         let tx = self
             .connection
@@ -140,18 +144,43 @@ impl SqliteConnection {
             })?;
         let mut transaction = SqliteTransaction { tx, name };
         // Dropping the transaction without committing rolls it back.
-        let value = body(&mut transaction)?;
+        body(&mut transaction)?;
         transaction
             .tx
             .commit()
             .map_err(|source| StoreError::Sqlite {
                 store: name.to_owned(),
                 source,
-            })?;
-        Ok(value)
+            })
     }
 
-    pub fn snapshot(&mut self) -> Result<Metrics, StoreError> {
+    /// One transaction: SQLite answers each statement at once, so the lock, the
+    /// reads and the writes are statements of one `BEGIN IMMEDIATE` transaction.
+    fn update(
+        &mut self,
+        keys: &[&str],
+        mark: &BatchMark,
+        apply: &mut dyn FnMut(Metrics) -> Option<Changes>,
+    ) -> Result<(), StoreError> {
+        self.write(&mut |tx| {
+            let mut metrics = Metrics::new();
+            tx.read_values(keys, &mut metrics)?;
+            metrics.set_last_updated(tx.last_updated()?);
+            if let Some(changes) = apply(metrics) {
+                let values: Vec<(&str, i64)> = changes
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), *v))
+                    .collect();
+                tx.write_values(&values)?;
+                tx.set_last_updated(changes.last_updated.as_deref())?;
+                tx.mark_batch(mark)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn snapshot(&mut self) -> Result<Metrics, StoreError> {
         let name = self.name.as_str();
         let fail = |source| StoreError::Sqlite {
             store: name.to_owned(),
@@ -165,8 +194,13 @@ impl SqliteConnection {
         Ok(metrics)
     }
 
-    /// Whether the writer's transaction `mark` was committed.
-    pub fn batch_committed(&mut self, mark: &BatchMark) -> Result<bool, StoreError> {
+    /// Whether the writer's transaction `mark` was committed (SQLite has no server
+    /// process to end: `lost` is `None`).
+    fn batch_committed(
+        &mut self,
+        mark: &BatchMark,
+        _lost: Option<ServerProcess>,
+    ) -> Result<bool, StoreError> {
         self.connection
             .query_row(
                 "SELECT batch FROM nixl_telemetry_writers WHERE writer = ?1",
@@ -178,7 +212,7 @@ impl SqliteConnection {
             .map_err(|e| self.fail(e))
     }
 
-    pub fn ping(&mut self) -> Result<(), StoreError> {
+    fn ping(&mut self) -> Result<(), StoreError> {
         self.connection
             .query_row("SELECT COUNT(*) FROM nixl_telemetry_state", [], |row| {
                 row.get::<_, i64>(0)
@@ -187,7 +221,7 @@ impl SqliteConnection {
             .map_err(|e| self.fail(e))
     }
 
-    pub fn name(&self) -> &str {
+    fn name(&self) -> &str {
         &self.name
     }
 }

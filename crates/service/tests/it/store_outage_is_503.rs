@@ -74,6 +74,16 @@ fn an_unreachable_postgres_is_503_and_the_service_recovers() {
         "{text}"
     );
     assert!(!text.contains("tao_jobs_total{"), "{text}");
+    // Each write is timed, the one that failed on the ended connection and the one
+    // that could not open a new connection alike.
+    assert_eq!(
+        sample(
+            text,
+            "tao_service_store_duration_seconds_count{operation=\"write\"}"
+        ),
+        Some(3.0),
+        "{text}"
+    );
 
     admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
     stored.push(line(4));
