@@ -6,7 +6,9 @@
 //! disk. Writers in other processes on the same file wait for each other
 //! (`BEGIN IMMEDIATE`, with a busy timeout).
 
-use std::path::Path;
+use std::cell::Cell;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nixl_telemetry_processor::Metrics;
@@ -21,6 +23,13 @@ use crate::error::StoreError;
 pub(crate) struct SqliteConnection {
     connection: rusqlite::Connection,
     name: String,
+    /// The file, and its device and inode when it was opened: a file removed or
+    /// replaced since is noticed before each use.
+    path: PathBuf,
+    identity: (u64, u64),
+    /// Set once the file was found removed or replaced: the connection is not
+    /// used again.
+    gone: Cell<bool>,
 }
 
 impl SqliteConnection {
@@ -47,13 +56,16 @@ impl SqliteConnection {
                 });
             }
         }
-        let connection = rusqlite::Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(fail)?;
+        // Only the first connection (the one that migrates) may create the file:
+        // one that is missing later was removed while the service ran, and a new
+        // empty file would hide it.
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if migrate {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        } else if !path.exists() {
+            return Err(removed(&name, path));
+        }
+        let connection = rusqlite::Connection::open_with_flags(path, flags).map_err(fail)?;
         connection.busy_timeout(busy_timeout).map_err(fail)?;
         let mode: String = connection
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
@@ -67,11 +79,34 @@ impl SqliteConnection {
         connection
             .pragma_update(None, "synchronous", synchronous.as_str())
             .map_err(fail)?;
-        let mut this = SqliteConnection { connection, name };
+        let identity = file_identity(path).ok_or_else(|| removed(&name, path))?;
+        let mut this = SqliteConnection {
+            connection,
+            name,
+            path: path.to_owned(),
+            identity,
+            gone: Cell::new(false),
+        };
         if migrate {
             this.migrate()?;
         }
         Ok(this)
+    }
+
+    /// Fails when the file was removed or replaced since the connection opened it
+    /// (its writes would go to a file nobody reads again).
+    fn check_file(&self) -> Result<(), StoreError> {
+        if !self.gone.get() && file_identity(&self.path) == Some(self.identity) {
+            return Ok(());
+        }
+        if !self.gone.replace(true) {
+            tracing::error!(
+                store = %self.name,
+                "the SQLite file was removed or replaced while the service ran; \
+                 restore it (or restart the service to start an empty one)"
+            );
+        }
+        Err(removed(&self.name, &self.path))
     }
 
     fn fail(&self, source: rusqlite::Error) -> StoreError {
@@ -134,6 +169,7 @@ impl StoreBackend for SqliteConnection {
         &mut self,
         body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
+        self.check_file()?;
         let name = self.name.as_str();
         let tx = self
             .connection
@@ -181,6 +217,7 @@ impl StoreBackend for SqliteConnection {
     }
 
     fn snapshot(&mut self) -> Result<Metrics, StoreError> {
+        self.check_file()?;
         let name = self.name.as_str();
         let fail = |source| StoreError::Sqlite {
             store: name.to_owned(),
@@ -213,6 +250,7 @@ impl StoreBackend for SqliteConnection {
     }
 
     fn ping(&mut self) -> Result<(), StoreError> {
+        self.check_file()?;
         self.connection
             .query_row("SELECT COUNT(*) FROM nixl_telemetry_state", [], |row| {
                 row.get::<_, i64>(0)
@@ -221,8 +259,28 @@ impl StoreBackend for SqliteConnection {
             .map_err(|e| self.fail(e))
     }
 
+    fn is_broken(&self) -> bool {
+        self.gone.get()
+    }
+
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// The device and inode of the file at `path`, if there is one.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The error of a SQLite file removed while the service ran.
+fn removed(name: &str, path: &Path) -> StoreError {
+    StoreError::BadContent {
+        store: name.to_owned(),
+        what: format!(
+            "the file {} was removed or replaced after the service opened it",
+            path.display()
+        ),
     }
 }
 

@@ -11,6 +11,7 @@ mod metrics_labels_are_bounded;
 mod posted_corpus_matches_process;
 mod records_are_judged_alone;
 mod slow_clients_are_cut_off;
+mod sqlite_file_removed;
 mod status_codes;
 mod store_answers_are_true;
 mod store_documents_move_metrics;
