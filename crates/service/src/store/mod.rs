@@ -215,6 +215,15 @@ impl Connection {
         })
     }
 
+    /// Checks that the store takes writes: a write transaction that sets
+    /// `last_updated` to what it is (nothing changes).
+    pub fn probe_write(&mut self) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let last_updated = tx.last_updated()?;
+            tx.set_last_updated(last_updated.as_deref())
+        })
+    }
+
     /// See [`StoreBackend::batch_committed`].
     pub fn batch_committed(
         &mut self,

@@ -100,3 +100,41 @@ fn an_unreachable_postgres_is_503_and_the_service_recovers() {
         library_metrics(&stored).to_json_string()
     );
 }
+
+#[test]
+fn healthz_is_503_while_every_write_fails() {
+    let Some(db) = TestDatabase::create("healthz_is_503_while_every_write_fails") else {
+        return;
+    };
+    let server = TestServer::start(config(db.store()));
+    let line = |t: i64| format!(r#"{{"action": "train", "time_lapsed": {t}}}"#);
+    assert_eq!(post(server.addr, &line(1)).status, 201);
+    // Writes fail as on a full disk; reads still work.
+    let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse_writes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'could not extend file: No space left on device' \
+             USING ERRCODE = 'disk_full'; END $$; \
+             CREATE TRIGGER refuse_writes BEFORE UPDATE ON nixl_telemetry_state \
+             FOR EACH ROW EXECUTE FUNCTION refuse_writes()",
+        )
+        .unwrap();
+    let response = post(server.addr, &line(2));
+    assert_eq!(response.status, 503, "{}", response.text());
+    assert_eq!(get(server.addr, "/api/v1/metrics").status, 200);
+    let health = get(server.addr, "/healthz");
+    assert_eq!(health.status, 503, "{}", health.text());
+    assert!(
+        health.text().contains("No space left on device"),
+        "{}",
+        health.text()
+    );
+    // Writes work again: healthy before any record is posted.
+    client
+        .batch_execute("DROP TRIGGER refuse_writes ON nixl_telemetry_state")
+        .unwrap();
+    let health = get(server.addr, "/healthz");
+    assert_eq!(health.status, 200, "{}", health.text());
+    assert_eq!(post(server.addr, &line(3)).status, 201);
+}
