@@ -15,16 +15,16 @@
 //!
 //! `NIXL_TELEMETRY_BENCH_RECORDS` sets the records per run (default 40,000).
 
-#[path = "../tests/support/http.rs"]
+#[path = "../tests/it/support/http.rs"]
 #[allow(dead_code)]
 mod http;
-#[path = "../tests/support/postgres.rs"]
+#[path = "../tests/it/support/postgres.rs"]
 #[allow(dead_code)]
 mod postgres_db;
-#[path = "../tests/support/records.rs"]
+#[path = "../tests/it/support/records.rs"]
 #[allow(dead_code)]
 mod records;
-#[path = "../tests/support/server.rs"]
+#[path = "../tests/it/support/server.rs"]
 #[allow(dead_code)]
 mod server;
 

@@ -12,6 +12,7 @@ use nixl_telemetry_processor::{split_series, Metrics, Timestamp};
 use serde_json::Value;
 
 use crate::error::DocumentError;
+use crate::record_rules::shown_key;
 
 /// The keys of a TAO export that are MongoDB's, not metrics: dropped on import.
 pub const IGNORED_KEYS: [&str; 2] = ["_id", "name"];
@@ -27,9 +28,15 @@ impl MetricsDocument {
     /// Reads a document: a JSON object whose values are 64-bit integers, except
     /// `last_updated` (an ISO 8601 string, or `null`) and the ignored `_id` and
     /// `name`.
+    /// A key that appears twice is refused, naming it.
     pub fn parse(text: &str) -> Result<MetricsDocument, DocumentError> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| DocumentError::Content(nixl_telemetry_processor::StateError::Json(e)))?;
+        if value.is_object() {
+            if let Ok(KeysOnce(Some(key))) = serde_json::from_str::<KeysOnce>(text) {
+                return Err(DocumentError::DuplicateKey(shown_key(&key)));
+            }
+        }
         MetricsDocument::from_value(value)
     }
 
@@ -113,7 +120,8 @@ impl fmt::Display for ImportSummary {
             ImportMode::Merge => "merge (the document's values win where both have a key)",
             ImportMode::Replace => "replace (the store holds exactly the document afterwards)",
         };
-        let show = |t: &Option<String>| t.clone().unwrap_or_else(|| "(none)".into());
+        // Text from the document or the store, control characters escaped.
+        let show = |t: &Option<String>| t.as_deref().map_or_else(|| "(none)".into(), shown_key);
         writeln!(f, "mode: {mode}")?;
         writeln!(f, "metrics in the store: {}", self.current)?;
         writeln!(f, "metrics in the document: {}", self.imported)?;
@@ -127,8 +135,9 @@ impl fmt::Display for ImportSummary {
         if let Some(first) = self.not_series.first() {
             writeln!(
                 f,
-                "keys that are not valid Prometheus series: {} (kept; GET /metrics leaves them out), first: {first}",
-                self.not_series.len()
+                "keys that are not valid Prometheus series: {} (kept; GET /metrics leaves them out), first: {}",
+                self.not_series.len(),
+                shown_key(first)
             )?;
         }
         writeln!(f, "  new: {}", self.added)?;
@@ -233,12 +242,66 @@ pub(crate) fn plan_import<'a>(
     }
 }
 
+/// The first key that appears twice in a JSON object's top level, if any.
+struct KeysOnce(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for KeysOnce {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = KeysOnce;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<KeysOnce, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    if !seen.insert(key.clone()) {
+                        return Ok(KeysOnce(Some(key)));
+                    }
+                }
+                Ok(KeysOnce(None))
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn metrics(text: &str) -> Metrics {
         Metrics::from_json_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_by_name() {
+        let err = MetricsDocument::parse(r#"{"a": 1, "b\u001b": 2, "b\u001b": 3}"#).unwrap_err();
+        assert!(matches!(err, DocumentError::DuplicateKey(_)), "{err:?}");
+        let message = err.to_string();
+        assert!(message.contains("`b\\u{1b}` more than once"), "{message}");
+        assert!(!message.contains('\u{1b}'), "{message}");
+        // Distinct keys are read as ever.
+        assert!(MetricsDocument::parse(r#"{"a": 1, "b": 2}"#).is_ok());
+    }
+
+    #[test]
+    fn the_summary_escapes_terminal_controls() {
+        let document = MetricsDocument::parse(
+            r#"{"x{a=\"\u001b[2J\"} ": 1, "last_updated": "2025-01-13T10:00:00\u001b[31m"}"#,
+        );
+        // A last_updated with controls is no ISO time; the key alone then.
+        assert!(document.is_err());
+        let document = MetricsDocument::parse(r#"{"x{a=\"\u001b[2J\"} ": 1}"#).unwrap();
+        let plan = plan_import(&Metrics::new(), &document, ImportMode::Merge, true);
+        let text = plan.summary.to_string();
+        assert!(text.contains("\\u{1b}[2J"), "{text}");
+        assert!(!text.contains('\u{1b}'), "{text}");
     }
 
     #[test]

@@ -170,6 +170,10 @@ pub enum DocumentError {
     /// Not a JSON object of integers (the key is named).
     #[error("the document is not a metrics document: {0}")]
     Content(#[source] StateError),
+    /// A key appears twice in the document (JSON parsers would keep one of the
+    /// values silently).
+    #[error("the document has the key `{0}` more than once: each key must appear once")]
+    DuplicateKey(String),
     /// `last_updated` is not an ISO 8601 time (the processor could not read it back).
     #[error("the document's last_updated: {0}")]
     LastUpdated(#[source] TimestampError),

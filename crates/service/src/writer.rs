@@ -36,7 +36,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::error::{ServeError, StoreError};
 use crate::http::{ServiceSeries, StoreOperation};
 use crate::record_rules::{check_key, shown_key};
-use crate::store::{BatchMark, Changes, Connection, StoreUrl};
+use crate::store::{BatchMark, Changes, Connection, ServerProcess, StoreUrl};
 
 /// The registry and builders the service runs: each thread that needs a processor
 /// builds its own from this (processors are not shared between threads).
@@ -396,17 +396,21 @@ impl Writer {
             batch: self.next_batch,
         };
         self.next_batch += 1;
-        let connection =
-            ready_connection(&mut self.connection, &self.url, self.limits.store_timeout)?;
-        let lost = connection.backend();
+        // The time counted includes opening a connection: a failed open is a
+        // failed write too.
+        let started = Instant::now();
+        let mut lost = None;
         let processor = &mut self.processor;
         let mut last = None;
-        let started = Instant::now();
-        let result = connection.update(&keys, &mark, |metrics| {
-            let (outcomes, changes) = apply_records(processor, &lines, &plans, metrics);
-            last = Some(outcomes.clone());
-            (outcomes, changes)
-        });
+        let result = ready_connection(&mut self.connection, &self.url, self.limits.store_timeout)
+            .and_then(|connection| {
+                lost = connection.server_process();
+                connection.update(&keys, &mark, |metrics| {
+                    let (outcomes, changes) = apply_records(processor, &lines, &plans, metrics);
+                    last = Some(outcomes.clone());
+                    (outcomes, changes)
+                })
+            });
         self.series
             .store(StoreOperation::Write, started.elapsed(), result.is_ok());
         match result {
@@ -433,7 +437,7 @@ impl Writer {
     fn resolve(
         &mut self,
         mark: &BatchMark,
-        lost: Option<(i32, String)>,
+        lost: Option<ServerProcess>,
         cause: &str,
         outcomes: Vec<Outcome>,
     ) -> Vec<Outcome> {

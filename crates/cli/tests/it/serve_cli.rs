@@ -7,12 +7,12 @@
 
 // The service's own test support (the helpers this file does not use are allowed).
 #[allow(dead_code)]
-#[path = "../../../service/tests/support/http.rs"]
+#[path = "../../../service/tests/it/support/http.rs"]
 mod http;
 #[allow(dead_code)]
-#[path = "../../../service/tests/support/postgres.rs"]
+#[path = "../../../service/tests/it/support/postgres.rs"]
 mod pg;
-#[path = "../../../service/tests/support/records.rs"]
+#[path = "../../../service/tests/it/support/records.rs"]
 mod records;
 
 use std::io::{BufRead, BufReader, Write};

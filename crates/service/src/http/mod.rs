@@ -209,12 +209,21 @@ async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Re
         .into_response())
 }
 
-/// `GET /healthz`: whether the store answers and the writer runs.
+/// `GET /healthz`: whether the store answers, takes writes when the last write
+/// failed (a full disk fails writes only), and the writer runs.
 async fn healthz(State(state): State<Arc<AppState>>) -> Response {
     let readers = state.readers.clone();
+    let series = state.exposition.series.clone();
     let ping = blocking(move || {
         readers
-            .with(|c| c.ping())
+            .with(|c| {
+                c.ping()?;
+                if series.write_failed() {
+                    c.probe_write()?;
+                    series.write_probed();
+                }
+                Ok(())
+            })
             .map_err(|e| ApiError::Unavailable(e.to_string()))
     });
     let store = match tokio::time::timeout(HEALTH_TIMEOUT, ping).await {

@@ -103,6 +103,9 @@ pub(crate) struct ServiceSeries {
     store_write: Histogram,
     store_read: Histogram,
     store_up: AtomicBool,
+    /// Whether the last write transaction failed (`/healthz` then checks that
+    /// the store takes writes).
+    write_failed: AtomicBool,
     job_duration: Histogram,
 }
 
@@ -115,6 +118,7 @@ impl Default for ServiceSeries {
             store_read: Histogram::new(&STORE_BOUNDS),
             // The service starts only once its writer opened the store.
             store_up: AtomicBool::new(true),
+            write_failed: AtomicBool::new(false),
             job_duration: Histogram::new(&JOB_BOUNDS),
         }
     }
@@ -147,6 +151,19 @@ impl ServiceSeries {
         };
         histogram.observe(elapsed.as_secs_f64());
         self.store_up.store(succeeded, Ordering::Relaxed);
+        if let StoreOperation::Write = operation {
+            self.write_failed.store(!succeeded, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the last write transaction failed.
+    pub fn write_failed(&self) -> bool {
+        self.write_failed.load(Ordering::Relaxed)
+    }
+
+    /// A write succeeded outside the writer (the health check's probe).
+    pub fn write_probed(&self) {
+        self.write_failed.store(false, Ordering::Relaxed);
     }
 
     /// Writes the families.

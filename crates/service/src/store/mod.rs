@@ -69,13 +69,91 @@ pub(crate) trait WriteTransaction {
     fn mark_batch(&mut self, mark: &BatchMark) -> Result<(), StoreError>;
 }
 
-/// One open connection to a store.
-pub(crate) enum Connection {
-    /// An SQLite connection.
-    Sqlite(sqlite::SqliteConnection),
-    /// A PostgreSQL connection (boxed: it is much larger than SQLite's).
-    Postgres(Box<postgres::PostgresConnection>),
+/// A PostgreSQL server process (its pid) and when it started (as the server
+/// writes it): the process a connection talks to.
+pub(crate) type ServerProcess = (i32, String);
+
+/// One open connection to a store of one kind: what each backend (SQLite,
+/// PostgreSQL) implements once. Each method is one attempt; [`Connection`] adds
+/// what every backend shares (trying a conflicting transaction again).
+pub(crate) trait StoreBackend: Send {
+    /// Runs `body` in a write transaction and commits; rolls back when it fails.
+    fn write(
+        &mut self,
+        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+
+    /// The writer's transaction: under the write lock, reads the stored values of
+    /// `keys` and `last_updated` into a map, hands it to `apply`, writes the changes
+    /// `apply` returns (if any) with `mark`, and commits. A commit whose answer was
+    /// lost or late is [`StoreError::CommitUnknown`].
+    fn update(
+        &mut self,
+        keys: &[&str],
+        mark: &BatchMark,
+        apply: &mut dyn FnMut(Metrics) -> Option<Changes>,
+    ) -> Result<(), StoreError>;
+
+    /// Whether the writer's transaction `mark` was committed, asked on a fresh
+    /// connection after its answer was lost on another (`lost`: that connection's
+    /// server process, ended first).
+    fn batch_committed(
+        &mut self,
+        mark: &BatchMark,
+        lost: Option<ServerProcess>,
+    ) -> Result<bool, StoreError>;
+
+    /// The server process of this connection, for stores that have one.
+    fn server_process(&self) -> Option<ServerProcess> {
+        None
+    }
+
+    /// The whole map and `last_updated`, as of one moment.
+    fn snapshot(&mut self) -> Result<Metrics, StoreError>;
+
+    /// Checks that the store answers.
+    fn ping(&mut self) -> Result<(), StoreError>;
+
+    /// Whether the connection can no longer be used (and must be opened again).
+    fn is_broken(&self) -> bool {
+        false
+    }
+
+    /// The store's URL, for messages.
+    fn name(&self) -> &str;
 }
+
+/// Runs `transaction` on `backend` until it does not conflict with another
+/// writer, up to [`WRITE_ATTEMPTS`] times: the one retry policy of every backend.
+fn retrying<B: StoreBackend + ?Sized, T>(
+    backend: &mut B,
+    mut transaction: impl FnMut(&mut B) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut attempt = 1;
+    loop {
+        match transaction(backend) {
+            Err(e) if e.is_conflict() && attempt < WRITE_ATTEMPTS => {
+                tracing::debug!(attempt, "write transaction conflicted, trying again: {e}");
+                // 1, 2, 4 … 64 ms, a little less or more each time so that two
+                // writers that met once do not meet again.
+                let base = 1u64 << (attempt - 1).min(6);
+                let spread = u64::from(std::process::id() ^ attempt) % (base + 1);
+                thread::sleep(Duration::from_millis(base + spread / 2));
+                attempt += 1;
+            }
+            Err(e) if e.is_conflict() => {
+                return Err(StoreError::Conflict {
+                    store: backend.name().to_owned(),
+                    attempts: attempt,
+                })
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One open connection to a store, of the kind its URL names.
+pub(crate) struct Connection(Box<dyn StoreBackend>);
 
 impl Connection {
     /// Connects, and brings the schema up to date (`migrate`) or checks that it is.
@@ -86,14 +164,18 @@ impl Connection {
         migrate: bool,
         timeout: Duration,
     ) -> Result<Connection, StoreError> {
-        Ok(match url {
-            StoreUrl::Sqlite { path, synchronous } => Connection::Sqlite(
-                sqlite::SqliteConnection::open(url, path, *synchronous, migrate, timeout)?,
-            ),
-            StoreUrl::Postgres { url: text } => Connection::Postgres(Box::new(
-                postgres::PostgresConnection::open(url, text, migrate, timeout)?,
-            )),
-        })
+        Ok(Connection(match url {
+            StoreUrl::Sqlite { path, synchronous } => Box::new(sqlite::SqliteConnection::open(
+                url,
+                path,
+                *synchronous,
+                migrate,
+                timeout,
+            )?),
+            StoreUrl::Postgres { url: text } => Box::new(postgres::PostgresConnection::open(
+                url, text, migrate, timeout,
+            )?),
+        }))
     }
 
     /// Runs `body` in a write transaction and commits; rolls back when it fails. A
@@ -103,126 +185,77 @@ impl Connection {
         &mut self,
         mut body: impl FnMut(&mut dyn WriteTransaction) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.retrying(|connection| match connection {
-            Connection::Sqlite(c) => c.write(&mut body),
-            Connection::Postgres(c) => c.write(&mut body),
+        retrying(&mut *self.0, |backend| {
+            let mut value = None;
+            backend.write(&mut |tx| {
+                value = Some(body(tx)?);
+                Ok(())
+            })?;
+            Ok(value.expect("a committed write transaction ran its body"))
         })
     }
 
-    /// Runs `transaction` until it does not conflict with another writer, up to
-    /// [`WRITE_ATTEMPTS`] times.
-    fn retrying<T>(
-        &mut self,
-        mut transaction: impl FnMut(&mut Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut attempt = 1;
-        loop {
-            let result = transaction(self);
-            match result {
-                Err(e) if e.is_conflict() && attempt < WRITE_ATTEMPTS => {
-                    tracing::debug!(attempt, "write transaction conflicted, trying again: {e}");
-                    // 1, 2, 4 … 64 ms, a little less or more each time so that two
-                    // writers that met once do not meet again.
-                    let base = 1u64 << (attempt - 1).min(6);
-                    let spread = u64::from(std::process::id() ^ attempt) % (base + 1);
-                    thread::sleep(Duration::from_millis(base + spread / 2));
-                    attempt += 1;
-                }
-                Err(e) if e.is_conflict() => {
-                    return Err(StoreError::Conflict {
-                        store: self.name().to_owned(),
-                        attempts: attempt,
-                    })
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// The writer's transaction: under the write lock, reads the stored values of
-    /// `keys` and `last_updated` into a map, hands it to `apply`, writes the changes
-    /// `apply` returns (if any) and commits. Tried again on conflicts, as
-    /// [`Connection::write`].
+    /// The writer's transaction (see [`StoreBackend::update`]), tried again on
+    /// conflicts as [`Connection::write`]; `apply` says what to write and what to
+    /// answer.
     pub fn update<T>(
         &mut self,
         keys: &[&str],
         mark: &BatchMark,
         mut apply: impl FnMut(Metrics) -> (T, Option<Changes>),
     ) -> Result<T, StoreError> {
-        self.retrying(|connection| match connection {
-            Connection::Sqlite(c) => c.write(&mut |tx| {
-                let mut metrics = Metrics::new();
-                tx.read_values(keys, &mut metrics)?;
-                metrics.set_last_updated(tx.last_updated()?);
-                let (value, changes) = apply(metrics);
-                if let Some(changes) = changes {
-                    let values: Vec<(&str, i64)> = changes
-                        .values
-                        .iter()
-                        .map(|(k, v)| (k.as_str(), *v))
-                        .collect();
-                    tx.write_values(&values)?;
-                    tx.set_last_updated(changes.last_updated.as_deref())?;
-                    tx.mark_batch(mark)?;
-                }
-                Ok(value)
-            }),
-            Connection::Postgres(c) => c.update(keys, mark, &mut apply),
+        retrying(&mut *self.0, |backend| {
+            let mut value = None;
+            backend.update(keys, mark, &mut |metrics| {
+                let (answer, changes) = apply(metrics);
+                value = Some(answer);
+                changes
+            })?;
+            Ok(value.expect("a committed transaction ran its body"))
         })
     }
 
-    /// Whether the writer's transaction `mark` was committed, asked on a fresh
-    /// connection after its answer was lost on another (`lost`: that connection's
-    /// server process, ended first).
+    /// Checks that the store takes writes: a write transaction that sets
+    /// `last_updated` to what it is (nothing changes).
+    pub fn probe_write(&mut self) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let last_updated = tx.last_updated()?;
+            tx.set_last_updated(last_updated.as_deref())
+        })
+    }
+
+    /// See [`StoreBackend::batch_committed`].
     pub fn batch_committed(
         &mut self,
         mark: &BatchMark,
-        lost: Option<(i32, String)>,
+        lost: Option<ServerProcess>,
     ) -> Result<bool, StoreError> {
-        match self {
-            Connection::Sqlite(c) => c.batch_committed(mark),
-            Connection::Postgres(c) => c.batch_committed(mark, lost),
-        }
+        self.0.batch_committed(mark, lost)
     }
 
-    /// The PostgreSQL server process of this connection and when it started.
-    pub fn backend(&self) -> Option<(i32, String)> {
-        match self {
-            Connection::Sqlite(_) => None,
-            Connection::Postgres(c) => Some(c.backend()),
-        }
+    /// See [`StoreBackend::server_process`].
+    pub fn server_process(&self) -> Option<ServerProcess> {
+        self.0.server_process()
     }
 
-    /// The whole map and `last_updated`, as of one moment.
+    /// See [`StoreBackend::snapshot`].
     pub fn snapshot(&mut self) -> Result<Metrics, StoreError> {
-        match self {
-            Connection::Sqlite(c) => c.snapshot(),
-            Connection::Postgres(c) => c.snapshot(),
-        }
+        self.0.snapshot()
     }
 
-    /// Checks that the store answers.
+    /// See [`StoreBackend::ping`].
     pub fn ping(&mut self) -> Result<(), StoreError> {
-        match self {
-            Connection::Sqlite(c) => c.ping(),
-            Connection::Postgres(c) => c.ping(),
-        }
+        self.0.ping()
     }
 
-    /// Whether the connection can no longer be used (and must be opened again).
+    /// See [`StoreBackend::is_broken`].
     pub fn is_broken(&self) -> bool {
-        match self {
-            Connection::Sqlite(_) => false,
-            Connection::Postgres(c) => c.is_broken(),
-        }
+        self.0.is_broken()
     }
 
-    /// The store's URL, for messages.
+    /// See [`StoreBackend::name`].
     pub fn name(&self) -> &str {
-        match self {
-            Connection::Sqlite(c) => c.name(),
-            Connection::Postgres(c) => c.name(),
-        }
+        self.0.name()
     }
 }
 

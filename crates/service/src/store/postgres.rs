@@ -24,7 +24,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::migrations::{newest, MIGRATIONS_TABLE, POSTGRES};
-use super::{BatchMark, Changes, StoreUrl, WriteTransaction};
+use super::{BatchMark, Changes, ServerProcess, StoreBackend, StoreUrl, WriteTransaction};
 use crate::error::StoreError;
 
 /// The key of the advisory lock that makes concurrent migrations take turns.
@@ -243,11 +243,13 @@ impl PostgresConnection {
                 .block_on_within(self.timeout, self.client.batch_execute("ROLLBACK"));
         }
     }
+}
 
-    pub fn write<T>(
+impl StoreBackend for PostgresConnection {
+    fn write(
         &mut self,
-        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let client = &self.client;
         let lock = &self.statements.lock;
         let last_updated = self.run(async {
@@ -267,25 +269,23 @@ impl PostgresConnection {
             connection: self,
             last_updated,
         };
-        let result = body(&mut transaction).and_then(|value| {
-            self.run(self.client.batch_execute("COMMIT"))
-                .map(|()| value)
-        });
+        let result =
+            body(&mut transaction).and_then(|()| self.run(self.client.batch_execute("COMMIT")));
         if result.is_err() {
             self.roll_back();
         }
         result
     }
 
-    /// The writer's transaction (see `Connection::update`). The writes, the batch's
-    /// mark, the deadline check and `COMMIT` go out together; when their answer is
-    /// lost or late, the error is [`StoreError::CommitUnknown`].
-    pub fn update<T>(
+    /// Two round trips: `BEGIN`, the lock and the read of the keys go out
+    /// together, then the writes, the batch's mark, the deadline check and
+    /// `COMMIT`.
+    fn update(
         &mut self,
         keys: &[&str],
         mark: &BatchMark,
-        apply: &mut dyn FnMut(Metrics) -> (T, Option<Changes>),
-    ) -> Result<T, StoreError> {
+        apply: &mut dyn FnMut(Metrics) -> Option<Changes>,
+    ) -> Result<(), StoreError> {
         // The server rolls the transaction back if it reaches its end after the
         // writer stopped waiting for it.
         let deadline =
@@ -323,11 +323,9 @@ impl PostgresConnection {
             }
         }
         metrics.set_last_updated(last_updated);
-        let (value, changes) = apply(metrics);
-        let Some(changes) = changes else {
+        let Some(changes) = apply(metrics) else {
             // Nothing to write: end the transaction.
-            self.run(client.batch_execute("COMMIT"))?;
-            return Ok(value);
+            return self.run(client.batch_execute("COMMIT"));
         };
         // One more: the writes, the mark, the deadline check and COMMIT. The time
         // the whole transaction may take counts from its start.
@@ -352,7 +350,7 @@ impl PostgresConnection {
             commit
         });
         match written {
-            Ok(()) => Ok(value),
+            Ok(()) => Ok(()),
             // The server said no: nothing was committed.
             Err(e @ StoreError::Postgres { .. }) if e.is_server_answer() => {
                 self.roll_back();
@@ -370,10 +368,10 @@ impl PostgresConnection {
     /// server process of the connection it was sent on (`lost`, when known), then
     /// takes the write lock (so a transaction still under way ends first) and reads
     /// the writer's row.
-    pub fn batch_committed(
+    fn batch_committed(
         &mut self,
         mark: &BatchMark,
-        lost: Option<(i32, String)>,
+        lost: Option<ServerProcess>,
     ) -> Result<bool, StoreError> {
         let client = &self.client;
         if let Some((pid, started)) = lost {
@@ -407,12 +405,11 @@ impl PostgresConnection {
         }
     }
 
-    /// The server process of this connection and when it started.
-    pub fn backend(&self) -> (i32, String) {
-        self.backend.clone()
+    fn server_process(&self) -> Option<ServerProcess> {
+        Some(self.backend.clone())
     }
 
-    pub fn snapshot(&mut self) -> Result<Metrics, StoreError> {
+    fn snapshot(&mut self) -> Result<Metrics, StoreError> {
         let client = &self.client;
         // Both tables as of one moment.
         let result = self.run(async {
@@ -440,15 +437,15 @@ impl PostgresConnection {
         Ok(metrics)
     }
 
-    pub fn ping(&mut self) -> Result<(), StoreError> {
+    fn ping(&mut self) -> Result<(), StoreError> {
         self.run(self.client.simple_query("SELECT 1")).map(drop)
     }
 
-    pub fn is_broken(&self) -> bool {
+    fn is_broken(&self) -> bool {
         self.timed_out.get() || self.client.is_closed()
     }
 
-    pub fn name(&self) -> &str {
+    fn name(&self) -> &str {
         &self.name
     }
 }

@@ -6,19 +6,30 @@
 //! disk. Writers in other processes on the same file wait for each other
 //! (`BEGIN IMMEDIATE`, with a busy timeout).
 
-use std::path::Path;
+use std::cell::Cell;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nixl_telemetry_processor::Metrics;
 use rusqlite::{OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::migrations::{newest, MIGRATIONS_TABLE, SQLITE};
-use super::{BatchMark, StoreUrl, Synchronous, WriteTransaction};
+use super::{
+    BatchMark, Changes, ServerProcess, StoreBackend, StoreUrl, Synchronous, WriteTransaction,
+};
 use crate::error::StoreError;
 
 pub(crate) struct SqliteConnection {
     connection: rusqlite::Connection,
     name: String,
+    /// The file, and its device and inode when it was opened: a file removed or
+    /// replaced since is noticed before each use.
+    path: PathBuf,
+    identity: (u64, u64),
+    /// Set once the file was found removed or replaced: the connection is not
+    /// used again.
+    gone: Cell<bool>,
 }
 
 impl SqliteConnection {
@@ -45,13 +56,16 @@ impl SqliteConnection {
                 });
             }
         }
-        let connection = rusqlite::Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(fail)?;
+        // Only the first connection (the one that migrates) may create the file:
+        // one that is missing later was removed while the service ran, and a new
+        // empty file would hide it.
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if migrate {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        } else if !path.exists() {
+            return Err(removed(&name, path));
+        }
+        let connection = rusqlite::Connection::open_with_flags(path, flags).map_err(fail)?;
         connection.busy_timeout(busy_timeout).map_err(fail)?;
         let mode: String = connection
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
@@ -65,11 +79,34 @@ impl SqliteConnection {
         connection
             .pragma_update(None, "synchronous", synchronous.as_str())
             .map_err(fail)?;
-        let mut this = SqliteConnection { connection, name };
+        let identity = file_identity(path).ok_or_else(|| removed(&name, path))?;
+        let mut this = SqliteConnection {
+            connection,
+            name,
+            path: path.to_owned(),
+            identity,
+            gone: Cell::new(false),
+        };
         if migrate {
             this.migrate()?;
         }
         Ok(this)
+    }
+
+    /// Fails when the file was removed or replaced since the connection opened it
+    /// (its writes would go to a file nobody reads again).
+    fn check_file(&self) -> Result<(), StoreError> {
+        if !self.gone.get() && file_identity(&self.path) == Some(self.identity) {
+            return Ok(());
+        }
+        if !self.gone.replace(true) {
+            tracing::error!(
+                store = %self.name,
+                "the SQLite file was removed or replaced while the service ran; \
+                 restore it (or restart the service to start an empty one)"
+            );
+        }
+        Err(removed(&self.name, &self.path))
     }
 
     fn fail(&self, source: rusqlite::Error) -> StoreError {
@@ -125,11 +162,14 @@ impl SqliteConnection {
         }
         tx.commit().map_err(fail)
     }
+}
 
-    pub fn write<T>(
+impl StoreBackend for SqliteConnection {
+    fn write(
         &mut self,
-        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+        body: &mut dyn FnMut(&mut dyn WriteTransaction) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.check_file()?;
         let name = self.name.as_str();
         let tx = self
             .connection
@@ -140,18 +180,44 @@ impl SqliteConnection {
             })?;
         let mut transaction = SqliteTransaction { tx, name };
         // Dropping the transaction without committing rolls it back.
-        let value = body(&mut transaction)?;
+        body(&mut transaction)?;
         transaction
             .tx
             .commit()
             .map_err(|source| StoreError::Sqlite {
                 store: name.to_owned(),
                 source,
-            })?;
-        Ok(value)
+            })
     }
 
-    pub fn snapshot(&mut self) -> Result<Metrics, StoreError> {
+    /// One transaction: SQLite answers each statement at once, so the lock, the
+    /// reads and the writes are statements of one `BEGIN IMMEDIATE` transaction.
+    fn update(
+        &mut self,
+        keys: &[&str],
+        mark: &BatchMark,
+        apply: &mut dyn FnMut(Metrics) -> Option<Changes>,
+    ) -> Result<(), StoreError> {
+        self.write(&mut |tx| {
+            let mut metrics = Metrics::new();
+            tx.read_values(keys, &mut metrics)?;
+            metrics.set_last_updated(tx.last_updated()?);
+            if let Some(changes) = apply(metrics) {
+                let values: Vec<(&str, i64)> = changes
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), *v))
+                    .collect();
+                tx.write_values(&values)?;
+                tx.set_last_updated(changes.last_updated.as_deref())?;
+                tx.mark_batch(mark)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn snapshot(&mut self) -> Result<Metrics, StoreError> {
+        self.check_file()?;
         let name = self.name.as_str();
         let fail = |source| StoreError::Sqlite {
             store: name.to_owned(),
@@ -165,8 +231,13 @@ impl SqliteConnection {
         Ok(metrics)
     }
 
-    /// Whether the writer's transaction `mark` was committed.
-    pub fn batch_committed(&mut self, mark: &BatchMark) -> Result<bool, StoreError> {
+    /// Whether the writer's transaction `mark` was committed (SQLite has no server
+    /// process to end: `lost` is `None`).
+    fn batch_committed(
+        &mut self,
+        mark: &BatchMark,
+        _lost: Option<ServerProcess>,
+    ) -> Result<bool, StoreError> {
         self.connection
             .query_row(
                 "SELECT batch FROM nixl_telemetry_writers WHERE writer = ?1",
@@ -178,7 +249,8 @@ impl SqliteConnection {
             .map_err(|e| self.fail(e))
     }
 
-    pub fn ping(&mut self) -> Result<(), StoreError> {
+    fn ping(&mut self) -> Result<(), StoreError> {
+        self.check_file()?;
         self.connection
             .query_row("SELECT COUNT(*) FROM nixl_telemetry_state", [], |row| {
                 row.get::<_, i64>(0)
@@ -187,8 +259,28 @@ impl SqliteConnection {
             .map_err(|e| self.fail(e))
     }
 
-    pub fn name(&self) -> &str {
+    fn is_broken(&self) -> bool {
+        self.gone.get()
+    }
+
+    fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// The device and inode of the file at `path`, if there is one.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The error of a SQLite file removed while the service ran.
+fn removed(name: &str, path: &Path) -> StoreError {
+    StoreError::BadContent {
+        store: name.to_owned(),
+        what: format!(
+            "the file {} was removed or replaced after the service opened it",
+            path.display()
+        ),
     }
 }
 

@@ -37,7 +37,13 @@ impl Synchronous {
 /// * `sqlite:PATH`, `sqlite://PATH` or `sqlite:///ABSOLUTE/PATH`, optionally followed
 ///   by `?synchronous=normal|full`; a bare path (no `scheme://`) is a SQLite file too;
 /// * `postgres://…` or `postgresql://…`: a PostgreSQL connection URL
-///   (`postgres://user:password@host:port/database?options`).
+///   (`postgres://user:password@host:port/database?options`);
+/// * `env:NAME`: the store URL is the value of the environment variable `NAME`;
+///   `file:PATH`: it is the first line of the file `PATH` (so that a password
+///   need not be on a command line, where `ps` shows it).
+///
+/// A libpq keyword string (`host=… password=…`) is refused, not taken as a file
+/// name; a password is never shown in a message.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreUrl {
     /// An embedded SQLite database file (created on first use).
@@ -78,10 +84,125 @@ impl FromStr for StoreUrl {
     type Err = StoreUrlError;
 
     fn from_str(text: &str) -> Result<StoreUrl, StoreUrlError> {
+        if let Some(name) = text.strip_prefix("env:") {
+            return StoreUrl::from_variable(name);
+        }
+        if let Some(path) = text.strip_prefix("file:") {
+            return StoreUrl::from_file(path);
+        }
+        StoreUrl::from_text(text)
+    }
+}
+
+/// The connection keywords of libpq that start a keyword/value connection string.
+const LIBPQ_KEYWORDS: [&str; 14] = [
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "sslmode",
+    "connect_timeout",
+    "application_name",
+    "options",
+    "service",
+    "target_session_attrs",
+    "client_encoding",
+];
+
+/// Whether `text` is a libpq keyword/value string (`host=h password=p …`).
+fn is_libpq_string(text: &str) -> bool {
+    text.split_whitespace()
+        .next()
+        .and_then(|first| first.split_once('='))
+        .is_some_and(|(key, _)| LIBPQ_KEYWORDS.contains(&key.to_ascii_lowercase().as_str()))
+}
+
+/// A libpq keyword/value string with the value of `password=` hidden.
+fn redact_libpq(text: &str) -> String {
+    text.split_whitespace()
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl StoreUrl {
+    /// The store URL in the environment variable `name` (`env:NAME`).
+    fn from_variable(name: &str) -> Result<StoreUrl, StoreUrlError> {
+        let given = format!("env:{name}");
+        let bad = |reason: String| StoreUrlError {
+            url: given.clone(),
+            reason,
+        };
+        if name.is_empty() {
+            return Err(bad("no variable named: expected env:NAME".into()));
+        }
+        let value = std::env::var(name).map_err(|e| {
+            bad(match e {
+                std::env::VarError::NotPresent => format!("the variable {name} is not set"),
+                std::env::VarError::NotUnicode(_) => {
+                    format!("the variable {name} is not valid UTF-8")
+                }
+            })
+        })?;
+        StoreUrl::from_read(value.trim(), &given)
+    }
+
+    /// The store URL on the first line of the file `path` (`file:PATH`).
+    fn from_file(path: &str) -> Result<StoreUrl, StoreUrlError> {
+        let given = format!("file:{path}");
+        let bad = |reason: String| StoreUrlError {
+            url: given.clone(),
+            reason,
+        };
+        if path.is_empty() {
+            return Err(bad("no file named: expected file:PATH".into()));
+        }
+        let content =
+            std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read the file: {e}")))?;
+        StoreUrl::from_read(content.lines().next().unwrap_or("").trim(), &given)
+    }
+
+    /// A store URL read from a variable or a file (named `given` in messages).
+    fn from_read(text: &str, given: &str) -> Result<StoreUrl, StoreUrlError> {
+        if text.is_empty() {
+            return Err(StoreUrlError {
+                url: given.to_owned(),
+                reason: "it is empty: expected a store URL".into(),
+            });
+        }
+        if text.starts_with("env:") || text.starts_with("file:") {
+            return Err(StoreUrlError {
+                url: given.to_owned(),
+                reason: "it names another variable or file: expected the store URL itself".into(),
+            });
+        }
+        StoreUrl::from_text(text).map_err(|e| StoreUrlError {
+            url: format!("{given} ({})", e.url),
+            reason: e.reason,
+        })
+    }
+
+    /// A store URL written out (not `env:` or `file:`).
+    fn from_text(text: &str) -> Result<StoreUrl, StoreUrlError> {
         let bad = |reason: String| StoreUrlError {
             url: redact(text),
             reason,
         };
+        if is_libpq_string(text) {
+            return Err(StoreUrlError {
+                url: redact_libpq(text),
+                reason:
+                    "a libpq keyword/value string is not a store URL: write it as \
+                         postgres://user:password@host:port/database (or give a SQLite file's path)"
+                        .into(),
+            });
+        }
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             // The driver's own parser: what it accepts here, it accepts when connecting.
             tokio_postgres::Config::from_str(text).map_err(|e| bad(e.to_string()))?;
@@ -245,6 +366,63 @@ mod tests {
         ] {
             let err = url.parse::<StoreUrl>().unwrap_err().to_string();
             assert!(err.contains(says), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_libpq_string_is_refused_with_its_password_hidden() {
+        for text in [
+            "host=db.example password=s3cret dbname=metrics",
+            "password=s3cret host=db.example",
+            "dbname=metrics",
+        ] {
+            let err = text.parse::<StoreUrl>().unwrap_err().to_string();
+            assert!(err.contains("libpq keyword/value string"), "{err}");
+            assert!(err.contains("postgres://user:password@host"), "{err}");
+            assert!(!err.contains("s3cret"), "{err}");
+        }
+        // A path with `=` further on is still a path.
+        assert_eq!(
+            "runs/a=b.db".parse::<StoreUrl>().unwrap(),
+            sqlite("runs/a=b.db", Synchronous::Normal)
+        );
+    }
+
+    #[test]
+    fn the_url_is_read_from_a_file_or_a_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("store-url");
+        std::fs::write(
+            &file,
+            "postgres://alice:s3cret@db.example/metrics\nignored\n",
+        )
+        .unwrap();
+        let url: StoreUrl = format!("file:{}", file.display()).parse().unwrap();
+        assert_eq!(
+            url,
+            StoreUrl::Postgres {
+                url: "postgres://alice:s3cret@db.example/metrics".into()
+            }
+        );
+        assert_eq!(url.to_string(), "postgres://alice:***@db.example/metrics");
+        // Cargo sets this variable for the tests it runs.
+        assert_eq!(
+            "env:CARGO_PKG_NAME".parse::<StoreUrl>().unwrap(),
+            sqlite(env!("CARGO_PKG_NAME"), Synchronous::Normal)
+        );
+        std::fs::write(&file, "postgres://alice:s3cret@db.example:nope/metrics\n").unwrap();
+        for (text, says) in [
+            (
+                format!("file:{}", file.display()),
+                "postgres://alice:***@db.example:nope",
+            ),
+            ("file:/nonexistent/store-url".into(), "cannot read the file"),
+            ("env:NIXL_TELEMETRY_NOT_SET_ANYWHERE".into(), "is not set"),
+            ("env:".into(), "expected env:NAME"),
+        ] {
+            let err = text.parse::<StoreUrl>().unwrap_err().to_string();
+            assert!(err.contains(says), "{text}: {err}");
+            assert!(!err.contains("s3cret"), "{err}");
         }
     }
 

@@ -3,16 +3,14 @@
 //! SQLite and on PostgreSQL, with one service instance or two on one store, with
 //! records sharing transactions or one transaction per record.
 
-mod support;
-
 use std::net::SocketAddr;
 
+use crate::support::http::get;
+use crate::support::post_from_clients;
+use crate::support::postgres::TestDatabase;
+use crate::support::records::{accepted_corpus, at_one_time, library_metrics};
+use crate::support::server::{config, sqlite_in, TestServer};
 use nixl_telemetry_service::{ServiceConfig, StoreUrl};
-use support::http::get;
-use support::post_from_clients;
-use support::postgres::TestDatabase;
-use support::records::{accepted_corpus, at_one_time, library_metrics};
-use support::server::{config, sqlite_in, TestServer};
 
 const CLIENTS: usize = 8;
 const PER_CLIENT: usize = 500;

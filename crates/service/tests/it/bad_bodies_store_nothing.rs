@@ -1,12 +1,10 @@
 //! Hostile bodies are refused with the right status code and a reason, and leave
 //! the stored metrics exactly as they were.
 
-mod support;
-
+use crate::support::http::{self, get, post};
+use crate::support::records::library_metrics;
+use crate::support::server::{config, sqlite_in, TestServer};
 use nixl_telemetry_service::record_rules::MAX_INTEGER_VALUE;
-use support::http::{self, get, post};
-use support::records::library_metrics;
-use support::server::{config, sqlite_in, TestServer};
 
 const GOOD: &str = r#"{"action": "train", "network": "ResNet-50", "success": true, "time_lapsed": 100, "gpu": ["NVIDIA A100", "NVIDIA H100"]}"#;
 

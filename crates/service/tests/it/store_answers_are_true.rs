@@ -7,17 +7,15 @@
 //! The service reaches the tests' real PostgreSQL through a relay that can cut
 //! a connection right after a `COMMIT` or hold every byte for a while.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::support::http::{get, post, Connection};
+use crate::support::postgres::TestDatabase;
+use crate::support::proxy::Proxy;
+use crate::support::records::library_metrics;
+use crate::support::server::{config, TestServer};
 use nixl_telemetry_service::ServiceConfig;
-use support::http::{get, post, Connection};
-use support::postgres::TestDatabase;
-use support::proxy::Proxy;
-use support::records::library_metrics;
-use support::server::{config, TestServer};
 
 fn line(t: i64) -> String {
     format!(
@@ -40,7 +38,7 @@ fn relayed(db: &TestDatabase, store_timeout: Duration) -> (Proxy, TestServer) {
 }
 
 /// A request on a connection that gives up after `seconds`.
-fn post_within(addr: SocketAddr, body: &str, seconds: u64) -> support::http::Response {
+fn post_within(addr: SocketAddr, body: &str, seconds: u64) -> crate::support::http::Response {
     let mut connection = Connection::open(addr).unwrap();
     connection.set_read_timeout(Duration::from_secs(seconds));
     connection

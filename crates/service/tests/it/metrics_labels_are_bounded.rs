@@ -3,15 +3,13 @@
 //! into `other` and counts them; and behind `metrics_legacy_keys` it shows every
 //! other key of the JSON map, value for value, as one family with a `key` label.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::support::http::{self, get};
+use crate::support::records::accepted_corpus;
+use crate::support::server::{config, sqlite_in, TestServer};
+use crate::support::{label_value, promtool_clean, sample, samples};
 use nixl_telemetry_service::ServiceConfig;
-use support::http::{self, get};
-use support::records::accepted_corpus;
-use support::server::{config, sqlite_in, TestServer};
-use support::{label_value, promtool_clean, sample, samples};
 
 const FAMILIES: [&str; 4] = [
     "tao_jobs_total",

@@ -5,16 +5,14 @@
 //! Needs the Python environment `scripts/test-service.sh` prepares (its interpreter
 //! in NIXL_TELEMETRY_TAO_PYTHON); skipped with a message without it.
 
-mod support;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use crate::support::http::request;
+use crate::support::server::{config, sqlite_in, TestServer};
 use nixl_telemetry_processor::{Context, MetricProcessor, Metrics, Record, Timestamp};
 use nixl_telemetry_service::{ServiceConfig, Token};
 use serde_json::{json, Value};
-use support::http::request;
-use support::server::{config, sqlite_in, TestServer};
 
 /// The password TAO's client always sends (`metrics.py`), with the user name
 /// `$metricstoken`: a deployment that serves TAO's clients sets it as the token.

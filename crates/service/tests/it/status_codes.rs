@@ -1,11 +1,9 @@
 //! Every status code of the API, with the JSON body that names what was wrong.
 
-mod support;
-
+use crate::support::http::{self, get, post, request};
+use crate::support::server::{config, sqlite_in, TestServer};
 use base64::Engine as _;
 use nixl_telemetry_service::{ServiceConfig, Token};
-use support::http::{self, get, post, request};
-use support::server::{config, sqlite_in, TestServer};
 
 const RECORD: &str = r#"{"version": "6.0.0", "action": "train", "network": "ResNet-50", "success": true, "time_lapsed": 60, "gpu": ["NVIDIA A100"]}"#;
 

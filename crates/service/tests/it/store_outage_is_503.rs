@@ -2,13 +2,11 @@
 //! is stored, the health check and `/metrics` say so, and the service recovers by
 //! itself once the store is back.
 
-mod support;
-
-use support::http::{get, post};
-use support::postgres::{TestDatabase, POSTGRES_URL_VARIABLE};
-use support::records::library_metrics;
-use support::sample;
-use support::server::{config, TestServer};
+use crate::support::http::{get, post};
+use crate::support::postgres::{TestDatabase, POSTGRES_URL_VARIABLE};
+use crate::support::records::library_metrics;
+use crate::support::sample;
+use crate::support::server::{config, TestServer};
 
 fn admin(sql: &str) {
     let url = std::env::var(POSTGRES_URL_VARIABLE).unwrap();
@@ -76,6 +74,16 @@ fn an_unreachable_postgres_is_503_and_the_service_recovers() {
         "{text}"
     );
     assert!(!text.contains("tao_jobs_total{"), "{text}");
+    // Each write is timed, the one that failed on the ended connection and the one
+    // that could not open a new connection alike.
+    assert_eq!(
+        sample(
+            text,
+            "tao_service_store_duration_seconds_count{operation=\"write\"}"
+        ),
+        Some(3.0),
+        "{text}"
+    );
 
     admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
     stored.push(line(4));
@@ -91,4 +99,42 @@ fn an_unreachable_postgres_is_503_and_the_service_recovers() {
         get(server.addr, "/api/v1/metrics").text(),
         library_metrics(&stored).to_json_string()
     );
+}
+
+#[test]
+fn healthz_is_503_while_every_write_fails() {
+    let Some(db) = TestDatabase::create("healthz_is_503_while_every_write_fails") else {
+        return;
+    };
+    let server = TestServer::start(config(db.store()));
+    let line = |t: i64| format!(r#"{{"action": "train", "time_lapsed": {t}}}"#);
+    assert_eq!(post(server.addr, &line(1)).status, 201);
+    // Writes fail as on a full disk; reads still work.
+    let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse_writes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'could not extend file: No space left on device' \
+             USING ERRCODE = 'disk_full'; END $$; \
+             CREATE TRIGGER refuse_writes BEFORE UPDATE ON nixl_telemetry_state \
+             FOR EACH ROW EXECUTE FUNCTION refuse_writes()",
+        )
+        .unwrap();
+    let response = post(server.addr, &line(2));
+    assert_eq!(response.status, 503, "{}", response.text());
+    assert_eq!(get(server.addr, "/api/v1/metrics").status, 200);
+    let health = get(server.addr, "/healthz");
+    assert_eq!(health.status, 503, "{}", health.text());
+    assert!(
+        health.text().contains("No space left on device"),
+        "{}",
+        health.text()
+    );
+    // Writes work again: healthy before any record is posted.
+    client
+        .batch_execute("DROP TRIGGER refuse_writes ON nixl_telemetry_state")
+        .unwrap();
+    let health = get(server.addr, "/healthz");
+    assert_eq!(health.status, 200, "{}", health.text());
+    assert_eq!(post(server.addr, &line(3)).status, 201);
 }

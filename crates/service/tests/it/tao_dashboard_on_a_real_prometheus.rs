@@ -5,15 +5,13 @@
 //! record long ago). Needs `prometheus` on PATH (`bash
 //! scripts/prometheus-test-env.sh` installs it).
 
-mod support;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
-use support::http;
-use support::prometheus::Prometheus;
-use support::records::{accepted_corpus, corpus};
-use support::server::{config, sqlite_in, TestServer};
+use crate::support::http;
+use crate::support::prometheus::Prometheus;
+use crate::support::records::{accepted_corpus, corpus};
+use crate::support::server::{config, sqlite_in, TestServer};
 
 fn docs_grafana(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -4,15 +4,13 @@
 //! PostgreSQL; records with keys the
 //! registry does not know are refused and named, as TAO's server refuses them.
 
-mod support;
-
+use crate::support::http::{self, get};
+use crate::support::postgres::TestDatabase;
+use crate::support::records::{accepted_corpus, corpus, library_metrics};
+use crate::support::server::{config, sqlite_in, TestServer};
+use crate::support::{label_value, promtool_clean, sample, samples};
 use nixl_telemetry_processor::Metrics;
 use nixl_telemetry_service::StoreUrl;
-use support::http::{self, get};
-use support::postgres::TestDatabase;
-use support::records::{accepted_corpus, corpus, library_metrics};
-use support::server::{config, sqlite_in, TestServer};
-use support::{label_value, promtool_clean, sample, samples};
 
 fn corpus_on(store: StoreUrl) {
     let server = TestServer::start(config(store));

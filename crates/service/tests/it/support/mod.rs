@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod log;
 pub mod postgres;
 pub mod prometheus;
 pub mod proxy;

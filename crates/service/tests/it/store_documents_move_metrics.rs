@@ -4,16 +4,14 @@
 //! describe them, dry runs that change nothing, and imports that lose no record
 //! posted meanwhile.
 
-mod support;
-
 use std::thread;
 
+use crate::support::http::{self, get};
+use crate::support::postgres::TestDatabase;
+use crate::support::records::{accepted_corpus, at_one_time, library_metrics};
+use crate::support::server::{config, sqlite_in, TestServer};
+use crate::support::{post_from_clients, promtool_clean, sample};
 use nixl_telemetry_service::{ImportMode, MetricsDocument, Store, StoreUrl};
-use support::http::{self, get};
-use support::postgres::TestDatabase;
-use support::records::{accepted_corpus, at_one_time, library_metrics};
-use support::server::{config, sqlite_in, TestServer};
-use support::{post_from_clients, promtool_clean, sample};
 
 fn tao_export() -> String {
     std::fs::read_to_string(

@@ -3,14 +3,12 @@
 //! and neither such a record nor anything stored before makes a later valid record
 //! (or another record of the same transaction) fail.
 
-mod support;
-
+use crate::support::http::{get, post, Connection};
+use crate::support::postgres::TestDatabase;
+use crate::support::records::library_metrics;
+use crate::support::server::{config, sqlite_in, TestServer};
 use nixl_telemetry_service::record_rules::{MAX_INTEGER_VALUE, MAX_KEY_BYTES};
 use nixl_telemetry_service::StoreUrl;
-use support::http::{get, post, Connection};
-use support::postgres::TestDatabase;
-use support::records::library_metrics;
-use support::server::{config, sqlite_in, TestServer};
 
 fn record(time_lapsed: i64, gpu: &str) -> String {
     serde_json::json!({

@@ -3,15 +3,14 @@
 //! cap wait until one closes (and are then served), and shutdown ends within its
 //! grace period even while a client dribbles.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::support::http::{get, Connection};
+use crate::support::log;
+use crate::support::server::{config, sqlite_in, TestServer};
 use nixl_telemetry_service::ServiceConfig;
-use support::http::{get, Connection};
-use support::server::{config, sqlite_in, TestServer};
 
 fn server(dir: &tempfile::TempDir, change: impl FnOnce(&mut ServiceConfig)) -> TestServer {
     let mut config = config(sqlite_in(dir.path()));
@@ -77,6 +76,7 @@ fn dribbled_headers_and_idle_connections_are_closed() {
 
 #[test]
 fn connections_beyond_the_cap_wait_for_one_to_close() {
+    log::capture();
     let dir = tempfile::tempdir().unwrap();
     let server = server(&dir, |c| c.max_connections = 4);
     let mut held: Vec<Connection> = (0..4)
@@ -91,6 +91,14 @@ fn connections_beyond_the_cap_wait_for_one_to_close() {
     assert!(
         waiting.request("GET", "/healthz", &[], b"").is_err(),
         "a fifth connection is not served while four are open"
+    );
+    let line = log::line_containing(
+        "4 connections open, the cap (--max-connections)",
+        Duration::from_secs(5),
+    );
+    assert!(
+        line.as_ref().is_some_and(|l| l.contains("WARN")),
+        "the cap is logged: {line:?}"
     );
     held.pop();
     let mut next = Connection::open(server.addr).unwrap();
