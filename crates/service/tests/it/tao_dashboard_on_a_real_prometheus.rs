@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::support::http;
-use crate::support::prometheus::Prometheus;
 use crate::support::records::{accepted_corpus, corpus};
 use crate::support::server::{config, sqlite_in, TestServer};
+use nixl_telemetry_testsupport::prometheus_server::{PrometheusServer, Scrape};
 
 fn docs_grafana(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,7 +24,15 @@ fn every_dashboard_query_returns_data_and_the_rules_evaluate() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(config(sqlite_in(dir.path())));
     let rules = docs_grafana("tao-service.rules.yml");
-    let mut prometheus = Prometheus::start(dir.path(), server.addr, &[rules.as_path()]);
+    let mut prometheus = PrometheusServer::start(
+        dir.path(),
+        Scrape {
+            // A debug build on a loaded machine renders a large store slowly.
+            interval: Duration::from_millis(500),
+            rule_files: &[rules.as_path()],
+            ..Scrape::new(server.addr, "tao")
+        },
+    );
     // Scraped before any record, so that every counter's rise is seen.
     prometheus.wait_for("a first scrape", Duration::from_secs(60), |p| {
         (p.scalar("tao_service_records_accepted_total") == Some(0.0)).then_some(())
@@ -127,7 +135,7 @@ fn every_dashboard_query_returns_data_and_the_rules_evaluate() {
         .flat_map(|g| g["rules"].as_array().unwrap())
         .collect();
     assert_eq!(rules.len(), 3, "{groups}");
-    let alerts = |p: &Prometheus| -> Vec<(String, String)> {
+    let alerts = |p: &PrometheusServer| -> Vec<(String, String)> {
         p.query("ALERTS")
             .unwrap()
             .iter()

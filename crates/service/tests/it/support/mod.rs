@@ -4,7 +4,6 @@
 pub mod http;
 pub mod log;
 pub mod postgres;
-pub mod prometheus;
 pub mod proxy;
 pub mod records;
 pub mod server;
