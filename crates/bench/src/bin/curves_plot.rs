@@ -2,8 +2,10 @@
 //! (docs/PERFORMANCE.md shows them).
 //!
 //! ```text
-//! target/release/curves_plot --export export-curve.json --service service-curve.json --out docs/img
+//! target/release/curves_plot --export export-curve.json --service service-curve.json --out docs/img [--png]
 //! ```
+//!
+//! `--png` also writes each chart as PNG beside its SVG.
 //!
 //! Each point is the median of the rounds, its bar the rounds' min to max;
 //! the x axes are logarithmic.
@@ -37,10 +39,30 @@ struct Chart<'a> {
     lines: Vec<Line>,
 }
 
-fn draw(chart: &Chart, path: &std::path::Path) -> anyhow::Result<()> {
+/// Writes `chart` as SVG to `path`, and as PNG beside it when `png`.
+fn draw(chart: &Chart, path: &std::path::Path, png: bool) -> anyhow::Result<()> {
     let mut svg = String::new();
+    draw_on(
+        chart,
+        SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area(),
+    )?;
+    std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
+    if png {
+        let png_path = path.with_extension("png");
+        draw_on(
+            chart,
+            BitMapBackend::new(&png_path, (WIDTH, HEIGHT)).into_drawing_area(),
+        )
+        .with_context(|| format!("writing {}", png_path.display()))?;
+    }
+    Ok(())
+}
+
+fn draw_on<DB: DrawingBackend>(
+    chart: &Chart,
+    area: DrawingArea<DB, plotters::coord::Shift>,
+) -> anyhow::Result<()> {
     {
-        let area = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         area.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
         let all: Vec<f64> = chart
             .lines
@@ -60,7 +82,7 @@ fn draw(chart: &Chart, path: &std::path::Path) -> anyhow::Result<()> {
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(70);
-        let err = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("{e}");
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("{e}");
         macro_rules! plot {
             ($ctx:expr) => {{
                 let mut ctx = $ctx;
@@ -117,7 +139,7 @@ fn draw(chart: &Chart, path: &std::path::Path) -> anyhow::Result<()> {
         }
         if chart.y_log {
             plot!(builder
-                .build_cartesian_2d(x_range, (y_min * 0.7..y_max * 1.4).log_scale())
+                .build_cartesian_2d(x_range, (y_min * 0.7..y_max * 40.0).log_scale())
                 .map_err(err)?);
         } else {
             plot!(builder
@@ -126,7 +148,7 @@ fn draw(chart: &Chart, path: &std::path::Path) -> anyhow::Result<()> {
         }
         area.present().map_err(err)?;
     }
-    std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))
+    Ok(())
 }
 
 fn stats(v: &Value) -> anyhow::Result<(f64, f64, f64)> {
@@ -239,8 +261,13 @@ fn main() -> anyhow::Result<()> {
     let mut export = None;
     let mut service = None;
     let mut out = PathBuf::from(".");
+    let mut png = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
+        if flag == "--png" {
+            png = true;
+            continue;
+        }
         let value = args
             .next()
             .with_context(|| format!("{flag} needs a value"))?;
@@ -248,7 +275,9 @@ fn main() -> anyhow::Result<()> {
             "--export" => export = Some(PathBuf::from(value)),
             "--service" => service = Some(PathBuf::from(value)),
             "--out" => out = PathBuf::from(value),
-            _ => bail!("unknown option {flag}; accepted: --export FILE, --service FILE, --out DIR"),
+            _ => bail!(
+                "unknown option {flag}; accepted: --export FILE, --service FILE, --out DIR, --png"
+            ),
         }
     }
     let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
@@ -263,12 +292,12 @@ fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&out)?;
     if let Some(path) = &export {
         let target = out.join("export-curve.svg");
-        draw(&export_chart(&read(path)?)?, &target)?;
+        draw(&export_chart(&read(path)?)?, &target, png)?;
         println!("{}", target.display());
     }
     if let Some(path) = &service {
         let target = out.join("service-curve.svg");
-        draw(&service_chart(&read(path)?)?, &target)?;
+        draw(&service_chart(&read(path)?)?, &target, png)?;
         println!("{}", target.display());
     }
     Ok(())
