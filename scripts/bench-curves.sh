@@ -49,9 +49,9 @@ cluster_pid=""
 cluster_log=""
 stop_cluster() {
     if [ -n "$cluster_pid" ]; then
-        # The script's own Ctrl-C path: SIGINT to its process group stops and
-        # removes the cluster.
-        kill -INT -- "-$cluster_pid" 2>/dev/null || true
+        # SIGTERM to its process group: its EXIT trap stops and removes the
+        # cluster (SIGINT would not do: a background job ignores it).
+        kill -TERM -- "-$cluster_pid" 2>/dev/null || true
         wait "$cluster_pid" 2>/dev/null || true
     fi
     [ -n "$cluster_log" ] && rm -f "$cluster_log"
