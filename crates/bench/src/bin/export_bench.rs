@@ -5,6 +5,7 @@
 //! target/release/export_bench throughput [--agents 64] [--rate 100000] [--capacity 4096] [--seconds 20]
 //! target/release/export_bench idle [--agents 64] [--seconds 30]
 //! target/release/export_bench soak [--agents 32] [--seconds 600]
+//! target/release/export_bench curve [--rings 1,16,256,1000] [--rate 200000] [--seconds 8] [--repeat 3] [--json FILE]
 //! ```
 //!
 //! * `throughput`: `--agents` writer threads, each pushing `--rate` events/s
@@ -19,10 +20,21 @@
 //! * `idle`: the rings exist, nothing is written: the sidecar's CPU share.
 //! * `soak`: every second one agent's ring is removed and a new agent
 //!   appears (each writing 1,000 events/s); the sidecar's RSS every 10 s.
+//! * `curve`: the cost per event as the rings grow at a fixed total rate:
+//!   `--rate` events/s spread evenly over each `--rings` count of rings (one
+//!   writer thread), read by the sidecar into `prometheus`, by the sidecar
+//!   into `nop`, and by the floor: a thread of this program that reads every
+//!   ring with the project's reader on the sidecar's own schedule (its
+//!   `next_delay`), copies the waiting slots out and drops them; no
+//!   conversion, no exporter, no directory watch, no bookkeeping.
+//!   Interleaved, `--repeat` times.
 //!
 //! The sidecar's CPU time is read from `/proc/<pid>/stat` (every thread of
 //! it, user and system, in 1/100 s); the binary and the plug-in are taken
 //! from the directory of this program.
+
+#[path = "export_bench/curve.rs"]
+mod curve;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -43,23 +55,31 @@ struct Options {
     rate: u64,
     capacity: usize,
     seconds: f64,
+    rings: Vec<usize>,
+    repeat: usize,
+    json: Option<PathBuf>,
 }
 
 fn parse_options() -> anyhow::Result<Options> {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "--help".to_owned());
-    if !["throughput", "idle", "soak"].contains(&mode.as_str()) {
-        bail!("usage: export_bench throughput|idle|soak [--agents N] [--rate EVENTS_PER_S] [--capacity SLOTS] [--seconds S]");
+    if !["throughput", "idle", "soak", "curve"].contains(&mode.as_str()) {
+        bail!("usage: export_bench throughput|idle|soak|curve [--agents N] [--rate EVENTS_PER_S] [--capacity SLOTS] [--seconds S] \
+               [--rings N,N,…] [--repeat N] [--json FILE] (the last three: curve only)");
     }
     let mut o = Options {
         agents: if mode == "soak" { 32 } else { 64 },
-        rate: 100_000,
+        rate: if mode == "curve" { 200_000 } else { 100_000 },
         capacity: 4096,
         seconds: match mode.as_str() {
             "throughput" => 20.0,
             "idle" => 30.0,
+            "curve" => 8.0,
             _ => 600.0,
         },
+        rings: vec![1, 16, 256, 1000],
+        repeat: 3,
+        json: None,
         mode,
     };
     while let Some(flag) = args.next() {
@@ -71,7 +91,18 @@ fn parse_options() -> anyhow::Result<Options> {
             "--rate" => o.rate = value.parse()?,
             "--capacity" => o.capacity = value.parse()?,
             "--seconds" => o.seconds = value.parse()?,
-            _ => bail!("unknown option {flag}"),
+            "--rings" => {
+                o.rings = value
+                    .split(',')
+                    .map(|n| match n.trim().parse::<usize>() {
+                        Ok(n) if n > 0 => Ok(n),
+                        _ => bail!("--rings {value}: accepted: ring counts of 1 or more, separated by commas"),
+                    })
+                    .collect::<anyhow::Result<_>>()?
+            }
+            "--repeat" => o.repeat = value.parse::<usize>()?.max(1),
+            "--json" => o.json = Some(PathBuf::from(value)),
+            _ => bail!("unknown option {flag}; accepted: --agents, --rate, --capacity, --seconds, --rings, --repeat, --json"),
         }
     }
     Ok(o)
@@ -488,6 +519,7 @@ fn main() -> anyhow::Result<()> {
     match o.mode.as_str() {
         "throughput" => throughput(&o, &bin),
         "idle" => idle(&o, &bin),
+        "curve" => curve::run(&o, &bin),
         _ => soak(&o, &bin),
     }
 }
