@@ -30,9 +30,10 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
 /// The most records one store transaction applies by default: the records waiting
 /// when it starts, up to this many.
 pub const DEFAULT_MAX_BATCH: usize = 64;
-/// The default bound on the distinct metric keys the store holds: about 200 MB
-/// for `GET` to build at the measured ~200 bytes a key, far above what the
-/// built-in builders write for thousands of jobs.
+/// The default bound on the distinct metric keys the store holds: a `GET` of the
+/// whole map builds it in memory (about 200 bytes a key, so about 200 MB at the
+/// bound), while the keys grow with the distinct values records bring, not with
+/// the number of records.
 pub const DEFAULT_MAX_KEYS: u64 = 1_000_000;
 
 /// How long a client may take to send a request body, by default.
