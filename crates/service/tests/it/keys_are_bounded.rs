@@ -79,7 +79,8 @@ fn new_keys_past_the_bound_are_refused(store: StoreUrl) {
 /// never holds more than the bound, and each refusal is counted.
 fn a_shared_transaction_refuses_only_the_records_past_the_bound(store: StoreUrl) {
     let a100 = record("A100");
-    let per_gpu = key_count(&[a100.clone(), record("H100")]) - key_count(&[a100.clone()]);
+    let per_gpu =
+        key_count(&[a100.clone(), record("H100")]) - key_count(std::slice::from_ref(&a100));
     // Room for the stored GPU and three more.
     let max_keys = key_count(std::slice::from_ref(&a100)) + 3 * per_gpu;
     let server = TestServer::start(ServiceConfig {
