@@ -11,7 +11,7 @@ use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use nixl_telemetry_service::{
     Service, ServiceConfig, StoreUrl, Token, DEFAULT_BODY_TIMEOUT, DEFAULT_COMMIT_CHECK_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_KEYS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE,
     DEFAULT_STORE_TIMEOUT,
 };
 
@@ -43,6 +43,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_BATCH as u64,
           value_parser = clap::value_parser!(u64).range(1..=65536))]
     max_batch: u64,
+    /// The most distinct metric keys the store holds: a record that would add
+    /// keys past it is refused (422, key_limit_reached); updates of stored keys
+    /// are still taken.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_KEYS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_keys: u64,
     /// The most distinct values of one label GET /metrics shows; further values
     /// are shown as `other` and counted in tao_service_label_values_folded_total.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_LABEL_VALUES as u64,
@@ -107,6 +113,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         insecure: args.insecure,
         max_body_bytes: args.max_body,
         max_batch: args.max_batch as usize,
+        max_keys: args.max_keys,
         body_timeout: Duration::from_secs_f64(args.body_timeout),
         store_timeout: Duration::from_secs_f64(args.store_timeout),
         commit_check_timeout: Duration::from_secs_f64(args.commit_check_timeout),

@@ -30,6 +30,11 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
 /// The most records one store transaction applies by default: the records waiting
 /// when it starts, up to this many.
 pub const DEFAULT_MAX_BATCH: usize = 64;
+/// The default bound on the distinct metric keys the store holds: a `GET` of the
+/// whole map builds it in memory (about 200 bytes a key, so about 200 MB at the
+/// bound), while the keys grow with the distinct values records bring, not with
+/// the number of records.
+pub const DEFAULT_MAX_KEYS: u64 = 1_000_000;
 
 /// How long a client may take to send a request body, by default.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -78,6 +83,9 @@ pub struct ServiceConfig {
     /// The most records applied in one store transaction (1: one transaction per
     /// record).
     pub max_batch: usize,
+    /// The most distinct metric keys the store holds: a record that would add
+    /// keys past it is refused (422); records updating stored keys are not.
+    pub max_keys: u64,
     /// How long a client may take to send a request body (then: 408).
     pub body_timeout: Duration,
     /// The most distinct values of one label `GET /metrics` shows; further ones
@@ -115,6 +123,7 @@ impl Default for ServiceConfig {
             insecure: false,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_batch: DEFAULT_MAX_BATCH,
+            max_keys: DEFAULT_MAX_KEYS,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_label_values: DEFAULT_MAX_LABEL_VALUES,
             metrics_legacy_keys: false,
@@ -176,6 +185,7 @@ impl Service {
             processor.clone(),
             WriterLimits {
                 max_batch: config.max_batch,
+                max_keys: config.max_keys,
                 store_timeout: config.store_timeout,
                 commit_check_timeout: config.commit_check_timeout,
             },

@@ -68,6 +68,9 @@ pub(crate) enum Outcome {
     /// Refused by the processor or by the key rules (the reason); nothing of it was
     /// stored.
     Rejected(String),
+    /// Refused because it would bring the number of stored keys past the bound
+    /// (the bound); nothing of it was stored.
+    KeyLimit(u64),
     /// The store failed; nothing of it was stored.
     Unavailable(String),
     /// The commit's answer was lost and the store could not be asked since.
@@ -128,6 +131,9 @@ impl Claim {
 pub(crate) struct WriterLimits {
     /// The most records applied in one transaction.
     pub max_batch: usize,
+    /// The most distinct keys the store holds: a record that would add keys past
+    /// it is refused; records that only update stored keys are not.
+    pub max_keys: u64,
     /// How long the store may take to connect or to answer one round trip, and
     /// the longest a record waits in the queue.
     pub store_timeout: Duration,
@@ -333,6 +339,7 @@ impl Writer {
                     self.series.accepted(time_lapsed);
                 }
                 Outcome::Rejected(_) => self.series.refused("bad_record"),
+                Outcome::KeyLimit(_) => self.series.refused("key_limit_reached"),
                 Outcome::Unavailable(_) => self.series.refused("store_unavailable"),
                 Outcome::Unknown(_) => self.series.refused("store_outcome_unknown"),
             }
@@ -401,12 +408,18 @@ impl Writer {
         let started = Instant::now();
         let mut lost = None;
         let processor = &mut self.processor;
+        let max_keys = self.limits.max_keys;
         let mut last = None;
         let result = ready_connection(&mut self.connection, &self.url, self.limits.store_timeout)
             .and_then(|connection| {
                 lost = connection.server_process();
-                connection.update(&keys, &mark, |metrics| {
-                    let (outcomes, changes) = apply_records(processor, &lines, &plans, metrics);
+                connection.update(&keys, &mark, |metrics, stored_keys| {
+                    let key_bound = KeyBound {
+                        max_keys,
+                        stored_keys,
+                    };
+                    let (outcomes, changes) =
+                        apply_records(processor, &lines, &plans, metrics, key_bound);
                     last = Some(outcomes.clone());
                     (outcomes, changes)
                 })
@@ -528,16 +541,27 @@ fn plan_records(
         .collect()
 }
 
+/// The bound on the number of stored keys, and how many are stored (`None` when
+/// the transaction's keys are all stored: then no record adds one).
+#[derive(Debug, Clone, Copy)]
+struct KeyBound {
+    max_keys: u64,
+    stored_keys: Option<u64>,
+}
+
 /// The body of one write transaction: applies `lines` in order to `metrics` (the
 /// stored values of the keys they touch, and the stored `last_updated`), and says
-/// what changed.
+/// what changed. A record whose new keys would bring the stored keys past the
+/// bound is refused on its own; the others still apply.
 fn apply_records(
     processor: &mut MetricProcessor,
     lines: &[Result<InputLine<'_>, String>],
     plans: &[Plan],
     mut metrics: Metrics,
+    key_bound: KeyBound,
 ) -> (Vec<Outcome>, Option<Changes>) {
     let before: HashMap<String, i64> = metrics.iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    let mut key_count = key_bound.stored_keys.unwrap_or(0);
     let mut applied_any = false;
     let outcomes = lines
         .iter()
@@ -547,10 +571,16 @@ fn apply_records(
                 (Ok(line), Ok(plan)) => (line, plan),
                 (_, Err(reason)) | (Err(reason), _) => return Outcome::Rejected(reason.clone()),
             };
+            // Keys neither stored nor written by an earlier record of the batch.
+            let new_keys = keys.iter().filter(|k| metrics.get(k).is_none()).count() as u64;
+            if new_keys > 0 && key_count.saturating_add(new_keys) > key_bound.max_keys {
+                return Outcome::KeyLimit(key_bound.max_keys);
+            }
             // `old_now` is the stored `last_updated`, or the previous record's time.
             match processor.process(&mut metrics, &line.record, &Context::at(*now)) {
                 Ok(()) => {
                     applied_any = true;
+                    key_count += new_keys;
                     Outcome::Applied(Applied {
                         last_updated: metrics.last_updated().unwrap_or_default().into_owned(),
                         metrics: keys

@@ -34,6 +34,17 @@ pub enum ApiError {
         /// The bound.
         limit: i64,
     },
+    /// 422: the record would bring the number of distinct stored keys past the
+    /// bound; records that only update stored keys are still taken.
+    #[error(
+        "the record would add metric keys past the bound of {limit} distinct keys the store \
+         holds (--max-keys); records that update keys already stored are still accepted, \
+         nothing of this one was stored"
+    )]
+    KeyLimit {
+        /// The bound.
+        limit: u64,
+    },
     /// 401: missing or wrong credentials.
     #[error(
         "missing or wrong credentials: send the token as the password of HTTP Basic \
@@ -99,6 +110,7 @@ impl ApiError {
             ApiError::BadRecord(_) | ApiError::UnknownKey { .. } | ApiError::OutOfBounds { .. } => {
                 StatusCode::BAD_REQUEST
             }
+            ApiError::KeyLimit { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -118,6 +130,7 @@ impl ApiError {
             ApiError::BadRecord(_) => "bad_record",
             ApiError::UnknownKey { .. } => "unknown_key",
             ApiError::OutOfBounds { .. } => "value_out_of_bounds",
+            ApiError::KeyLimit { .. } => "key_limit_reached",
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound { .. } => "not_found",
             ApiError::MethodNotAllowed { .. } => "method_not_allowed",

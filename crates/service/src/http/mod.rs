@@ -162,6 +162,7 @@ async fn post_record(
             Ok((StatusCode::CREATED, json_body(format!("{body}\n"))).into_response())
         }
         Outcome::Rejected(reason) => Err(ApiError::BadRecord(reason)),
+        Outcome::KeyLimit(limit) => Err(ApiError::KeyLimit { limit }),
         Outcome::Unavailable(reason) => Err(ApiError::Unavailable(reason)),
         Outcome::Unknown(reason) => Err(ApiError::OutcomeUnknown(reason)),
     }

@@ -11,10 +11,11 @@ use super::text_format::{float, TextFormat};
 
 /// Why a posted record was refused: the `cause` label of
 /// `tao_service_records_refused_total`, the `error` member of the answer.
-pub(crate) const REFUSAL_CAUSES: [&str; 9] = [
+pub(crate) const REFUSAL_CAUSES: [&str; 10] = [
     "bad_record",
     "unknown_key",
     "value_out_of_bounds",
+    "key_limit_reached",
     "request_timeout",
     "body_too_large",
     "unsupported_media_type",

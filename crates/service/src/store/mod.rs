@@ -57,6 +57,8 @@ pub(crate) trait WriteTransaction {
     fn last_updated(&mut self) -> Result<Option<String>, StoreError>;
     /// Adds to `into` the stored value of each of `keys` that exists.
     fn read_values(&mut self, keys: &[&str], into: &mut Metrics) -> Result<(), StoreError>;
+    /// How many metric keys are stored.
+    fn count_keys(&mut self) -> Result<u64, StoreError>;
     /// The whole map with `last_updated`.
     fn read_all(&mut self) -> Result<Metrics, StoreError>;
     /// Sets these metrics (inserted or replaced).
@@ -84,14 +86,16 @@ pub(crate) trait StoreBackend: Send {
     ) -> Result<(), StoreError>;
 
     /// The writer's transaction: under the write lock, reads the stored values of
-    /// `keys` and `last_updated` into a map, hands it to `apply`, writes the changes
-    /// `apply` returns (if any) with `mark`, and commits. A commit whose answer was
-    /// lost or late is [`StoreError::CommitUnknown`].
+    /// `keys` and `last_updated` into a map, hands it to `apply` with the number of
+    /// stored keys (counted only when some of `keys` is not stored: `None` when
+    /// every one is), writes the changes `apply` returns (if any) with `mark`, and
+    /// commits. A commit whose answer was lost or late is
+    /// [`StoreError::CommitUnknown`].
     fn update(
         &mut self,
         keys: &[&str],
         mark: &BatchMark,
-        apply: &mut dyn FnMut(Metrics) -> Option<Changes>,
+        apply: &mut dyn FnMut(Metrics, Option<u64>) -> Option<Changes>,
     ) -> Result<(), StoreError>;
 
     /// Whether the writer's transaction `mark` was committed, asked on a fresh
@@ -202,12 +206,12 @@ impl Connection {
         &mut self,
         keys: &[&str],
         mark: &BatchMark,
-        mut apply: impl FnMut(Metrics) -> (T, Option<Changes>),
+        mut apply: impl FnMut(Metrics, Option<u64>) -> (T, Option<Changes>),
     ) -> Result<T, StoreError> {
         retrying(&mut *self.0, |backend| {
             let mut value = None;
-            backend.update(keys, mark, &mut |metrics| {
-                let (answer, changes) = apply(metrics);
+            backend.update(keys, mark, &mut |metrics, stored_keys| {
+                let (answer, changes) = apply(metrics, stored_keys);
                 value = Some(answer);
                 changes
             })?;

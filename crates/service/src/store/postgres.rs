@@ -31,6 +31,7 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x6e69_786c_7465_6c65; // "nixltele"
 
 const LOCK: &str = "SELECT value FROM nixl_telemetry_state WHERE name = 'last_updated' FOR UPDATE";
+const COUNT_KEYS: &str = "SELECT count(*) FROM nixl_telemetry_metrics";
 const READ_VALUES: &str = "SELECT key, value FROM nixl_telemetry_metrics WHERE key = ANY($1)";
 const READ_ALL: &str = "SELECT key, value FROM nixl_telemetry_metrics";
 const READ_LAST_UPDATED: &str =
@@ -284,7 +285,7 @@ impl StoreBackend for PostgresConnection {
         &mut self,
         keys: &[&str],
         mark: &BatchMark,
-        apply: &mut dyn FnMut(Metrics) -> Option<Changes>,
+        apply: &mut dyn FnMut(Metrics, Option<u64>) -> Option<Changes>,
     ) -> Result<(), StoreError> {
         // The server rolls the transaction back if it reaches its end after the
         // writer stopped waiting for it.
@@ -322,8 +323,21 @@ impl StoreBackend for PostgresConnection {
                 });
             }
         }
+        // The stored keys are counted (one more round trip) only when the batch
+        // brings a key that is not stored.
+        let stored_keys = if keys.iter().any(|k| metrics.get(k).is_none()) {
+            match self.run(client.query_one(COUNT_KEYS, &[])) {
+                Ok(row) => Some(row.get::<_, i64>(0).max(0) as u64),
+                Err(e) => {
+                    self.roll_back();
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
         metrics.set_last_updated(last_updated);
-        let Some(changes) = apply(metrics) else {
+        let Some(changes) = apply(metrics, stored_keys) else {
             // Nothing to write: end the transaction.
             return self.run(client.batch_execute("COMMIT"));
         };
@@ -539,6 +553,12 @@ struct PostgresTransaction<'a> {
 impl WriteTransaction for PostgresTransaction<'_> {
     fn last_updated(&mut self) -> Result<Option<String>, StoreError> {
         Ok(self.last_updated.clone())
+    }
+
+    fn count_keys(&mut self) -> Result<u64, StoreError> {
+        let c = self.connection;
+        let row = c.run(c.client.query_one(COUNT_KEYS, &[]))?;
+        Ok(row.get::<_, i64>(0).max(0) as u64)
     }
 
     fn read_values(&mut self, keys: &[&str], into: &mut Metrics) -> Result<(), StoreError> {

@@ -196,13 +196,18 @@ impl StoreBackend for SqliteConnection {
         &mut self,
         keys: &[&str],
         mark: &BatchMark,
-        apply: &mut dyn FnMut(Metrics) -> Option<Changes>,
+        apply: &mut dyn FnMut(Metrics, Option<u64>) -> Option<Changes>,
     ) -> Result<(), StoreError> {
         self.write(&mut |tx| {
             let mut metrics = Metrics::new();
             tx.read_values(keys, &mut metrics)?;
+            let stored_keys = if keys.iter().any(|k| metrics.get(k).is_none()) {
+                Some(tx.count_keys()?)
+            } else {
+                None
+            };
             metrics.set_last_updated(tx.last_updated()?);
-            if let Some(changes) = apply(metrics) {
+            if let Some(changes) = apply(metrics, stored_keys) {
                 let values: Vec<(&str, i64)> = changes
                     .values
                     .iter()
@@ -303,6 +308,14 @@ impl WriteTransaction for SqliteTransaction<'_> {
         self.tx
             .prepare_cached("SELECT value FROM nixl_telemetry_state WHERE name = 'last_updated'")
             .and_then(|mut s| s.query_row([], |row| row.get(0)))
+            .map_err(|e| self.fail(e))
+    }
+
+    fn count_keys(&mut self) -> Result<u64, StoreError> {
+        self.tx
+            .prepare_cached("SELECT count(*) FROM nixl_telemetry_metrics")
+            .and_then(|mut s| s.query_row([], |row| row.get::<_, i64>(0)))
+            .map(|n| n.max(0) as u64)
             .map_err(|e| self.fail(e))
     }
 

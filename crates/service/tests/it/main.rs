@@ -7,6 +7,7 @@ mod support;
 
 mod bad_bodies_store_nothing;
 mod concurrent_posts_are_exact;
+mod keys_are_bounded;
 mod metrics_labels_are_bounded;
 mod posted_corpus_matches_process;
 mod records_are_judged_alone;
