@@ -175,12 +175,16 @@ WRITTEN = {
 }
 
 
-def expected_losses(setting):
-    """(events generated, events dropped for their format) after record_everything."""
+def expected_losses(setting, generated):
+    """Events dropped for their format after record_everything, when telemetry
+    generated `generated` loss reports. One report when only the explicit flush
+    drains the queue; the flush thread's first pass may also drain part of it
+    (it runs as soon as the thread starts, and a slow build, under ASan, starts
+    it late), and then the losses are reported in two reports."""
     layout, _, _, no_type = WRITTEN[setting]
-    generated = 1 if no_type else 0
+    assert (generated >= 1) if no_type else (generated == 0), (setting, generated)
     report_has_type = layout in ("v1", "v2-named", "v4")
-    return generated, no_type + (0 if report_has_type else generated)
+    return no_type + (0 if report_has_type else generated)
 EVENTS_RECORDED = 15  # record_everything: each transfer makes 3 events
 
 
@@ -195,8 +199,9 @@ def test_our_rings_of_every_version_read_as_telemetry_reader(tmp_path, telemetry
         record_everything(t)
         t.flush()
         stats = t.stats()
-    generated, dropped_format = expected_losses(setting)
-    assert stats["recorded"] == EVENTS_RECORDED and stats["generated"] == generated
+    generated = stats["generated"]
+    dropped_format = expected_losses(setting, generated)
+    assert stats["recorded"] == EVENTS_RECORDED
     assert stats["dropped_format"] == stats["dropped"] == dropped_format
     assert stats["pending"] == 0
     assert stats["delivered"] == EVENTS_RECORDED + generated - dropped_format
@@ -212,8 +217,11 @@ def test_our_rings_of_every_version_read_as_telemetry_reader(tmp_path, telemetry
     assert "agent_err_not_found" in names or "NIXL_ERR_NOT_FOUND" in names
     if no_type:
         assert "mine" not in names and "ucx_rdma_writes" not in names
-    if layout == "v4":  # the report of the losses, written after them
-        assert (names[-1], events[-1].value) == ("agent_telemetry_events_dropped", no_type)
+    if layout == "v4":  # the reports of the losses, the last one written after them
+        assert names[-1] == "agent_telemetry_events_dropped"
+        reports = [e.value for e in events if e.name == "agent_telemetry_events_dropped"]
+        # record_everything records one such event itself, with the value 3.
+        assert sorted(reports).count(3) >= 1 and sum(reports) - 3 == no_type, reports
     with Ring(ring, peek=True) as r:
         assert r.layout == layout
         trailer = r.trailer
@@ -238,7 +246,8 @@ def test_ring_version_from_the_environment(tmp_path, telemetry_reader, monkeypat
         with Telemetry.from_env(agent) as t:
             record_everything(t)
             t.flush()
-            assert t.stats()["dropped_format"] == expected_losses(version)[1]
+            stats = t.stats()
+            assert stats["dropped_format"] == expected_losses(version, stats["generated"])
         with Ring(tmp_path / agent, peek=True) as r:
             assert r.layout == layout
             assert [e.as_dict() for e in r.read()] == reader_json(
