@@ -34,6 +34,50 @@ pub struct Sample {
     pub measured: usize,
 }
 
+/// A steady beat of one tick a millisecond for a producer thread: [`wait`]
+/// sleeps until the next tick is due. A producer that fell more than 10 ms
+/// behind (an overloaded machine) skips the ticks it missed, so that it stays
+/// steady instead of catching up in a burst.
+///
+/// [`wait`]: MillisecondTicker::wait
+pub struct MillisecondTicker {
+    start: Instant,
+    tick: u64,
+}
+
+impl MillisecondTicker {
+    /// A ticker whose first tick is due 1 ms from now.
+    pub fn start() -> MillisecondTicker {
+        MillisecondTicker {
+            start: Instant::now(),
+            tick: 0,
+        }
+    }
+
+    /// Waits for the next tick (at once when it is already due).
+    pub fn wait(&mut self) {
+        self.tick += 1;
+        let due = self.start + Duration::from_millis(self.tick);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        } else if now - due > Duration::from_millis(10) {
+            self.tick = (now - self.start).as_millis() as u64;
+        }
+    }
+}
+
+/// The machine's load averages over 1, 5 and 15 minutes as `/proc/loadavg`
+/// gives them (`"0.52 0.61 0.70"`), for a run log; empty where unreadable.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The median of `values` (sorted in place); NaN when empty.
 pub fn median(values: &mut [f64]) -> f64 {
     if values.is_empty() {

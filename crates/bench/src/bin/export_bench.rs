@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use nixl_telemetry::ring::{layout, RingWriter};
 use nixl_telemetry::{Category, Event};
+use nixl_telemetry_bench::harness::MillisecondTicker;
 
 /// `/proc` counts CPU time in these per second (USER_HZ, 100 on Linux).
 const USER_HZ: f64 = 100.0;
@@ -245,24 +246,14 @@ fn spawn_writer(
                 Event::new(0, Category::PERFORMANCE, "agent_xfer_post_time", 7),
             ];
             let batch: Vec<Event> = (0..per_ms).map(|i| kinds[i % kinds.len()]).collect();
-            let start = Instant::now();
-            let mut tick = 0u64;
+            let mut ticker = MillisecondTicker::start();
             while !stop.load(Ordering::Relaxed) {
                 if per_ms > 0 {
                     let outcome = ring.push(&batch);
                     w.fetch_add(outcome.written as u64, Ordering::Relaxed);
                     d.store(ring.dropped_ring_full(), Ordering::Relaxed);
                 }
-                tick += 1;
-                let due = start + Duration::from_millis(tick);
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
-                } else if now - due > Duration::from_millis(10) {
-                    // Fell behind (the machine is overloaded): a steady
-                    // producer, not a burst of more than 10 ms of events.
-                    tick = (now - start).as_millis() as u64;
-                }
+                ticker.wait();
             }
         })?;
     Ok(Writer {

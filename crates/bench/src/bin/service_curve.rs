@@ -36,23 +36,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use nixl_telemetry_bench::harness::{self, load_average};
+use nixl_telemetry_processor::AttributeRegistry;
 
 /// The environment variable naming the PostgreSQL server.
 const POSTGRES_URL_VARIABLE: &str = "NIXL_TELEMETRY_TEST_POSTGRES_URL";
-
-/// The record keys of the service's built-in registry: corpus records with
-/// other keys are refused, as TAO's server refuses them.
-const KNOWN_KEYS: [&str; 9] = [
-    "version",
-    "action",
-    "network",
-    "success",
-    "user_error",
-    "time_lapsed",
-    "gpu",
-    "client_type",
-    "automl_triggered",
-];
 
 struct Options {
     clients: Vec<usize>,
@@ -119,13 +107,17 @@ fn records() -> anyhow::Result<Vec<String>> {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/tao_processor/corpus.jsonl");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    // The service's built-in registry: corpus records with other keys are
+    // refused, as TAO's server refuses them.
+    let registry = AttributeRegistry::default();
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let value: serde_json::Value = serde_json::from_str(line)?;
         let record = &value["record"];
-        let accepted = record
-            .as_object()
-            .is_some_and(|r| r.keys().all(|k| KNOWN_KEYS.contains(&k.as_str())));
+        let accepted = record.as_object().is_some_and(|r| {
+            r.keys()
+                .all(|k| registry.attributes().iter().any(|a| &a.raw_key == k))
+        });
         if accepted {
             out.push(
                 serde_json::json!({"now": "2025-01-13T12:00:00", "record": record}).to_string(),
@@ -436,25 +428,9 @@ struct Point {
     floor: Window,
 }
 
+/// The median of `values`; NaN when empty.
 fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
+    harness::median(&mut values)
 }
 
 fn main() -> anyhow::Result<()> {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use nixl_telemetry::ring::{layout, ReadMode, RingReader, RingWriter};
 use nixl_telemetry::{Category, Event};
+use nixl_telemetry_bench::harness::{self, load_average, MillisecondTicker};
 use nixl_telemetry_export::schedule::{next_delay, remembered_rate, RingLoad};
 
 use super::{Options, Sidecar};
@@ -105,8 +106,7 @@ fn spawn_spread_writer(
             let batch: Vec<Event> = (0..per_ms.max(1)).map(|i| kinds[i % kinds.len()]).collect();
             let (base, extra) = (per_ms / rings, per_ms % rings);
             let mut cursor = 0usize;
-            let start = Instant::now();
-            let mut tick = 0u64;
+            let mut ticker = MillisecondTicker::start();
             while !stop.load(Ordering::Relaxed) {
                 let mut total = 0u64;
                 if base > 0 {
@@ -124,14 +124,7 @@ fn spawn_spread_writer(
                     writers.iter().map(RingWriter::dropped_ring_full).sum(),
                     Ordering::Relaxed,
                 );
-                tick += 1;
-                let due = start + Duration::from_millis(tick);
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
-                } else if now - due > Duration::from_millis(10) {
-                    tick = (now - start).as_millis() as u64;
-                }
+                ticker.wait();
             }
         })?;
     Ok(SpreadWriter {
@@ -307,25 +300,9 @@ fn measure(o: &Options, bin: &Path, rings: usize, consumer: Consumer) -> anyhow:
     Ok(point)
 }
 
+/// The median of `values`; NaN when empty.
 fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
+    harness::median(&mut values)
 }
 
 /// Runs the curve: every ring count with every consumer, `o.repeat` times,
