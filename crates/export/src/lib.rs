@@ -88,8 +88,15 @@ pub fn run(mut settings: Settings, stop: impl StopRequest) -> anyhow::Result<Exi
         settings.exporter_name,
         settings.self_name
     );
-    bound_the_stop(&settings, &sidecar, &stop);
-    sidecar.run(&mut watch, || stop.is_set());
+    let bound_stop = bound_the_stop(&settings, &sidecar, &stop);
+    let stop_begun = std::sync::Once::new();
+    sidecar.run(&mut watch, || {
+        let set = stop.is_set();
+        if set {
+            stop_begun.call_once(&bound_stop);
+        }
+        set
+    });
     let totals = sidecar.totals();
     drop(sidecar);
     // Every exporter is dropped now: the plug-in was unloaded and said what
@@ -104,11 +111,12 @@ pub fn run(mut settings: Settings, stop: impl StopRequest) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-/// Bounds a stop: a watchdog ends the process once the stop has taken
-/// `NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`, and a second signal ends it at
-/// once; either says on stderr what was abandoned (an exporter's flush that
-/// waits on a collector that never answers) and exits 1.
-fn bound_the_stop(settings: &Settings, sidecar: &Sidecar, stop: &impl StopRequest) {
+/// Bounds a stop: a second signal ends the process at once, and the returned
+/// function, called when the stop begins, starts a watchdog that ends it once
+/// the stop has taken `NIXL_TELEMETRY_SHUTDOWN_TIMEOUT_MS`. Either says on
+/// stderr what was abandoned (an exporter's flush that waits on a collector
+/// that never answers) and exits 1. Nothing runs before the stop begins.
+fn bound_the_stop(settings: &Settings, sidecar: &Sidecar, stop: &impl StopRequest) -> impl Fn() {
     fn abandon(stopping: &std::sync::Mutex<String>, after: &str) -> ! {
         let what = stopping.lock().unwrap_or_else(|e| e.into_inner()).clone();
         tracing::warn!(
@@ -120,27 +128,28 @@ fn bound_the_stop(settings: &Settings, sidecar: &Sidecar, stop: &impl StopReques
     let stopping = sidecar.stopping();
     let on_signal = std::sync::Arc::clone(&stopping);
     stop.on_second_signal(Box::new(move || abandon(&on_signal, "a second signal")));
-    let (stop, timeout) = (stop.clone(), settings.shutdown_timeout);
-    let watchdog = std::thread::Builder::new()
-        .name("export-stop-bound".to_owned())
-        .spawn(move || {
-            while !stop.is_set() {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            std::thread::sleep(timeout);
-            abandon(
-                &stopping,
-                &format!(
-                    "{} ms of stopping ({})",
-                    timeout.as_millis(),
-                    nixl_telemetry_abi::env::SHUTDOWN_TIMEOUT_MS
-                ),
+    let timeout = settings.shutdown_timeout;
+    move || {
+        let stopping = std::sync::Arc::clone(&stopping);
+        let watchdog = std::thread::Builder::new()
+            .name("export-stop-bound".to_owned())
+            .spawn(move || {
+                std::thread::sleep(timeout);
+                abandon(
+                    &stopping,
+                    &format!(
+                        "{} ms of stopping ({})",
+                        timeout.as_millis(),
+                        nixl_telemetry_abi::env::SHUTDOWN_TIMEOUT_MS
+                    ),
+                );
+            });
+        if let Err(e) = watchdog {
+            tracing::warn!(
+                "{PROGRAM}: cannot start the thread that bounds a stop ({e}); the stop waits for \
+                 every exporter"
             );
-        });
-    if let Err(e) = watchdog {
-        tracing::warn!(
-            "{PROGRAM}: cannot start the thread that bounds a stop ({e}); a stop waits for every exporter"
-        );
+        }
     }
 }
 
