@@ -801,20 +801,6 @@ mod tests {
             .collect()
     }
 
-    /// The header and slots (no trailer: as NIXL writes them) of a 64-slot
-    /// version-4 ring holding `events`.
-    fn nixl_ring_bytes(events: &[Event]) -> Vec<u8> {
-        let scratch = tempfile::tempdir().unwrap();
-        let mut writer =
-            RingWriter::create_with_layout(scratch.path(), "r", 64, &layout::V4).unwrap();
-        assert_eq!(writer.push(events).written, events.len());
-        let path = writer.path().to_owned();
-        drop(writer);
-        let mut bytes = std::fs::read(path).unwrap();
-        bytes.truncate(layout::V4.data_size(64).unwrap() as usize);
-        bytes
-    }
-
     #[test]
     fn rings_that_live_a_few_milliseconds_are_all_read() {
         let dir = tempfile::tempdir().unwrap();
@@ -848,7 +834,7 @@ mod tests {
         // place), half as NIXL makes them (created in place, written,
         // removed without the sidecar ever finding them in a listing).
         const RINGS: usize = 100;
-        let nixl = nixl_ring_bytes(&events());
+        let nixl = nixl_telemetry_testsupport::nixl_ring::ring_bytes(&layout::V4, 64, &events());
         for i in 0..RINGS {
             let path = dir.path().join(format!("short-{i}"));
             if i % 2 == 0 {

@@ -257,10 +257,7 @@ fn more_rings_than_descriptors_neither_silence_the_endpoint_nor_stay_held() {
     std::fs::create_dir(&rings).unwrap();
     // 150 rings of 72-odd bytes under a limit of 96 descriptors, soft and
     // hard: 32 fit beside the 64 kept for the endpoint and the directory.
-    let scratch = tempfile::tempdir().unwrap();
-    let one = ring(scratch.path(), "one", &layout::V1, 2, &[tx(1)]);
-    let mut bytes = std::fs::read(one.path()).unwrap();
-    bytes.truncate(layout::V1.data_size(2).unwrap() as usize);
+    let bytes = nixl_telemetry_testsupport::nixl_ring::ring_bytes(&layout::V1, 2, &[tx(1)]);
     for i in 0..150 {
         std::fs::write(rings.join(format!("a{i:03}")), &bytes).unwrap();
     }

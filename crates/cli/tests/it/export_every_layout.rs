@@ -13,6 +13,7 @@ use crate::export_support::*;
 use nixl_telemetry::clock;
 use nixl_telemetry::ring::layout;
 use nixl_telemetry::{Category, Event};
+use nixl_telemetry_testsupport::nixl_ring::ring_bytes;
 use serde_json::Value;
 
 const LAYOUTS: [(&str, &layout::RingLayout); 5] = [
@@ -319,18 +320,6 @@ fn bare_cli() -> Command {
     cmd
 }
 
-/// The header and slots (no trailer: as NIXL writes them) of a ring of
-/// `ring_layout` with 64 slots holding `events`.
-fn nixl_ring_bytes(ring_layout: &'static layout::RingLayout, events: &[Event]) -> Vec<u8> {
-    let scratch = tempfile::tempdir().unwrap();
-    let writer = ring(scratch.path(), "r", ring_layout, 64, events);
-    let path = writer.path().to_owned();
-    drop(writer);
-    let mut bytes = std::fs::read(path).unwrap();
-    bytes.truncate(ring_layout.data_size(64).unwrap() as usize);
-    bytes
-}
-
 #[test]
 fn a_ring_rewritten_in_place_in_another_layout_is_a_new_producer() {
     use std::os::unix::fs::FileExt;
@@ -339,8 +328,9 @@ fn a_ring_rewritten_in_place_in_another_layout_is_a_new_producer() {
     std::fs::create_dir(&rings).unwrap();
     let plugins = prometheus_plugins(tmp.path());
     // A job of NIXL 1.5 (version 4)...
-    let v4 = nixl_ring_bytes(
+    let v4 = ring_bytes(
         &layout::V4,
+        64,
         &[Event::new(1, Category::TRANSFER, "agent_tx_bytes", 254)],
     );
     std::fs::write(rings.join("restarted"), &v4).unwrap();
@@ -363,7 +353,7 @@ fn a_ring_rewritten_in_place_in_another_layout_is_a_new_producer() {
     let rx: Vec<Event> = (0..10)
         .map(|i| Event::new(100 + i, Category::TRANSFER, "agent_rx_bytes", 112))
         .collect();
-    let v1 = nixl_ring_bytes(&layout::V1, &rx);
+    let v1 = ring_bytes(&layout::V1, 64, &rx);
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(rings.join("restarted"))

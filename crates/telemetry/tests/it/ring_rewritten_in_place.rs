@@ -4,28 +4,16 @@
 
 use std::os::unix::fs::FileExt;
 
-use nixl_telemetry::ring::{layout, ReadMode, RingError, RingReader, RingWriter};
+use nixl_telemetry::ring::{layout, ReadMode, RingError, RingReader};
 use nixl_telemetry::{Category, Event};
-
-/// The header and slots (no trailer: as NIXL writes them) of a ring of
-/// `ring_layout` holding `events`.
-fn nixl_ring_bytes(ring_layout: &'static layout::RingLayout, events: &[Event]) -> Vec<u8> {
-    let scratch = tempfile::tempdir().unwrap();
-    let mut writer = RingWriter::create_with_layout(scratch.path(), "r", 64, ring_layout).unwrap();
-    assert_eq!(writer.push(events).written, events.len());
-    let path = writer.path().to_owned();
-    drop(writer);
-    let mut bytes = std::fs::read(path).unwrap();
-    bytes.truncate(ring_layout.data_size(64).unwrap() as usize);
-    bytes
-}
+use nixl_telemetry_testsupport::nixl_ring::ring_bytes;
 
 #[test]
 fn a_ring_rewritten_in_another_layout_is_reported_and_reopened_in_the_new_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent");
     let tx = Event::new(1, Category::TRANSFER, "agent_tx_bytes", 254);
-    std::fs::write(&path, nixl_ring_bytes(&layout::V4, &[tx])).unwrap();
+    std::fs::write(&path, ring_bytes(&layout::V4, 64, &[tx])).unwrap();
     for mode in [ReadMode::Consume, ReadMode::Peek] {
         let mut reader = RingReader::open(&path, mode).unwrap();
         assert_eq!(reader.layout(), &layout::V4);
@@ -40,7 +28,7 @@ fn a_ring_rewritten_in_another_layout_is_reported_and_reopened_in_the_new_one() 
     let rx: Vec<Event> = (0..10)
         .map(|i| Event::new(100 + i, Category::TRANSFER, "agent_rx_bytes", 112))
         .collect();
-    let v1 = nixl_ring_bytes(&layout::V1, &rx);
+    let v1 = ring_bytes(&layout::V1, 64, &rx);
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     file.set_len(v1.len() as u64).unwrap();
     file.write_all_at(&v1, 0).unwrap();
@@ -72,7 +60,7 @@ fn a_ring_rewritten_with_another_capacity_in_the_same_version_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent");
     let tx = Event::new(1, Category::TRANSFER, "agent_tx_bytes", 254);
-    let mut bytes = nixl_ring_bytes(&layout::V1, &[tx]);
+    let mut bytes = ring_bytes(&layout::V1, 64, &[tx]);
     std::fs::write(&path, &bytes).unwrap();
     let mut reader = RingReader::open(&path, ReadMode::Consume).unwrap();
     assert_eq!(reader.pending().unwrap(), 1);
@@ -97,7 +85,7 @@ fn a_file_grown_past_its_ring_is_no_change() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent");
     let tx = Event::new(1, Category::TRANSFER, "agent_tx_bytes", 254);
-    std::fs::write(&path, nixl_ring_bytes(&layout::V4, &[tx])).unwrap();
+    std::fs::write(&path, ring_bytes(&layout::V4, 64, &[tx])).unwrap();
     let mut reader = RingReader::open(&path, ReadMode::Consume).unwrap();
     std::fs::OpenOptions::new()
         .write(true)

@@ -529,28 +529,6 @@ not json
         );
     }
 
-    /// The header and slots (no trailer: as NIXL writes them) of a
-    /// 64-slot ring of `ring_layout` holding `events`.
-    fn nixl_ring_bytes(
-        ring_layout: &'static nixl_telemetry::ring::layout::RingLayout,
-        events: &[Event],
-    ) -> Vec<u8> {
-        let scratch = tempfile::tempdir().unwrap();
-        let mut writer = nixl_telemetry::ring::RingWriter::create_with_layout(
-            scratch.path(),
-            "r",
-            64,
-            ring_layout,
-        )
-        .unwrap();
-        assert_eq!(writer.push(events).written, events.len());
-        let path = writer.path().to_owned();
-        drop(writer);
-        let mut bytes = std::fs::read(path).unwrap();
-        bytes.truncate(ring_layout.data_size(64).unwrap() as usize);
-        bytes
-    }
-
     #[test]
     fn a_ring_rewritten_in_another_layout_while_read_is_a_new_producer() {
         use nixl_telemetry::ring::layout;
@@ -558,7 +536,11 @@ not json
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("initiator");
         let tx = Event::new(1, Category::TRANSFER, "agent_tx_bytes", 254);
-        std::fs::write(&path, nixl_ring_bytes(&layout::V4, &[tx])).unwrap();
+        std::fs::write(
+            &path,
+            nixl_telemetry_testsupport::nixl_ring::ring_bytes(&layout::V4, 64, &[tx]),
+        )
+        .unwrap();
         for mode in [ReadMode::Consume, ReadMode::Peek] {
             let reader = RingReader::open(&path, mode).unwrap();
             // Rewritten in place (the same file) as version 1, as a job
@@ -566,7 +548,7 @@ not json
             let rx: Vec<Event> = (0..10)
                 .map(|i| Event::new(100 + i, Category::TRANSFER, "agent_rx_bytes", 112))
                 .collect();
-            let v1 = nixl_ring_bytes(&layout::V1, &rx);
+            let v1 = nixl_telemetry_testsupport::nixl_ring::ring_bytes(&layout::V1, 64, &rx);
             let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
             file.set_len(v1.len() as u64).unwrap();
             file.write_all_at(&v1, 0).unwrap();
@@ -596,7 +578,11 @@ not json
                 "{warnings:?}"
             );
             // Back as it was for the next mode.
-            std::fs::write(&path, nixl_ring_bytes(&layout::V4, &[tx])).unwrap();
+            std::fs::write(
+                &path,
+                nixl_telemetry_testsupport::nixl_ring::ring_bytes(&layout::V4, 64, &[tx]),
+            )
+            .unwrap();
         }
     }
 
