@@ -112,7 +112,10 @@ impl FollowedRing {
         mut warn: impl FnMut(String),
     ) -> Result<ReadReport, RingError> {
         let started = Instant::now();
-        let pending = self.reader.pending()?;
+        let first = quota.min(batch as u64) as usize;
+        let (pending, mut n) = self
+            .reader
+            .pending_and_peek_slot_bytes(&mut self.slots, first)?;
         let room = self.reader.capacity() - 1;
         if let Some(last) = self.last_pass {
             let elapsed = started.duration_since(last);
@@ -134,12 +137,7 @@ impl FollowedRing {
             ..ReadReport::default()
         };
         let mut left = pending.min(quota);
-        while left > 0 {
-            let want = (left as usize).min(batch);
-            let n = self.reader.peek_slot_bytes(&mut self.slots, want)?;
-            if n == 0 {
-                break;
-            }
+        while n > 0 {
             events.clear();
             let done = self.converter.convert(&self.slots, now_us, events);
             if done.malformed > 0 && !self.malformed_warned {
@@ -158,6 +156,12 @@ impl FollowedRing {
             report.events += done.events as u64;
             report.malformed += done.malformed as u64;
             left -= n as u64;
+            if left == 0 {
+                break;
+            }
+            n = self
+                .reader
+                .peek_slot_bytes(&mut self.slots, (left as usize).min(batch))?;
         }
         Ok(report)
     }

@@ -631,9 +631,17 @@ impl Sidecar {
         let now_us = clock::system_now_us();
         for agent in self.agents.values_mut() {
             // Removed: read to its end and let go, without waiting for a
-            // listing of the directory (which may need a descriptor).
+            // listing of the directory (which may need a descriptor). The
+            // rings of an agent with an exporter were read (their file
+            // checked) in the pass just before.
+            let read_each_pass = agent.exporter.is_some();
             for ring in &mut agent.rings {
-                if !ring.retiring && ring.reader().is_removed() {
+                let removed = if read_each_pass {
+                    ring.reader().removed_at_last_check()
+                } else {
+                    ring.reader().is_removed()
+                };
+                if !ring.retiring && removed {
                     ring.retiring = true;
                 }
             }

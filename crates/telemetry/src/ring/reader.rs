@@ -218,6 +218,8 @@ pub struct RingReader {
     /// read).
     version: i32,
     file_size: u64,
+    /// Whether the file had no name left at the last check of its size.
+    removed_at_check: bool,
     trailer: Option<TrailerFormat>,
     trailer_problem: Option<TrailerProblem>,
     /// Peek mode: this reader's own position.
@@ -383,6 +385,7 @@ impl RingReader {
             peek_pos: header.read_pos,
             uncommitted: 0,
             uncommitted_from: 0,
+            removed_at_check: false,
             overtaken: 0,
             following: None,
             scratch: Vec::new(),
@@ -416,11 +419,25 @@ impl RingReader {
     /// another release or buffer size creating its ring over this one).
     /// Every read checks this before it looks at the positions.
     pub fn check_size(&self) -> Result<(), RingError> {
-        let size = self
+        self.checked_links().map(drop)
+    }
+
+    /// [`RingReader::check_size`], remembering whether the file was removed
+    /// (for [`RingReader::removed_at_last_check`]).
+    fn check_file(&mut self) -> Result<(), RingError> {
+        self.removed_at_check = self.checked_links()? == 0;
+        Ok(())
+    }
+
+    /// [`RingReader::check_size`]'s checks, from one `stat` of the
+    /// descriptor; the file's number of names (0: removed) when they pass.
+    fn checked_links(&self) -> Result<u64, RingError> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = self
             .file
             .metadata()
-            .map_err(|e| RingError::io(&self.path, "stat", e))?
-            .len();
+            .map_err(|e| RingError::io(&self.path, "stat", e))?;
+        let size = meta.len();
         let needed = self.data_size;
         if size < needed {
             return Err(RingError::Truncated {
@@ -461,7 +478,7 @@ impl RingReader {
                 now: words(now),
             });
         }
-        Ok(())
+        Ok(meta.nlink())
     }
 
     /// Whether the file was removed (no name leads to it any more), asked
@@ -470,6 +487,14 @@ impl RingReader {
     pub fn is_removed(&self) -> bool {
         use std::os::unix::fs::MetadataExt;
         self.file.metadata().is_ok_and(|m| m.nlink() == 0)
+    }
+
+    /// Whether the file had no name left when its size was last checked
+    /// (every [`RingReader::pending`], peek and consuming commit checks it):
+    /// [`RingReader::is_removed`] as of that check, without a system call of
+    /// its own. A reader that reads its ring every pass asks this instead.
+    pub fn removed_at_last_check(&self) -> bool {
+        self.removed_at_check
     }
 
     fn position(&self, offset: usize, field: &'static str) -> Result<u64, RingError> {
@@ -584,7 +609,28 @@ impl RingReader {
     /// nothing waiting); some held may yet be skipped, the writer having
     /// come round to them.
     pub fn pending(&mut self) -> Result<u64, RingError> {
-        self.check_size()?;
+        self.check_file()?;
+        self.pending_checked()
+    }
+
+    /// [`RingReader::pending`] and then [`RingReader::peek_slot_bytes`] of at
+    /// most that many, on one check of the file (a reader visiting many
+    /// rings saves a `stat` a visit). Returns the events waiting and how many
+    /// of them `slots` now holds.
+    pub fn pending_and_peek_slot_bytes(
+        &mut self,
+        slots: &mut Vec<u8>,
+        max: usize,
+    ) -> Result<(u64, usize), RingError> {
+        self.uncommitted = 0;
+        self.check_file()?;
+        let pending = self.pending_checked()?;
+        let max = (max as u64).min(pending) as usize;
+        Ok((pending, self.peek_slot_bytes_checked(slots, max)?))
+    }
+
+    /// [`RingReader::pending`] once the file was checked.
+    fn pending_checked(&mut self) -> Result<u64, RingError> {
         let write = self.position(layout::WRITE_POS_OFFSET, "write_pos")?;
         if let Some(following) = &self.following {
             let held = following.held_slots(self.layout.slot.size);
@@ -671,7 +717,16 @@ impl RingReader {
     /// file size and both positions first, as [`RingReader::peek_records`].
     pub fn peek_slot_bytes(&mut self, slots: &mut Vec<u8>, max: usize) -> Result<usize, RingError> {
         self.uncommitted = 0;
-        self.check_size()?;
+        self.check_file()?;
+        self.peek_slot_bytes_checked(slots, max)
+    }
+
+    /// [`RingReader::peek_slot_bytes`] once the file was checked.
+    fn peek_slot_bytes_checked(
+        &mut self,
+        slots: &mut Vec<u8>,
+        max: usize,
+    ) -> Result<usize, RingError> {
         if let Some(mut following) = self.following.take() {
             let result = self.peek_following(&mut following, slots, max);
             self.following = Some(following);
@@ -732,7 +787,7 @@ impl RingReader {
             return Ok(());
         }
         if self.mode == ReadMode::Consume {
-            self.check_size()?;
+            self.check_file()?;
         }
         let next = (self.uncommitted_from + n) & self.mask;
         self.uncommitted -= n;

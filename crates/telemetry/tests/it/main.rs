@@ -25,4 +25,5 @@ mod ring_peek_behind_consumer;
 mod ring_rewritten_in_place;
 mod ring_truncated_under_the_writer;
 mod ring_versions;
+mod ring_visit_checks_once;
 mod staging_out_of_memory;
