@@ -22,7 +22,7 @@ valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" "$bin" --callgrind 
 cat "$out/stdout"
 callgrind_annotate --inclusive=yes --threshold=100 "$out/cg.out" >"$out/annotate.txt"
 printf '%-28s %12s %10s\n' loop instructions per_call
-for f in record_loop record_at_loop generic_loop transfer_loop clock_loop two_agents_loop disabled_loop; do
+for f in record_loop record_at_loop generic_loop transfer_loop clock_loop floor_loop two_agents_loop disabled_loop; do
   ir="$(grep -E "callgrind::callgrind_${f}[ ]|callgrind::callgrind_${f}\$" "$out/annotate.txt" \
         | head -1 | awk '{gsub(",", "", $1); print $1}')"
   if [ -z "$ir" ]; then

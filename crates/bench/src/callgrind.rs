@@ -6,7 +6,9 @@
 use std::hint::black_box;
 
 use anyhow::Result;
-use nixl_telemetry::{clock, Category, Direction, EventHandle, ExporterChoice, Telemetry};
+use nixl_telemetry::{clock, Category, Direction, Event, EventHandle, ExporterChoice, Telemetry};
+
+use crate::ops;
 
 /// Records `n` events through a pre-resolved handle (timestamp included).
 #[inline(never)]
@@ -38,6 +40,25 @@ pub fn callgrind_transfer_loop(telemetry: &Telemetry, n: u64) {
     for i in 0..n {
         black_box(telemetry).transfer_completed(black_box(i), Direction::Write, 4096);
     }
+}
+
+/// `n` times the record's floor: the cheapest stamp and a 56-byte event
+/// written into a thread-local buffer (`floor` of the timed benchmark).
+#[inline(never)]
+pub fn callgrind_floor_loop(name: &[u8; 32], n: u64) {
+    for i in 0..n {
+        ops::floor_write(Event::with_encoded_name(
+            ops::cheapest_stamp(),
+            Category::PERFORMANCE,
+            *black_box(name),
+            black_box(i),
+        ));
+    }
+}
+
+/// The encoded name the loops record.
+fn handle_name() -> [u8; 32] {
+    Event::new(0, Category::PERFORMANCE, "agent_xfer_time", 0).event_name
 }
 
 /// `n` reads of the cheap clock.
@@ -91,6 +112,9 @@ pub fn run(n: u64) -> Result<()> {
     callgrind_transfer_loop(&telemetry, n);
     telemetry.flush();
     callgrind_clock_loop(n);
+    let floor = ops::FloorPool::new(1);
+    floor.attach(0);
+    callgrind_floor_loop(&handle_name(), n);
     let other = Telemetry::builder("callgrind-other")
         .buffer_size(capacity)?
         .run_interval(std::time::Duration::from_secs(3600))?

@@ -100,7 +100,7 @@ thread_local! {
 }
 
 /// One buffer per benchmark thread, owned by the benchmark.
-struct FloorPool(Vec<Box<[UnsafeCell<Event>]>>);
+pub(crate) struct FloorPool(Vec<Box<[UnsafeCell<Event>]>>);
 
 // SAFETY: each buffer is written only by the one thread it is handed to
 // (thread index t gets buffer t) and read only by `FloorPool::consume`, which
@@ -110,7 +110,7 @@ struct FloorPool(Vec<Box<[UnsafeCell<Event>]>>);
 unsafe impl Sync for FloorPool {}
 
 impl FloorPool {
-    fn new(threads: usize) -> FloorPool {
+    pub(crate) fn new(threads: usize) -> FloorPool {
         FloorPool(
             (0..threads)
                 .map(|_| {
@@ -123,7 +123,7 @@ impl FloorPool {
     }
 
     /// Points the calling thread's buffer at buffer `t` (once per repeat, untimed).
-    fn attach(&self, t: usize) {
+    pub(crate) fn attach(&self, t: usize) {
         FLOOR.with(|f| f.slots.set(self.0[t].as_ptr() as *mut Event));
     }
 
@@ -147,7 +147,7 @@ impl FloorPool {
 
 /// Writes one event into the calling thread's floor buffer.
 #[inline(always)]
-fn floor_write(event: Event) {
+pub(crate) fn floor_write(event: Event) {
     FLOOR.with(|f| {
         let pos = f.pos.get();
         // SAFETY: `slots` points at a live buffer of STAGING_EVENTS events that
@@ -161,7 +161,7 @@ fn floor_write(event: Event) {
 /// store (raw TSC ticks, converted to µs later, off the hot path), or the
 /// system clock where there is no invariant TSC (as our record then reads).
 #[inline(always)]
-fn cheapest_stamp() -> u64 {
+pub(crate) fn cheapest_stamp() -> u64 {
     #[cfg(target_arch = "x86_64")]
     if clock::uses_tsc() {
         // SAFETY: RDTSC exists on every x86-64 CPU and has no memory effects.
