@@ -23,6 +23,13 @@ Added CPU of a mode = (job + sidecar CPU) minus the job's CPU in mode a of the s
 round, per million transfers. The summary gives, per mode, medians and spreads (min..max)
 of the added CPU and of the throughput ratio to a, and the ratios c/b and d/b per round.
 
+With --instructions, each mode runs once with `--transfers` and once with twice as many,
+under callgrind instead (CPU time on a shared machine varies more than the telemetry
+costs): the telemetry's instructions in an idle window and in the loop window (scrapes at
+fixed points of the loop, not every second, since valgrind slows the job), counted by
+function and thread (`Bench.count`, scripts/callgrind_costs.py), give per mode the
+instructions per transfer, per scrape and per idle second, and the ratios c/b and d/b.
+
 The `job` subcommand is the job itself (run with the NIXL release's Python).
 """
 
