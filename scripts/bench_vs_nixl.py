@@ -23,12 +23,20 @@ Added CPU of a mode = (job + sidecar CPU) minus the job's CPU in mode a of the s
 round, per million transfers. The summary gives, per mode, medians and spreads (min..max)
 of the added CPU and of the throughput ratio to a, and the ratios c/b and d/b per round.
 
+With --instructions, each mode runs once with `--transfers` and once with twice as many,
+under callgrind instead (CPU time on a shared machine varies more than the telemetry
+costs): the telemetry's instructions in an idle window and in the loop window (scrapes at
+fixed points of the loop, not every second, since valgrind slows the job), counted by
+function and thread (`Bench.count`, scripts/callgrind_costs.py), give per mode the
+instructions per transfer, per scrape and per idle second, and the ratios c/b and d/b.
+
 The `job` subcommand is the job itself (run with the NIXL release's Python).
 """
 
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -83,9 +91,13 @@ def job(args):
     print("READY", flush=True)
     if sys.stdin.readline().strip() != "go":
         return 1
+    # --ticks K: a TICK line every transfers/K transfers, on which the driver scrapes.
+    every = max(1, args.transfers // args.ticks) if args.ticks else 0
     started = time.perf_counter()
-    for _ in range(args.transfers):
+    for i in range(1, args.transfers + 1):
         transfer(initiator, "WRITE", local, remote, "target")
+        if every and i % every == 0 and i // every <= args.ticks:
+            print("TICK", flush=True)
     seconds = time.perf_counter() - started
     if not (dst[: args.size] == src[: args.size]).all():
         raise RuntimeError("WRITE did not move the data")
@@ -180,11 +192,13 @@ def served(text):
 
 # ---------------------------------------------------------------- one run
 
-def protocol_line(proc, log):
-    """The job's next READY or LOOP line; NIXL's own log lines on stdout go to the log."""
+def protocol_line(proc, log, ticks=False):
+    """The job's next READY or LOOP line (or TICK when `ticks`); NIXL's own log lines on
+    stdout go to the log."""
+    wanted = ("READY", "LOOP ", "TICK") if ticks else ("READY", "LOOP ")
     while True:
         line = proc.stdout.readline()
-        if not line or line.startswith(("READY", "LOOP ")):
+        if not line or line.startswith(wanted):
             return line
         log.write(line)
 
@@ -312,6 +326,175 @@ class Bench:
         return result
 
 
+    # ------------------------------------------------------------ --instructions
+
+    def count(self, mode, transfers):
+        """One run of `mode` under callgrind: the instructions of the telemetry, counted from
+        when the job is set up until the final scrape (callgrind_control -z / -d)."""
+        import callgrind_costs
+        port = self.free_port()
+        rings = tempfile.mkdtemp(prefix="rings-", dir=self.work)
+        out = tempfile.mkdtemp(prefix=f"callgrind-{mode}-{transfers}-", dir=self.work)
+        log = open(os.path.join(self.work, f"job-{mode}-{transfers}.log"), "w")
+        sidecar = None
+        if mode == "c":
+            sidecar = subprocess.Popen(
+                callgrind_command(os.path.join(out, "sidecar"), threads=False)
+                + [os.path.join(self.a.bin_dir, "nixl-telemetry"), "export", "--dir", rings,
+                   "--exporter", "prometheus", "--plugin-dir", self.a.bin_dir, "--output-path",
+                   f"127.0.0.1:{port}", "--grace", "600", "--quiet"],
+                env=self.env, stdout=subprocess.DEVNULL, stderr=log)
+        proc = subprocess.Popen(
+            callgrind_command(os.path.join(out, "job"), threads=True)
+            + [self.python, os.path.abspath(__file__), "job", "--transfers", str(transfers),
+               "--size", str(self.a.size), "--ticks", str(self.a.scrapes)],
+            env=self.mode_env(mode, port, rings), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=log, text=True)
+        scraper = Scraper(f"http://127.0.0.1:{port}/metrics") if mode != "a" else None
+        pids = [proc.pid] + ([sidecar.pid] if sidecar else [])
+        try:
+            line = protocol_line(proc, log)
+            if line.strip() != "READY":
+                raise RuntimeError(f"mode {mode}: the job did not start: {line!r} (log {log.name})")
+            if scraper:
+                # The endpoint is up (the sidecar starts slowly under valgrind); not counted.
+                deadline = time.monotonic() + 120
+                while scraper.fetch() is None and time.monotonic() < deadline:
+                    time.sleep(0.5)
+            # The background: an idle window with the job set up and no transfer, no scrape.
+            for pid in pids:
+                callgrind_control("-z", pid)
+            time.sleep(IDLE_WINDOW)
+            for pid in pids:
+                callgrind_control("-d", pid)
+            for pid in pids:
+                callgrind_control("-z", pid)
+            zeroed = time.monotonic()
+            scrapes = 0
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            while True:
+                line = protocol_line(proc, log, ticks=True)
+                if line.strip() == "TICK":
+                    if scraper:
+                        scraper.fetch()
+                        scrapes += 1
+                    continue
+                if not line.startswith("LOOP "):
+                    raise RuntimeError(f"mode {mode}: the loop failed: {line!r} (log {log.name})")
+                break
+            loop = json.loads(line[5:])
+            time.sleep(INSTRUCTIONS_SETTLE)
+            values = {}
+            if scraper:
+                text = scraper.fetch()
+                scrapes += 1
+                values = served(text) if text else {}
+            complete_at_dump = values.get("tx_requests", 0) == transfers + 1
+            for pid in pids:
+                callgrind_control("-d", pid)
+            window = time.monotonic() - zeroed
+            if scraper:
+                # Late or lost? Ask again (after the dump: not counted).
+                deadline = time.monotonic() + 60
+                while values.get("tx_requests", 0) < transfers + 1 and time.monotonic() < deadline:
+                    time.sleep(1)
+                    text = scraper.fetch()
+                    values = served(text) if text else {}
+            proc.stdin.write("exit\n")
+            proc.stdin.flush()
+            rc = proc.wait(timeout=600)
+            if rc != 0:
+                raise RuntimeError(f"mode {mode}: the job exited {rc} (log {log.name})")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if sidecar:
+                sidecar.send_signal(signal.SIGTERM)
+                sidecar.wait(timeout=120)
+            log.close()
+        def threads(prefix):
+            files = [os.path.join(out, f) for f in sorted(os.listdir(out)) if f.startswith(prefix)]
+            if not files:
+                raise RuntimeError(f"mode {mode}: callgrind wrote no {prefix}* in {out}")
+            return [thread_costs(callgrind_costs.Profile(f)) for f in files]
+
+        result = {
+            "mode": mode, "transfers": transfers, "loop_seconds": loop["seconds"],
+            "idle_seconds": IDLE_WINDOW, "window_seconds": window,
+            "idle_job": threads("job.1-"), "loop_job": threads("job.2-"),
+            "idle_sidecar": threads("sidecar.1") if sidecar else [],
+            "loop_sidecar": threads("sidecar.2") if sidecar else [],
+            "scrapes": scrapes, "served": values, "complete_at_dump": complete_at_dump,
+        }
+        if mode != "a":
+            want = transfers + 1
+            got = values.get("tx_requests", 0)
+            dropped = sum(v for k, v in values.items() if "dropped" in k or "lost" in k)
+            result["lost_events"] = int(max(0, want - got) + dropped)
+            result["served_complete"] = (got == want and values.get("tx_bytes") == want * self.a.size
+                                         and values.get("xfer_time_count") == want)
+        return result
+
+
+# Objects whose every function is telemetry: the exporter plug-ins (NIXL's, our adapters,
+# ours) and the prometheus-cpp libraries NIXL's plug-in brings.
+TELEMETRY_OBJECT = re.compile(r"libtelemetry_exporter_|libnixl_telemetry_|nixl_cu12\.libs/lib(core|pull)-")
+# Seconds every mode waits after the loop before the final scrape and the dump.
+INSTRUCTIONS_SETTLE = 3.0
+# Seconds of the idle window counted before the loop (the telemetry's background cost).
+IDLE_WINDOW = 5.0
+
+
+def thread_costs(prof):
+    """One thread's figures: its body, its instructions, and its calls into telemetry."""
+    return {"thread": prof.thread, "root": short_name(prof.root) if prof.root else "main",
+            "root_is_telemetry": bool(prof.root and telemetry_function(*prof.root)),
+            "total": prof.total,
+            "entered": {short_name(k): v for k, v in prof.entered(telemetry_function).items()}}
+
+
+def attribute(threads, base_roots):
+    """({name: instructions}, total) of telemetry in a job's threads: every instruction of a
+    thread whose body is telemetry or that mode a does not have (base_roots: the bodies of
+    a's threads), and the calls into telemetry on the other threads."""
+    where = {}
+    for t in threads:
+        if t["root_is_telemetry"] or t["root"] not in base_roots:
+            where[f"thread {t['root']}"] = where.get(f"thread {t['root']}", 0) + t["total"]
+        else:
+            for name, cost in t["entered"].items():
+                where[name] = where.get(name, 0) + cost
+    return where, sum(where.values())
+
+
+def telemetry_function(obj, fn):
+    """NIXL's telemetry (every function naming a nixlTelemetry class: recording, staging,
+    flushing, the ring and buffer exporters, the per-request statistics) or a telemetry
+    object's function."""
+    return "nixlTelemetry" in fn or bool(TELEMETRY_OBJECT.search(obj or ""))
+
+
+def short_name(key):
+    obj, fn = key
+    name = fn.split("(")[0] if not fn.startswith("0x") else fn
+    return f"{name} [{os.path.basename(obj or '?')}]"
+
+
+def callgrind_command(out_file, threads):
+    return ["valgrind", "--tool=callgrind", f"--separate-threads={'yes' if threads else 'no'}",
+            "--compress-strings=no", "--compress-pos=no", "--vgdb=yes",
+            f"--callgrind-out-file={out_file}"]
+
+
+def callgrind_control(flag, pid):
+    proc = subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, text=True,
+                          timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"callgrind_control {flag} {pid}: {proc.stdout.strip()} {proc.stderr.strip()}")
+
+
 # ---------------------------------------------------------------- summary
 
 def spread(values):
@@ -428,11 +611,130 @@ def print_text(summary, a):
                                                       sorted(items, key=lambda x: -x[1])), file=out)
 
 
+def instruction_figures(r, base_roots):
+    """One run's telemetry instructions: in the idle window and in the loop window."""
+    idle_where, idle_job = attribute(r["idle_job"], base_roots)
+    loop_where, loop_job = attribute(r["loop_job"], base_roots)
+    idle_side = sum(t["total"] for t in r["idle_sidecar"])
+    loop_side = sum(t["total"] for t in r["loop_sidecar"])
+    idle_rate = (idle_job + idle_side) / r["idle_seconds"]
+    loop = loop_job + loop_side
+    return {"idle_per_s": idle_rate, "loop": loop, "loop_job": loop_job, "loop_sidecar": loop_side,
+            "net": loop - idle_rate * r["window_seconds"], "where": loop_where,
+            "idle_where": idle_where, "idle_sidecar": idle_side}
+
+
+def summarise_instructions(runs, transfers, native_rate):
+    """runs[mode][n], n = transfers and 2 x transfers. Per mode: the background (instructions
+    a second of the idle window), the cost per transfer (the difference of the two loops,
+    the background of each loop window taken out, so the equal scrapes cancel), the cost
+    per scrape (what is left of the smaller loop, over its scrapes), and these put together
+    for a job posting `native_rate` transfers a second, scraped once a second."""
+    small, big = transfers, 2 * transfers
+    modes = {}
+    for mode in MODES:
+        f = {n: instruction_figures(runs[mode][n], {t["root"] for t in runs["a"][n]["idle_job"]
+                                                    + runs["a"][n]["loop_job"]}) for n in (small, big)}
+        per_transfer = (f[big]["net"] - f[small]["net"]) / (big - small)
+        scrapes = runs[mode][small]["scrapes"]
+        per_scrape = (f[small]["net"] - small * per_transfer) / scrapes if scrapes else 0.0
+        idle = (f[small]["idle_per_s"] + f[big]["idle_per_s"]) / 2
+        m = {"name": MODE_NAMES[mode],
+             "per_transfer": per_transfer, "per_scrape": per_scrape, "idle_per_s": idle,
+             "per_transfer_at_native_rate": per_transfer + (idle + per_scrape) / native_rate,
+             "loop_instructions": {n: f[n]["loop"] for n in f},
+             "loop_sidecar_instructions": {n: f[n]["loop_sidecar"] for n in f},
+             "net_instructions": {n: f[n]["net"] for n in f},
+             "scaling_2x": f[big]["net"] / f[small]["net"] if f[small]["net"] else None,
+             "window_seconds": {n: runs[mode][n]["window_seconds"] for n in f},
+             "scrapes_per_run": scrapes,
+             "where_per_transfer": {k: v / big for k, v in
+                                    sorted(f[big]["where"].items(), key=lambda x: -x[1])},
+             "idle_where_per_s": {k: v / IDLE_WINDOW for k, v in
+                                  sorted(f[big]["idle_where"].items(), key=lambda x: -x[1])},
+             "sidecar_per_transfer": f[big]["loop_sidecar"] / big}
+        if mode != "a":
+            m["lost_events"] = sum(runs[mode][n]["lost_events"] for n in f)
+            m["served_complete"] = all(runs[mode][n]["served_complete"] for n in f)
+            m["complete_at_dump"] = all(runs[mode][n]["complete_at_dump"] for n in f)
+            m["served_last"] = runs[mode][big]["served"]
+        modes[mode] = m
+
+    def ratio(other, key):
+        b = modes["b"][key]
+        return modes[other][key] / b if b else None
+
+    ratios = {}
+    rates = (native_rate / 10, native_rate, native_rate * 10)
+    for other, key in (("c", "ring_sidecar_vs_nixl_added_instructions"),
+                       ("d", "adapter_vs_nixl_added_instructions")):
+        at_rates = [(modes[other]["per_transfer"] + (modes[other]["idle_per_s"] + modes[other]["per_scrape"]) / r)
+                    / (modes["b"]["per_transfer"] + (modes["b"]["idle_per_s"] + modes["b"]["per_scrape"]) / r)
+                    for r in rates]
+        ratios[key] = {"median": at_rates[1], "min": min(at_rates), "max": max(at_rates), "n": 3,
+                       "at_transfers_per_s": list(rates), "scrapes_per_s": 1,
+                       "per_transfer": ratio(other, "per_transfer"),
+                       "per_scrape": ratio(other, "per_scrape"),
+                       "idle_per_s": ratio(other, "idle_per_s")}
+    same = all(runs["b"][n]["served"].get(k) == runs["c"][n]["served"].get(k)
+               == runs["d"][n]["served"].get(k)
+               for n in (small, big) for k in ("tx_bytes", "tx_requests", "xfer_time_count"))
+    measured = ("instructions of the telemetry (callgrind) at the native rate given, one scrape "
+                "a second; min..max over a tenth of it and ten times it")
+    return {
+        "ring_sidecar_vs_nixl_added_cpu": dict(ratios["ring_sidecar_vs_nixl_added_instructions"],
+                                               measured_by=measured),
+        "adapter_vs_nixl_added_cpu": dict(ratios["adapter_vs_nixl_added_instructions"],
+                                          measured_by=measured),
+        **ratios,
+        "lost_events": {m: modes[m]["lost_events"] for m in MODES[1:]},
+        "values_equal_b_c_d": same,
+        "modes": modes,
+    }
+
+
+def print_instructions(summary, a):
+    out = sys.stdout
+    m = summary["modes"]
+    print(f"NIXL {RELEASE}, UCX over DRAM, {a.transfers} and {2 * a.transfers} WRITEs of {a.size} B "
+          f"per run under callgrind, {a.scrapes + 1} scrapes a run in b, c, d; instructions of the "
+          f"telemetry", file=out)
+    print(f"{'mode':<4} {'per transfer':>12} {'per scrape':>12} {'idle per s':>12} "
+          f"{'at ' + format(a.native_rate, ',') + '/s':>14} {'x2 scaling':>10} {'lost':>5} served",
+          file=out)
+    for mode in MODES:
+        s = m[mode]
+        print(f"{mode:<4} {s['per_transfer']:>12,.0f} {s['per_scrape']:>12,.0f} "
+              f"{s['idle_per_s']:>12,.0f} {s['per_transfer_at_native_rate']:>14,.0f} "
+              f"{fmt(s['scaling_2x'], 3):>10} {str(s.get('lost_events', '-')):>5} "
+              f"{('complete' if s['served_complete'] else 'INCOMPLETE') if mode != 'a' else '-'}"
+              f"{'' if mode == 'a' or s['complete_at_dump'] else ' (late: after the dump)'}",
+              file=out)
+    for key, label in (("ring_sidecar_vs_nixl_added_instructions", "c/b (ring + sidecar vs NIXL's plug-in)"),
+                       ("adapter_vs_nixl_added_instructions", "d/b (adapter vs NIXL's plug-in)       ")):
+        r = summary[key]
+        print(f"{label}: {r['median']:.3f} at {a.native_rate:,} transfers/s and a scrape a second "
+              f"({r['min']:.3f}..{r['max']:.3f} from a tenth to ten times that rate); per transfer "
+              f"{fmt(r['per_transfer'], 3)}, per scrape {fmt(r['per_scrape'], 3)}, idle "
+              f"{fmt(r['idle_per_s'], 3)}", file=out)
+    print(f"values served equal across b, c, d: {summary['values_equal_b_c_d']}", file=out)
+    print(f"where, instructions per transfer in the {2 * a.transfers}-transfer loop window "
+          f"(scrapes and background included):", file=out)
+    for mode in MODES:
+        s = m[mode]
+        items = [(k, v) for k, v in s["where_per_transfer"].items() if v >= 0.5][:8]
+        if s["sidecar_per_transfer"]:
+            items.append(("the sidecar (all its threads)", s["sidecar_per_transfer"]))
+        if items:
+            print(f"  {mode}: " + "; ".join(f"{k} {v:,.0f}" for k, v in items), file=out)
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "job":
         p = argparse.ArgumentParser(prog="bench_vs_nixl.py job")
         p.add_argument("--transfers", type=int, required=True)
         p.add_argument("--size", type=int, required=True)
+        p.add_argument("--ticks", type=int, default=0)
         return job(p.parse_args(sys.argv[2:]))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin-dir", required=True,
@@ -443,10 +745,21 @@ def main():
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--raw", help="write every run's figures to this JSON file")
+    p.add_argument("--instructions", action="store_true",
+                   help="count the telemetry's instructions under callgrind instead of CPU time: "
+                        "each mode once at --transfers and once at twice as many")
+    p.add_argument("--scrapes", type=int, default=10,
+                   help="with --instructions: scrapes during the loop (one every transfers/N), "
+                        "plus the final one")
+    p.add_argument("--native-rate", type=int, default=30000,
+                   help="with --instructions: transfers a second of the job outside valgrind, to put "
+                        "the costs per transfer, per scrape (one a second) and idle together")
     a = p.parse_args()
     if a.rounds < 1 or a.transfers < 1 or a.size < 1:
         p.error("--rounds, --transfers and --size must be >= 1")
     bench = Bench(a)
+    if a.instructions:
+        return main_instructions(a, bench)
     rounds = []
     try:
         for i in range(a.rounds):
@@ -474,6 +787,35 @@ def main():
         print()
     else:
         print_text(summary, a)
+    return 0
+
+
+def main_instructions(a, bench):
+    runs = {m: {} for m in MODES}
+    try:
+        for n in (a.transfers, 2 * a.transfers):
+            for mode in MODES:
+                r = runs[mode][n] = bench.count(mode, n)
+                print(f"{mode} x {n}: loop {r['loop_seconds']:.1f} s, {r['scrapes']} scrapes, "
+                      f"whole job {sum(t['total'] for t in r['loop_job']):,} instructions in the "
+                      f"loop window, lost {r.get('lost_events', '-')}", file=sys.stderr)
+    finally:
+        bench.close()
+    if a.raw:
+        with open(a.raw, "w") as f:
+            json.dump(runs, f, indent=1)
+    summary = summarise_instructions(runs, a.transfers, a.native_rate)
+    summary["setup"] = {"release": RELEASE, "transfers": [a.transfers, 2 * a.transfers],
+                        "size": a.size, "scrapes_per_run": a.scrapes + 1,
+                        "adapter_generation": bench.generation, "buffer_size": int(BUFFER_SIZE),
+                        "settle_s": INSTRUCTIONS_SETTLE, "idle_window_s": IDLE_WINDOW,
+                        "native_rate": a.native_rate, "cpus": os.cpu_count(),
+                        "load_average": os.getloadavg()}
+    if a.json:
+        json.dump(summary, sys.stdout, indent=1)
+        print()
+    else:
+        print_instructions(summary, a)
     return 0
 
 
