@@ -298,26 +298,31 @@ impl Metrics {
 /// Appends a JSON string body (without quotes), escaping `"`, `\` and control characters
 /// (`\b \f \n \r \t` by name, others as `\u00xx`) and leaving all other text as is.
 pub(crate) fn write_json_str(out: &mut String, text: &str) {
-    let needs = text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
-    if !needs {
-        out.push_str(text);
-        return;
-    }
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    // Runs of bytes that need no escape are copied whole; the escaped bytes are ASCII,
+    // so every run ends on a character boundary.
+    let bytes = text.as_bytes();
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[run..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(escape);
         }
+        run = i + 1;
     }
+    out.push_str(&text[run..]);
 }
 
 fn json_kind(v: &Value) -> &'static str {
