@@ -41,7 +41,7 @@ struct Parser<'a> {
 
 /// Whether `byte` ends a plain run of string body: `"`, `\\` or a control character.
 #[inline]
-fn is_special(byte: u8) -> bool {
+pub(crate) fn is_special(byte: u8) -> bool {
     byte < 0x20 || byte == b'"' || byte == b'\\'
 }
 
@@ -49,7 +49,7 @@ fn is_special(byte: u8) -> bool {
 /// [`is_special`], if any. Each of the three tests below can also flag a byte above a
 /// flagged one (a borrow), never one below it, so the lowest flag is exact.
 #[inline]
-fn first_special_byte(word: u64) -> Option<usize> {
+pub(crate) fn first_special_byte(word: u64) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
