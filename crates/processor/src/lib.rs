@@ -62,6 +62,7 @@
 #![forbid(unsafe_code)]
 
 pub mod builders;
+mod direct_parse;
 mod error;
 mod extract;
 mod file;

@@ -87,7 +87,13 @@ pub struct Record<'a> {
 
 impl<'a> Record<'a> {
     /// Parses one JSON object. Anything else (an array, a number, bad JSON) is an error.
+    ///
+    /// Lines of the common shape are read by a direct parser; the others, and every
+    /// error, by serde_json (the values and messages are serde_json's either way).
     pub fn parse(text: &'a str) -> Result<Record<'a>, RecordError> {
+        if let Some(value) = crate::direct_parse::parse_direct(text) {
+            return Record::from_json(value);
+        }
         let value: JsonValue<'a> = serde_json::from_str(text).map_err(RecordError::Json)?;
         Record::from_json(value)
     }

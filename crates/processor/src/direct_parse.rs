@@ -1,0 +1,420 @@
+//! A direct JSON parser for the common shape of records, in front of serde_json.
+//!
+//! Records are small objects of plain strings, integers, booleans and short arrays.
+//! This parser reads exactly that subset straight into [`JsonValue`], borrowing every
+//! string from the line, and gives up (returns `None`) on anything else: a float, an
+//! integer outside 64 bits or `-0`, a `\u` escape, nesting deeper than
+//! [`MAX_DEPTH`], and every syntax error. The caller then parses the line again with
+//! serde_json, so values outside the subset and every error message are serde_json's,
+//! exactly as before. Within the subset the values are those serde_json gives: strings
+//! without escapes borrowed, strings with escapes owned, members and items in text
+//! order, duplicates kept.
+//!
+//! Each object or array is one vector (strings cost no allocation), and string bodies
+//! are scanned eight bytes at a time.
+
+use std::borrow::Cow;
+
+use crate::record::{JsonNumber, JsonValue};
+
+/// The deepest nesting read here (serde_json refuses past 128; deeper input goes to it).
+const MAX_DEPTH: u32 = 64;
+
+/// Parses `text` if it lies within the subset, or returns `None` (see the module).
+pub(crate) fn parse_direct(text: &str) -> Option<JsonValue<'_>> {
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    parser.skip_whitespace();
+    let value = parser.value(0)?;
+    parser.skip_whitespace();
+    (parser.pos == parser.bytes.len()).then_some(value)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+/// Whether `byte` ends a plain run of string body: `"`, `\\` or a control character.
+#[inline]
+pub(crate) fn is_special(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
+/// The position of the first of the eight bytes of `word` (little-endian) that
+/// [`is_special`], if any. Each of the three tests below can also flag a byte above a
+/// flagged one (a borrow), never one below it, so the lowest flag is exact.
+#[inline]
+pub(crate) fn first_special_byte(word: u64) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero_in(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_in(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    let flags = quote | backslash | control;
+    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+}
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    #[inline]
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> Option<JsonValue<'a>> {
+        match self.peek()? {
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b'"' => self.string().map(JsonValue::String),
+            b't' => self.literal(b"true", JsonValue::Bool(true)),
+            b'f' => self.literal(b"false", JsonValue::Bool(false)),
+            b'n' => self.literal(b"null", JsonValue::Null),
+            b'-' | b'0'..=b'9' => self.integer(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], value: JsonValue<'a>) -> Option<JsonValue<'a>> {
+        if self.bytes[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Some(value)
+        } else {
+            None
+        }
+    }
+
+    /// An integer: `-?(0|[1-9][0-9]*)` that fits in 64 bits and is not `-0`, followed by
+    /// neither a fraction nor an exponent.
+    fn integer(&mut self) -> Option<JsonValue<'a>> {
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        let mut value: u64 = 0;
+        while let Some(digit @ b'0'..=b'9') = self.peek() {
+            value = value
+                .checked_mul(10)?
+                .checked_add(u64::from(digit - b'0'))?;
+            self.pos += 1;
+        }
+        let digits = self.pos - start;
+        if digits == 0 || (digits > 1 && self.bytes[start] == b'0') {
+            return None;
+        }
+        if let Some(b'.' | b'e' | b'E') = self.peek() {
+            return None;
+        }
+        let number = if !negative {
+            JsonNumber::PosInt(value)
+        } else if value == 0 || value > 1 << 63 {
+            return None;
+        } else {
+            JsonNumber::NegInt((value as i64).wrapping_neg())
+        };
+        Some(JsonValue::Number(number))
+    }
+
+    /// A string at `"`: borrowed when it has no escapes, owned when its escapes are all
+    /// of the one-character kind (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`).
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.pos += 1;
+        let start = self.pos;
+        loop {
+            if let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
+                let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+                match first_special_byte(word) {
+                    None => {
+                        self.pos += 8;
+                        continue;
+                    }
+                    Some(offset) => self.pos += offset,
+                }
+            } else {
+                while !is_special(*self.bytes.get(self.pos)?) {
+                    self.pos += 1;
+                }
+            }
+            return match self.bytes[self.pos] {
+                b'"' => {
+                    let s = &self.text[start..self.pos];
+                    self.pos += 1;
+                    Some(Cow::Borrowed(s))
+                }
+                b'\\' => self.escaped_string(start),
+                _ => None,
+            };
+        }
+    }
+
+    fn escaped_string(&mut self, start: usize) -> Option<Cow<'a, str>> {
+        let mut owned = String::with_capacity(self.pos - start + 16);
+        let mut run = start;
+        loop {
+            let b = *self.bytes.get(self.pos)?;
+            match b {
+                b'"' => {
+                    owned.push_str(&self.text[run..self.pos]);
+                    self.pos += 1;
+                    return Some(Cow::Owned(owned));
+                }
+                b'\\' => {
+                    owned.push_str(&self.text[run..self.pos]);
+                    let unescaped = match *self.bytes.get(self.pos + 1)? {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        _ => return None,
+                    };
+                    owned.push(unescaped);
+                    self.pos += 2;
+                    run = self.pos;
+                }
+                0..=0x1f => return None,
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    fn object(&mut self, depth: u32) -> Option<JsonValue<'a>> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.pos += 1;
+        self.skip_whitespace();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Some(JsonValue::Object(Vec::new()));
+        }
+        let mut fields = Vec::with_capacity(16);
+        loop {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key = self.string()?;
+            self.skip_whitespace();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.pos += 1;
+            self.skip_whitespace();
+            let value = self.value(depth)?;
+            fields.push((key, value));
+            self.skip_whitespace();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                }
+                b'}' => {
+                    self.pos += 1;
+                    return Some(JsonValue::Object(fields));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, depth: u32) -> Option<JsonValue<'a>> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.pos += 1;
+        self.skip_whitespace();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(JsonValue::Array(Vec::new()));
+        }
+        let mut items = Vec::with_capacity(8);
+        loop {
+            let value = self.value(depth)?;
+            items.push(value);
+            self.skip_whitespace();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                }
+                b']' => {
+                    self.pos += 1;
+                    return Some(JsonValue::Array(items));
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What serde_json gives for `text` into our values, or `None` on its error.
+    fn by_serde(text: &str) -> Option<JsonValue<'_>> {
+        serde_json::from_str(text).ok()
+    }
+
+    #[allow(clippy::ptr_arg)] // the variant is what is compared
+    fn same_cow(a: &Cow<'_, str>, b: &Cow<'_, str>) -> bool {
+        matches!(a, Cow::Borrowed(_)) == matches!(b, Cow::Borrowed(_))
+    }
+
+    fn same_borrowing(a: &JsonValue<'_>, b: &JsonValue<'_>) -> bool {
+        match (a, b) {
+            (JsonValue::String(x), JsonValue::String(y)) => same_cow(x, y),
+            (JsonValue::Array(x), JsonValue::Array(y)) => {
+                x.iter().zip(y).all(|(x, y)| same_borrowing(x, y))
+            }
+            (JsonValue::Object(x), JsonValue::Object(y)) => x
+                .iter()
+                .zip(y)
+                .all(|(x, y)| same_cow(&x.0, &y.0) && same_borrowing(&x.1, &y.1)),
+            _ => true,
+        }
+    }
+
+    /// Every value read here is the one serde_json reads, string borrowing included.
+    fn check(text: &str) {
+        if let Some(direct) = parse_direct(text) {
+            let serde = by_serde(text);
+            assert_eq!(Some(&direct), serde.as_ref(), "{text:?}");
+            assert!(
+                same_borrowing(&direct, &serde.unwrap()),
+                "borrowing differs: {text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_subset_is_read_as_serde_json_reads_it() {
+        for text in [
+            r#"{"a": 1, "b": -2, "c": [true, false, null], "d": {"e": "f"}}"#,
+            r#" {"k":1,"k":2} "#,
+            r#"{"s": "a\"b\\c\/d\b\f\n\r\t"}"#,
+            r#"{"u": "é ☃ 😀"}"#,
+            r#"{"n": 18446744073709551615, "m": -9223372036854775808}"#,
+            "{}",
+            "[]",
+            r#"[{}, [], "", 0]"#,
+            "\t\r\n{\"a\"\t:\n[ 1 , 2 ]\r}\n",
+        ] {
+            assert!(parse_direct(text).is_some(), "{text:?}");
+            check(text);
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_serde_json() {
+        for text in [
+            "",
+            " ",
+            "{",
+            "}",
+            r#"{"a": 1,}"#,
+            r#"[1,]"#,
+            r#"{"a" 1}"#,
+            r#"{a: 1}"#,
+            r#"{"a": 1} x"#,
+            r#"{"a": 1}{}"#,
+            r#"{"a": 01}"#,
+            r#"{"a": -}"#,
+            r#"{"a": -0}"#,
+            r#"{"a": 1.5}"#,
+            r#"{"a": 1e3}"#,
+            r#"{"a": 18446744073709551616}"#,
+            r#"{"a": -9223372036854775809}"#,
+            r#"{"a": "\u0041"}"#,
+            r#"{"a": "\x"}"#,
+            "{\"a\": \"tab\there\"}",
+            r#"{"a": tru}"#,
+            r#"{"a": nul}"#,
+            r#"{"a": "open}"#,
+            "{\"a\": 1}\u{a0}",
+        ] {
+            assert!(parse_direct(text).is_none(), "{text:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        assert!(parse_direct(&deep).is_none());
+        let shallow = format!("{}{}", "[".repeat(64), "]".repeat(64));
+        check(&shallow);
+        assert!(parse_direct(&shallow).is_some());
+    }
+
+    #[test]
+    fn the_first_special_byte_is_found_in_every_position() {
+        let alphabet = [
+            b'a', b' ', 0x7f, 0x80, 0xc3, 0xff, b'"', b'\\', 0x00, 0x1f, 0x20, b'!',
+        ];
+        for byte in 0..=255u8 {
+            for second in alphabet {
+                for position in 0..8 {
+                    for later in position..8 {
+                        let mut word = [b'a'; 8];
+                        word[later] = second;
+                        word[position] = byte;
+                        let expected = word.iter().position(|&b| is_special(b));
+                        assert_eq!(
+                            first_special_byte(u64::from_le_bytes(word)),
+                            expected,
+                            "{word:x?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The corpus, and every line of it cut short, with one byte removed, or with one of
+    /// a few bytes written over one of its bytes: wherever this parser reads a value,
+    /// it is serde_json's.
+    #[test]
+    fn damaged_corpus_lines_agree_with_serde_json() {
+        let corpus = include_str!("../../../tests/data/tao_processor/corpus.jsonl");
+        let mut read = 0;
+        for line in corpus.lines() {
+            assert!(
+                parse_direct(line).is_some() || line.contains("\\u"),
+                "{line}"
+            );
+            check(line);
+            let bytes = line.as_bytes();
+            for cut in (0..bytes.len()).step_by(7) {
+                let Ok(text) = std::str::from_utf8(&bytes[..cut]) else {
+                    continue;
+                };
+                check(text);
+                let mut removed = bytes[..cut].to_vec();
+                removed.extend_from_slice(&bytes[cut + 1..]);
+                if let Ok(text) = std::str::from_utf8(&removed) {
+                    check(text);
+                }
+                for b in [b'"', b'\\', b',', b'0', b'-', b'.', b'}', b']', b' ', 0x01] {
+                    let mut changed = bytes.to_vec();
+                    changed[cut] = b;
+                    if let Ok(text) = std::str::from_utf8(&changed) {
+                        read += usize::from(parse_direct(text).is_some());
+                        check(text);
+                    }
+                }
+            }
+        }
+        assert!(read > 1000, "only {read} damaged lines were read here");
+    }
+}
