@@ -54,6 +54,18 @@ impl<'a> JsonValue<'a> {
         }
     }
 
+    /// Parses one JSON text, borrowing its strings where they have no escapes.
+    /// The value and every error are exactly serde_json's
+    /// (`serde_json::from_str::<JsonValue>`): the common shape of records is
+    /// read by a direct parser, anything outside it (floats, `\u` escapes,
+    /// deep nesting, every syntax error) by serde_json.
+    pub fn parse(text: &'a str) -> Result<JsonValue<'a>, serde_json::Error> {
+        match crate::direct_parse::parse_direct(text) {
+            Some(value) => Ok(value),
+            None => serde_json::from_str(text),
+        }
+    }
+
     /// Borrows every string of a `serde_json::Value`.
     pub fn from_serde(value: &'a serde_json::Value) -> JsonValue<'a> {
         match value {
@@ -91,11 +103,7 @@ impl<'a> Record<'a> {
     /// Lines of the common shape are read by a direct parser; the others, and every
     /// error, by serde_json (the values and messages are serde_json's either way).
     pub fn parse(text: &'a str) -> Result<Record<'a>, RecordError> {
-        if let Some(value) = crate::direct_parse::parse_direct(text) {
-            return Record::from_json(value);
-        }
-        let value: JsonValue<'a> = serde_json::from_str(text).map_err(RecordError::Json)?;
-        Record::from_json(value)
+        Record::from_json(JsonValue::parse(text).map_err(RecordError::Json)?)
     }
 
     /// Wraps a parsed value, which must be an object.
