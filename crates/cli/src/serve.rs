@@ -11,8 +11,8 @@ use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use nixl_telemetry_service::{
     Service, ServiceConfig, StoreUrl, Token, DEFAULT_BODY_TIMEOUT, DEFAULT_COMMIT_CHECK_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_KEYS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE,
-    DEFAULT_STORE_TIMEOUT,
+    DEFAULT_MAX_CONCURRENT_READS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_KEYS,
+    DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STORE_TIMEOUT,
 };
 
 /// Options of `nixl-telemetry serve`.
@@ -49,6 +49,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_KEYS,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_keys: u64,
+    /// The most full reads of the store (GET /metrics, GET /api/v1/metrics)
+    /// served at once; a read past it is answered 503 (too_many_reads) with
+    /// Retry-After: 1. Reads arriving together share one read of the store.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONCURRENT_READS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_concurrent_reads: u64,
     /// The most distinct values of one label GET /metrics shows; further values
     /// are shown as `other` and counted in tao_service_label_values_folded_total.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_LABEL_VALUES as u64,
@@ -114,6 +120,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         max_body_bytes: args.max_body,
         max_batch: args.max_batch as usize,
         max_keys: args.max_keys,
+        max_concurrent_reads: args.max_concurrent_reads as usize,
         body_timeout: Duration::from_secs_f64(args.body_timeout),
         store_timeout: Duration::from_secs_f64(args.store_timeout),
         commit_check_timeout: Duration::from_secs_f64(args.commit_check_timeout),

@@ -36,6 +36,11 @@ pub const DEFAULT_MAX_BATCH: usize = 64;
 /// the number of records.
 pub const DEFAULT_MAX_KEYS: u64 = 1_000_000;
 
+/// The most full reads of the store (`GET /metrics`, `GET /api/v1/metrics`)
+/// served at once by default: each holds a rendering of the whole map (about
+/// 100 bytes a key), and requests arriving together share one read.
+pub const DEFAULT_MAX_CONCURRENT_READS: usize = 4;
+
 /// How long a client may take to send a request body, by default.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -86,6 +91,9 @@ pub struct ServiceConfig {
     /// The most distinct metric keys the store holds: a record that would add
     /// keys past it is refused (422); records updating stored keys are not.
     pub max_keys: u64,
+    /// The most full reads of the store served at once; a read past it is
+    /// answered `503 too_many_reads` with `Retry-After: 1` at once.
+    pub max_concurrent_reads: usize,
     /// How long a client may take to send a request body (then: 408).
     pub body_timeout: Duration,
     /// The most distinct values of one label `GET /metrics` shows; further ones
@@ -124,6 +132,7 @@ impl Default for ServiceConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_batch: DEFAULT_MAX_BATCH,
             max_keys: DEFAULT_MAX_KEYS,
+            max_concurrent_reads: DEFAULT_MAX_CONCURRENT_READS,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_label_values: DEFAULT_MAX_LABEL_VALUES,
             metrics_legacy_keys: false,
@@ -204,6 +213,7 @@ impl Service {
                 config.store_timeout,
             )),
             store_timeout: config.store_timeout,
+            reads: http::FullReads::new(config.max_concurrent_reads),
             store_kind: config.store.kind(),
             exposition: ExpositionState {
                 series,

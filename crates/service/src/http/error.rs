@@ -98,6 +98,16 @@ pub enum ApiError {
          since whether the commit happened; the record may be stored: {0}"
     )]
     OutcomeUnknown(String),
+    /// 503: as many full reads of the store as the service serves at once are
+    /// under way; try again in a second.
+    #[error(
+        "{limit} full reads of the store are under way, the most this service serves at once \
+         (serve --max-concurrent-reads); nothing was read, try again in a second"
+    )]
+    TooManyReads {
+        /// The bound.
+        limit: usize,
+    },
     /// 500: the service cannot answer (a stored metric it cannot show).
     #[error("{0}")]
     Internal(String),
@@ -117,9 +127,9 @@ impl ApiError {
             ApiError::Timeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unavailable(_) | ApiError::OutcomeUnknown(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Unavailable(_)
+            | ApiError::OutcomeUnknown(_)
+            | ApiError::TooManyReads { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -139,6 +149,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
             ApiError::Unavailable(_) => "store_unavailable",
             ApiError::OutcomeUnknown(_) => "store_outcome_unknown",
+            ApiError::TooManyReads { .. } => "too_many_reads",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -175,6 +186,11 @@ impl IntoResponse for ApiError {
                 if let Ok(value) = HeaderValue::from_str(allowed) {
                     response.headers_mut().insert(header::ALLOW, value);
                 }
+            }
+            ApiError::TooManyReads { .. } => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
         }

@@ -30,16 +30,35 @@ pub(crate) struct ExpositionState {
 }
 
 /// The exposition of `metrics` (`None`: the store could not be read).
+#[cfg(test)]
 pub(crate) fn exposition(state: &ExpositionState, metrics: Option<&Metrics>) -> String {
+    let stored = metrics.map(|m| stored_families(state, m));
+    exposition_of(state, stored.as_deref())
+}
+
+/// The families read from the store, as text: the part of the exposition a read
+/// of the store renders (and requests can share).
+pub(crate) fn stored_families(state: &ExpositionState, metrics: &Metrics) -> String {
     let mut text = TextFormat::new();
     let mut admission = state.bound.admission();
-    if let Some(metrics) = metrics {
-        write_stored_families(&mut text, metrics, &mut admission, state.legacy_keys);
-    }
-    admission.write(&mut text);
+    write_stored_families(&mut text, metrics, &mut admission, state.legacy_keys);
     drop(admission);
-    state.series.write(&mut text);
     text.finish()
+}
+
+/// The exposition with the stored families' text `stored` (`None`: the store
+/// could not be read), the label bound's counter and the own series as they are
+/// now.
+pub(crate) fn exposition_of(state: &ExpositionState, stored: Option<&str>) -> String {
+    let mut text = TextFormat::new();
+    state.bound.admission().write(&mut text);
+    state.series.write(&mut text);
+    let own = text.finish();
+    let stored = stored.unwrap_or("");
+    let mut out = String::with_capacity(stored.len() + own.len());
+    out.push_str(stored);
+    out.push_str(&own);
+    out
 }
 
 #[cfg(test)]

@@ -16,18 +16,20 @@ mod error;
 mod exposition;
 mod label_bound;
 mod service_series;
+mod shared_read;
 mod stored_families;
 mod text_format;
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{middleware, Router};
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -37,6 +39,7 @@ pub use error::ApiError;
 pub(crate) use exposition::ExpositionState;
 pub(crate) use label_bound::LabelBound;
 pub(crate) use service_series::{ServiceSeries, StoreOperation};
+use shared_read::SharedRead;
 
 use crate::store::Pool;
 use crate::writer::{Claim, Outcome, RecordJob};
@@ -56,6 +59,64 @@ pub(crate) struct AppState {
     pub exposition: ExpositionState,
     /// How long a post waits for room in the writer's queue.
     pub store_timeout: std::time::Duration,
+    /// The full reads of the store (both `GET`s) served at once.
+    pub reads: FullReads,
+}
+
+/// The bound on full reads served at once, and the reads requests share.
+pub(crate) struct FullReads {
+    limit: usize,
+    permits: Arc<Semaphore>,
+    /// The JSON map (or why the store could not be read).
+    json: SharedRead<Result<Bytes, String>>,
+    /// The stored families' text (`None`: the store could not be read).
+    families: SharedRead<Option<Bytes>>,
+}
+
+impl FullReads {
+    /// At most `limit` full reads at once (at least one).
+    pub fn new(limit: usize) -> FullReads {
+        let limit = limit.max(1);
+        FullReads {
+            limit,
+            permits: Arc::new(Semaphore::new(limit)),
+            json: SharedRead::default(),
+            families: SharedRead::default(),
+        }
+    }
+}
+
+/// A full read under way: counted in the own series while it lasts.
+struct ReadPermit {
+    _permit: OwnedSemaphorePermit,
+    series: Arc<ServiceSeries>,
+}
+
+impl Drop for ReadPermit {
+    fn drop(&mut self) {
+        self.series.read_finished();
+    }
+}
+
+/// A permit for one more full read, or `503 too_many_reads` when the bound is
+/// reached (counted).
+fn read_permit(state: &AppState) -> Result<ReadPermit, ApiError> {
+    let series = state.exposition.series.clone();
+    match state.reads.permits.clone().try_acquire_owned() {
+        Ok(permit) => {
+            series.read_started();
+            Ok(ReadPermit {
+                _permit: permit,
+                series,
+            })
+        }
+        Err(_) => {
+            series.read_refused();
+            Err(ApiError::TooManyReads {
+                limit: state.reads.limit,
+            })
+        }
+    }
 }
 
 /// The longest `/healthz` takes to answer.
@@ -170,10 +231,19 @@ async fn post_record(
 
 /// `GET /api/v1/metrics`: the map as sorted JSON.
 async fn get_metrics_json(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let arrived = std::time::Instant::now();
+    let permit = read_permit(&state)?;
     let text = blocking(move || {
-        snapshot(&state)
-            .map(|m| m.to_json_string())
-            .map_err(|e| ApiError::Unavailable(e.to_string()))
+        let _permit = permit;
+        state
+            .reads
+            .json
+            .get(arrived, || {
+                snapshot(&state)
+                    .map(|m| Bytes::from(m.to_json_string()))
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(ApiError::Unavailable)
     })
     .await?;
     Ok(json_body(text).into_response())
@@ -193,11 +263,20 @@ fn snapshot(state: &AppState) -> Result<nixl_telemetry_processor::Metrics, crate
 /// `GET /metrics`: the families as Prometheus text (`200` even when the store
 /// cannot be read: the own series say so).
 async fn get_metrics_prometheus(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let arrived = std::time::Instant::now();
+    let permit = read_permit(&state)?;
     let text = blocking(move || {
-        let metrics = snapshot(&state)
-            .inspect_err(|e| tracing::warn!("GET /metrics: {e}"))
-            .ok();
-        Ok(exposition::exposition(&state.exposition, metrics.as_ref()))
+        let _permit = permit;
+        let stored = state.reads.families.get(arrived, || {
+            snapshot(&state)
+                .inspect_err(|e| tracing::warn!("GET /metrics: {e}"))
+                .ok()
+                .map(|m| Bytes::from(exposition::stored_families(&state.exposition, &m)))
+        });
+        let stored = stored
+            .as_deref()
+            .map(|b| std::str::from_utf8(b).unwrap_or(""));
+        Ok(exposition::exposition_of(&state.exposition, stored))
     })
     .await?;
     Ok((
@@ -271,7 +350,7 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 }
 
 /// A JSON body with its content type.
-fn json_body(text: String) -> impl IntoResponse {
+fn json_body(text: impl IntoResponse) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,

@@ -108,6 +108,9 @@ pub(crate) struct ServiceSeries {
     /// the store takes writes).
     write_failed: AtomicBool,
     job_duration: Histogram,
+    /// Full reads of the store under way, and refused at the bound.
+    reads_in_progress: AtomicU64,
+    reads_refused: AtomicU64,
 }
 
 impl Default for ServiceSeries {
@@ -121,6 +124,8 @@ impl Default for ServiceSeries {
             store_up: AtomicBool::new(true),
             write_failed: AtomicBool::new(false),
             job_duration: Histogram::new(&JOB_BOUNDS),
+            reads_in_progress: AtomicU64::new(0),
+            reads_refused: AtomicU64::new(0),
         }
     }
 }
@@ -167,8 +172,43 @@ impl ServiceSeries {
         self.write_failed.store(false, Ordering::Relaxed);
     }
 
+    /// A full read of the store began.
+    pub fn read_started(&self) {
+        self.reads_in_progress.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A full read of the store ended.
+    pub fn read_finished(&self) {
+        self.reads_in_progress.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A full read was refused: the bound on reads at once was reached.
+    pub fn read_refused(&self) {
+        self.reads_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Writes the families.
     pub fn write(&self, text: &mut TextFormat) {
+        text.family(
+            "tao_service_reads_in_progress",
+            "gauge",
+            "Full reads of the store (GET /metrics, GET /api/v1/metrics) this instance is serving, this one included.",
+        );
+        text.sample(
+            "tao_service_reads_in_progress",
+            "",
+            self.reads_in_progress.load(Ordering::Relaxed),
+        );
+        text.family(
+            "tao_service_reads_refused_total",
+            "counter",
+            "Full reads of the store this instance refused (503 too_many_reads) because serve --max-concurrent-reads were under way.",
+        );
+        text.sample(
+            "tao_service_reads_refused_total",
+            "",
+            self.reads_refused.load(Ordering::Relaxed),
+        );
         text.family(
             "tao_service_records_accepted_total",
             "counter",

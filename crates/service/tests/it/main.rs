@@ -10,6 +10,7 @@ mod concurrent_posts_are_exact;
 mod keys_are_bounded;
 mod metrics_labels_are_bounded;
 mod posted_corpus_matches_process;
+mod reads_are_bounded;
 mod records_are_judged_alone;
 mod slow_clients_are_cut_off;
 mod sqlite_file_removed;
