@@ -14,6 +14,7 @@ use nixl_telemetry_views::signal::StopFlag;
 use nixl_telemetry_views::{read, report, top};
 
 mod demo;
+mod error_line;
 mod logging;
 mod serve;
 mod store;
@@ -67,7 +68,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("nixl-telemetry: error: {err:#}");
+            eprintln!("nixl-telemetry: error: {}", error_line::error_line(&err));
             ExitCode::from(2)
         }
     }
