@@ -68,6 +68,26 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # ---------------------------------------------------------------- the job (NIXL's Python)
 
+def end_job(mode, proc, log, timeout):
+    """Asks the job to exit and fails unless it exits 0 within `timeout` s."""
+    proc.stdin.write("exit\n")
+    proc.stdin.flush()
+    rc = proc.wait(timeout=timeout)
+    if rc != 0:
+        raise RuntimeError(f"mode {mode}: the job exited {rc} (log {log.name})")
+
+
+def clean_up(proc, sidecar, log, sidecar_timeout):
+    """Kills a job still running, stops the sidecar (SIGTERM), closes the log."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    if sidecar:
+        sidecar.send_signal(signal.SIGTERM)
+        sidecar.wait(timeout=sidecar_timeout)
+    log.close()
+
+
 def job(args):
     """Sets up two agents, waits for `go` on stdin, runs the loop, reports, waits for `exit`."""
     import numpy as np
@@ -291,19 +311,9 @@ class Bench:
                     text = scraper.fetch()
                     values = served(text) if text else {}
                 scrapes, failed = scraper.ok, scraper.failed
-            proc.stdin.write("exit\n")
-            proc.stdin.flush()
-            rc = proc.wait(timeout=60)
-            if rc != 0:
-                raise RuntimeError(f"mode {mode}: the job exited {rc} (log {log.name})")
+            end_job(mode, proc, log, timeout=60)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if sidecar:
-                sidecar.send_signal(signal.SIGTERM)
-                sidecar.wait(timeout=30)
-            log.close()
+            clean_up(proc, sidecar, log, sidecar_timeout=30)
         job_threads = thread_delta(before, after)
         side_threads = thread_delta(side_before, side_after) if sidecar else {}
         result = {
@@ -401,19 +411,9 @@ class Bench:
                     time.sleep(1)
                     text = scraper.fetch()
                     values = served(text) if text else {}
-            proc.stdin.write("exit\n")
-            proc.stdin.flush()
-            rc = proc.wait(timeout=600)
-            if rc != 0:
-                raise RuntimeError(f"mode {mode}: the job exited {rc} (log {log.name})")
+            end_job(mode, proc, log, timeout=600)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if sidecar:
-                sidecar.send_signal(signal.SIGTERM)
-                sidecar.wait(timeout=120)
-            log.close()
+            clean_up(proc, sidecar, log, sidecar_timeout=120)
         def threads(prefix):
             files = [os.path.join(out, f) for f in sorted(os.listdir(out)) if f.startswith(prefix)]
             if not files:
