@@ -10,9 +10,9 @@ use clap::Args;
 use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use nixl_telemetry_service::{
     Service, ServiceConfig, StoreUrl, Token, DEFAULT_BODY_TIMEOUT, DEFAULT_COMMIT_CHECK_TIMEOUT,
-    DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONCURRENT_READS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_KEYS,
-    DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STORE_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT_READS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_KEYS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STORE_TIMEOUT,
 };
 
 /// Options of `nixl-telemetry serve`.
@@ -64,12 +64,16 @@ pub struct ServeArgs {
     /// keys) as one family tao_legacy_value{key="…"}.
     #[arg(long)]
     metrics_legacy_keys: bool,
-    /// Seconds a request's headers may take, counted from the moment the
-    /// connection is ready for the request (also how long a kept-alive connection
-    /// may stay idle).
+    /// Seconds a request's headers may take, counted from its first byte (from
+    /// the connection's opening, for its first request).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs_f64(),
           value_parser = seconds)]
     header_timeout: f64,
+    /// Seconds a kept-alive connection may wait for its next request (at the
+    /// connection cap, waiting connections are closed at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
+    idle_timeout: f64,
     /// Seconds a client may take to send a request body (then: 408).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs_f64(),
           value_parser = seconds)]
@@ -125,6 +129,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         store_timeout: Duration::from_secs_f64(args.store_timeout),
         commit_check_timeout: Duration::from_secs_f64(args.commit_check_timeout),
         header_timeout: Duration::from_secs_f64(args.header_timeout),
+        idle_timeout: Duration::from_secs_f64(args.idle_timeout),
         max_connections: args.max_connections as usize,
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         max_label_values: args.max_label_values as usize,

@@ -10,7 +10,7 @@ use nixl_telemetry_processor::{AttributeRegistry, DEFAULT_BUILDERS};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::connections::{self, ConnectionLimits};
+use crate::connections::{self, ConnectionLimits, PhaseTimeouts};
 use crate::error::ServeError;
 use crate::http::{
     self, AppState, ExpositionState, LabelBound, ServiceSeries, Token, TOKEN_VARIABLE,
@@ -52,9 +52,13 @@ pub const DEFAULT_MAX_LABEL_VALUES: usize = 100;
 /// happened, by default.
 pub const DEFAULT_COMMIT_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a request's headers may take (and a kept-alive connection may stay
-/// idle), by default.
+/// How long a request's headers may take, from its first byte, by default.
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a kept-alive connection may wait for its next request, by default:
+/// longer than a one-minute scrape interval, so that Prometheus keeps its
+/// connection. At the connection cap, waiting connections are closed first.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The most connections served at once, by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
@@ -108,10 +112,11 @@ pub struct ServiceConfig {
     /// How long the writer keeps asking whether a commit whose answer was lost
     /// happened.
     pub commit_check_timeout: Duration,
-    /// How long a request's headers may take, counted from the moment the
-    /// connection is ready for the request (so also how long a kept-alive
-    /// connection may stay idle).
+    /// How long a request's headers may take, counted from the request's first
+    /// byte (for a connection's first request, from its accepting).
     pub header_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
     /// The most connections served at once (the next ones wait until one closes).
     pub max_connections: usize,
     /// How long requests under way may take to finish once shutdown begins.
@@ -139,6 +144,7 @@ impl Default for ServiceConfig {
             store_timeout: DEFAULT_STORE_TIMEOUT,
             commit_check_timeout: DEFAULT_COMMIT_CHECK_TIMEOUT,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
@@ -222,7 +228,10 @@ impl Service {
             },
         });
         let limits = ConnectionLimits {
-            header_timeout: config.header_timeout,
+            timeouts: PhaseTimeouts {
+                header: config.header_timeout,
+                idle: config.idle_timeout,
+            },
             max_connections: config.max_connections,
             shutdown_grace: config.shutdown_grace,
         };

@@ -40,7 +40,12 @@ impl Server {
     /// Starts `nixl-telemetry serve --listen 127.0.0.1:0 ARGS…` and waits for its
     /// "listening on" line.
     fn start(args: &[&str], token: Option<&str>) -> Server {
-        let mut command = Command::new(BIN);
+        Server::start_as(Command::new(BIN), args, token)
+    }
+
+    /// As [`Server::start`], through `command` (the binary, or a program that
+    /// runs it, such as `prlimit … -- BIN`).
+    fn start_as(mut command: Command, args: &[&str], token: Option<&str>) -> Server {
         command
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
@@ -404,6 +409,72 @@ fn serve_refuses_a_time_that_is_not_a_number_of_seconds() {
         assert!(said.contains(flag), "{said}");
         assert!(said.contains("is not a number of seconds"), "{said}");
     }
+}
+
+#[test]
+fn running_out_of_descriptors_is_logged_and_outlived() {
+    // 64 descriptors, and a connection cap far above them: accepting fails
+    // (EMFILE) long before the cap is reached.
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("m.db").display());
+    let mut limited = Command::new("prlimit");
+    limited.args(["--nofile=64:64", "--", BIN]);
+    let server = Server::start_as(
+        limited,
+        &["--store", &store, "--max-connections", "1000"],
+        None,
+    );
+    // Each connection is left in the middle of a request's head, so it is held.
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        match std::net::TcpStream::connect_timeout(&server.addr, Duration::from_secs(2)) {
+            Ok(mut stream) => {
+                let _ = stream.write_all(b"GET /healthz HTTP/1.1\r\n");
+                held.push(stream);
+            }
+            Err(_) => break,
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let wanted = "cannot accept a connection";
+    while !server.said.lock().unwrap().contains(wanted) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(50));
+    }
+    let said = server.said.lock().unwrap().clone();
+    let line = said
+        .lines()
+        .find(|line| line.contains(wanted))
+        .unwrap_or_else(|| panic!("no line says the descriptors ran out:\n{said}"));
+    assert!(line.contains("ERROR"), "{line}");
+    assert!(line.contains("Too many open files"), "{line}");
+    assert!(
+        line.contains("raise the descriptor limit") && line.contains("--max-connections"),
+        "the line says what to do: {line}"
+    );
+    // Once the held connections go, the service answers again.
+    drop(held);
+    let mut answered = None;
+    while answered.is_none() && Instant::now() < deadline + Duration::from_secs(10) {
+        if let Ok(mut connection) = http::Connection::open(server.addr) {
+            connection.set_read_timeout(Duration::from_secs(2));
+            answered = connection
+                .request("GET", "/healthz", &[], b"")
+                .ok()
+                .map(|r| r.status);
+        }
+        if answered.is_none() {
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+    assert_eq!(
+        answered,
+        Some(200),
+        "served again:\n{}",
+        server.said.lock().unwrap()
+    );
+    // And the failures were rate-limited: one line, not one every 100 ms.
+    let lines = server.said.lock().unwrap().matches(wanted).count();
+    assert!(lines <= 2, "{lines} lines");
 }
 
 #[test]

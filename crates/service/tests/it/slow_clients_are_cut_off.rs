@@ -1,6 +1,7 @@
-//! Slow or numerous clients never starve the service: headers that dribble in and
-//! idle connections are closed after the header timeout, connections beyond the
-//! cap wait until one closes (and are then served), and shutdown ends within its
+//! Slow or numerous clients never starve the service: headers that dribble in are
+//! closed after the header timeout, kept-alive connections after the (longer)
+//! idle timeout, connections beyond the cap wait until one closes (and are then
+//! served), kept-alive ones make room for them, and shutdown ends within its
 //! grace period even while a client dribbles.
 
 use std::io::{Read, Write};
@@ -44,7 +45,10 @@ fn dribble(addr: SocketAddr, head: &[u8], pause: Duration, limit: Duration) -> O
 #[test]
 fn dribbled_headers_and_idle_connections_are_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(&dir, |c| c.header_timeout = Duration::from_millis(500));
+    let server = server(&dir, |c| {
+        c.header_timeout = Duration::from_millis(500);
+        c.idle_timeout = Duration::from_millis(2500);
+    });
     let head = b"GET /healthz HTTP/1.1\r\nHost: test\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     let took = dribble(
         server.addr,
@@ -54,21 +58,52 @@ fn dribbled_headers_and_idle_connections_are_closed() {
     )
     .expect("a dribbling client is cut off");
     assert!(took < Duration::from_secs(3), "{took:?}");
-    // A connection that sends nothing, and one kept alive after an answer.
+    // A connection that never sends its first request: the header timeout.
     let started = Instant::now();
-    let mut idle = TcpStream::connect(server.addr).unwrap();
-    idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    assert_eq!(idle.read(&mut [0u8; 16]).unwrap(), 0, "closed");
-    assert!(started.elapsed() < Duration::from_secs(3));
+    let mut silent = TcpStream::connect(server.addr).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(silent.read(&mut [0u8; 16]).unwrap(), 0, "closed");
+    assert!(started.elapsed() < Duration::from_millis(2000));
+    // One kept alive after an answer: it may wait longer than a head may take,
+    // but not longer than the idle timeout.
     let mut kept = Connection::open(server.addr).unwrap();
     assert_eq!(
         kept.request("GET", "/healthz", &[], b"").unwrap().status,
         200
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        kept.request("GET", "/healthz", &[], b"")
+            .expect("kept past the header timeout")
+            .status,
+        200
+    );
+    std::thread::sleep(Duration::from_millis(4000));
     assert!(
         kept.request("GET", "/healthz", &[], b"").is_err(),
-        "closed while idle"
+        "closed after the idle timeout"
+    );
+    // After a wait, a request that dribbles gets the header timeout from its
+    // first byte, not the idle timeout's rest.
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut answer = [0u8; 1024];
+    assert!(stream.read(&mut answer).unwrap() > 0, "answered");
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    stream.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+    assert_eq!(stream.read(&mut answer).unwrap(), 0, "closed");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_millis(2000),
+        "{took:?}"
     );
     // Meanwhile the service answers as ever.
     assert_eq!(get(server.addr, "/healthz").status, 200);
@@ -79,10 +114,12 @@ fn connections_beyond_the_cap_wait_for_one_to_close() {
     log::capture();
     let dir = tempfile::tempdir().unwrap();
     let server = server(&dir, |c| c.max_connections = 4);
-    let mut held: Vec<Connection> = (0..4)
+    // Four connections each in the middle of a request's head: busy, not idle.
+    let mut held: Vec<TcpStream> = (0..4)
         .map(|_| {
-            let mut c = Connection::open(server.addr).unwrap();
-            assert_eq!(c.request("GET", "/healthz", &[], b"").unwrap().status, 200);
+            let mut c = TcpStream::connect(server.addr).unwrap();
+            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n")
+                .unwrap();
             c
         })
         .collect();
@@ -109,6 +146,39 @@ fn connections_beyond_the_cap_wait_for_one_to_close() {
         next.request("GET", "/healthz", &[], b"").unwrap().status,
         200
     );
+}
+
+#[test]
+fn kept_alive_connections_make_room_at_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, |c| c.max_connections = 4);
+    let mut kept: Vec<Connection> = (0..4)
+        .map(|_| {
+            let mut c = Connection::open(server.addr).unwrap();
+            assert_eq!(c.request("GET", "/healthz", &[], b"").unwrap().status, 200);
+            c
+        })
+        .collect();
+    // Four kept-alive connections wait for a request (for up to the default 90
+    // s); a fifth client is served at once all the same.
+    let started = Instant::now();
+    let mut fifth = Connection::open(server.addr).unwrap();
+    fifth.set_read_timeout(Duration::from_secs(5));
+    assert_eq!(
+        fifth.request("GET", "/healthz", &[], b"").unwrap().status,
+        200
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let closed = kept
+        .iter_mut()
+        .map(|c| c.request("GET", "/healthz", &[], b"").is_err())
+        .filter(|closed| *closed)
+        .count();
+    assert!(closed >= 1, "a waiting connection gave its place");
 }
 
 #[test]

@@ -2,16 +2,22 @@
 //! with the limits that keep slow or numerous clients from starving the service.
 //!
 //! * Header timeout: a request's headers must all arrive within it, counted from
-//!   the moment the connection is ready for the request (so a kept-alive
-//!   connection that sends nothing is closed after the same time: it is also the
-//!   idle timeout).
-//! * Connection cap: at most so many connections are served at once; the next
-//!   ones wait in the kernel's queue until one closes. A line is logged when the
-//!   cap is reached, and when accepting fails for want of file descriptors.
+//!   the request's first byte (from its accepting, for a connection's first
+//!   request).
+//! * Idle timeout: a kept-alive connection may wait so long for its next request
+//!   (see [`deadlines`]).
+//! * Connection cap: at most so many connections are served at once. When the cap
+//!   is reached, kept-alive connections waiting for a request are closed to make
+//!   room; the next connections wait in the kernel's queue until one closes. A
+//!   line is logged when the cap is reached, and when accepting fails for want of
+//!   file descriptors.
 //! * Shutdown grace: once shutdown begins, no connection is accepted, idle ones
 //!   close, requests under way may finish within the grace period; connections
 //!   still open after it are closed.
 
+mod deadlines;
+
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -21,17 +27,20 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
+use tower::ServiceExt;
+
+pub(crate) use deadlines::PhaseTimeouts;
+use deadlines::{ConnectionPhase, ResponseEnd, TimedIo};
 
 /// The limits of the connection loop.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ConnectionLimits {
-    /// How long a request's headers may take (and a kept-alive connection may stay
-    /// idle).
-    pub header_timeout: Duration,
+    /// How long a request's headers may take, and how long a kept-alive
+    /// connection may wait for its next request.
+    pub timeouts: PhaseTimeouts,
     /// The most connections served at once.
     pub max_connections: usize,
     /// How long requests under way may take to finish once shutdown begins.
@@ -84,10 +93,14 @@ pub(crate) async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
+    // Woken when the cap is reached: connections waiting for a request close.
+    let room_wanted = Arc::new(Notify::new());
     let mut builder = http1::Builder::new();
+    // The header timeout is kept by each connection's phase (hyper's own would
+    // also run while a kept-alive connection waits, and so be its idle timeout).
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
+        .header_read_timeout(None)
         .keep_alive(true);
     let mut cap_log = Throttled::new(Duration::from_secs(10));
     let mut descriptor_log = Throttled::new(Duration::from_secs(10));
@@ -97,10 +110,11 @@ pub(crate) async fn serve(
         let slot = match slots.clone().try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => {
+                room_wanted.notify_waiters();
                 if let Some(skipped) = cap_log.due() {
                     tracing::warn!(
-                        "{} connections open, the cap (--max-connections): new connections wait \
-                         until one closes{}",
+                        "{} connections open, the cap (--max-connections): those waiting for a \
+                         request are closed, new connections wait until one closes{}",
                         limits.max_connections,
                         if skipped > 0 {
                             format!(" (reached {skipped} more times since the last line)")
@@ -146,13 +160,20 @@ pub(crate) async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let phase = ConnectionPhase::new(limits.timeouts);
+        let io = TokioIo::new(TimedIo::new(stream, phase.clone()));
+        let connection = builder.serve_connection(io, answer_with(app.clone(), phase.clone()));
         let connection = graceful.watch(connection);
+        let room_wanted = room_wanted.clone();
         connections.spawn(async move {
             let _slot = slot;
-            if let Err(e) = connection.await {
-                tracing::debug!("connection ended: {e}");
+            tokio::select! {
+                ended = connection => if let Err(e) = ended {
+                    tracing::debug!("connection ended: {e}");
+                },
+                () = phase.expired(&room_wanted) => {
+                    tracing::debug!("connection closed: it waited past its timeout, or made room");
+                }
             }
         });
     }
@@ -172,4 +193,26 @@ pub(crate) async fn serve(
     connections.abort_all();
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+/// The routes as one connection's hyper service: each request marks the
+/// connection as serving, and its answer's end starts the wait for the next.
+fn answer_with(
+    app: Router,
+    phase: Arc<ConnectionPhase>,
+) -> impl hyper::service::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = hyper::Response<ResponseEnd>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<hyper::Response<ResponseEnd>, Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+        phase.serving();
+        let phase = phase.clone();
+        let answer = app.clone().oneshot(request);
+        async move {
+            let response = answer.await?;
+            Ok(response.map(|body| ResponseEnd::new(body, phase)))
+        }
+    })
 }
