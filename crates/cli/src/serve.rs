@@ -12,7 +12,8 @@ use nixl_telemetry_service::{
     Service, ServiceConfig, StoreUrl, Token, DEFAULT_BODY_TIMEOUT, DEFAULT_COMMIT_CHECK_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LISTEN, DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT_READS, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_KEYS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STORE_TIMEOUT,
+    DEFAULT_MAX_ENVELOPE_SKEW, DEFAULT_MAX_KEYS, DEFAULT_MAX_LABEL_VALUES, DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_STORE_TIMEOUT,
 };
 
 /// Options of `nixl-telemetry serve`.
@@ -74,6 +75,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
           value_parser = seconds)]
     idle_timeout: f64,
+    /// Seconds an envelope's `now` may be from the service's clock, either way
+    /// (further: 400), or `any` to accept every time (to replay records).
+    #[arg(long, value_name = "SECONDS|any", default_value_t = Bound::Seconds(DEFAULT_MAX_ENVELOPE_SKEW.as_secs_f64()),
+          value_parser = seconds_or_any)]
+    max_envelope_skew: Bound,
     /// Seconds a client may take to send a request body (then: 408).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs_f64(),
           value_parser = seconds)]
@@ -96,6 +102,32 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SHUTDOWN_GRACE.as_secs_f64(),
           value_parser = seconds)]
     shutdown_grace: f64,
+}
+
+/// A bound in seconds, or none.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    Seconds(f64),
+    Any,
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Seconds(seconds) => write!(f, "{seconds}"),
+            Bound::Any => f.write_str("any"),
+        }
+    }
+}
+
+/// A number of seconds as [`seconds`] takes it, or `any`.
+fn seconds_or_any(text: &str) -> Result<Bound, String> {
+    if text == "any" {
+        return Ok(Bound::Any);
+    }
+    seconds(text)
+        .map(Bound::Seconds)
+        .map_err(|e| format!("{e}, or `any`"))
 }
 
 /// A number of seconds: positive, finite, at most a day.
@@ -130,6 +162,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         commit_check_timeout: Duration::from_secs_f64(args.commit_check_timeout),
         header_timeout: Duration::from_secs_f64(args.header_timeout),
         idle_timeout: Duration::from_secs_f64(args.idle_timeout),
+        max_envelope_skew: match args.max_envelope_skew {
+            Bound::Seconds(seconds) => Some(Duration::from_secs_f64(seconds)),
+            Bound::Any => None,
+        },
         max_connections: args.max_connections as usize,
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         max_label_values: args.max_label_values as usize,

@@ -52,6 +52,9 @@ pub const DEFAULT_MAX_LABEL_VALUES: usize = 100;
 /// happened, by default.
 pub const DEFAULT_COMMIT_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How far an envelope's `now` may be from the service's clock, by default.
+pub const DEFAULT_MAX_ENVELOPE_SKEW: Duration = Duration::from_secs(300);
+
 /// How long a request's headers may take, from its first byte, by default.
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -117,6 +120,10 @@ pub struct ServiceConfig {
     pub header_timeout: Duration,
     /// How long a kept-alive connection may wait for its next request.
     pub idle_timeout: Duration,
+    /// How far an envelope's `now` may be from the service's clock, either way
+    /// (`None`: any time, to replay records of the past). A record whose time
+    /// is further is refused (400).
+    pub max_envelope_skew: Option<Duration>,
     /// The most connections served at once (the next ones wait until one closes).
     pub max_connections: usize,
     /// How long requests under way may take to finish once shutdown begins.
@@ -145,6 +152,7 @@ impl Default for ServiceConfig {
             commit_check_timeout: DEFAULT_COMMIT_CHECK_TIMEOUT,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_envelope_skew: Some(DEFAULT_MAX_ENVELOPE_SKEW),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
@@ -203,6 +211,7 @@ impl Service {
                 max_keys: config.max_keys,
                 store_timeout: config.store_timeout,
                 commit_check_timeout: config.commit_check_timeout,
+                max_envelope_skew: config.max_envelope_skew,
             },
             jobs,
             series.clone(),

@@ -140,6 +140,9 @@ pub(crate) struct WriterLimits {
     /// How long the writer keeps asking whether a commit whose answer was lost
     /// happened, before answering that it does not know.
     pub commit_check_timeout: Duration,
+    /// How far an envelope's `now` may be from the service's clock (`None`: any
+    /// time).
+    pub max_envelope_skew: Option<Duration>,
 }
 
 /// Starts the writer thread, which opens the store (creating and migrating it as
@@ -390,7 +393,7 @@ impl Writer {
             .iter()
             .map(|job| parse_input_line(&job.body).map_err(|e| e.to_string()))
             .collect();
-        let plans = plan_records(&mut self.processor, &lines);
+        let plans = plan_records(&mut self.processor, &lines, self.limits.max_envelope_skew);
         let mut keys: Vec<&str> = plans
             .iter()
             .flatten()
@@ -503,6 +506,38 @@ impl Writer {
     }
 }
 
+/// Refuses an envelope's `now` further than `bound` from the service's clock: a
+/// time far off would reset the day's sums (`time_lapsed_today`) for everyone.
+/// A time with an offset is compared with the clock in UTC, one without with
+/// the local clock (as the record would be applied).
+fn check_envelope_time(given: &Timestamp, bound: Duration) -> Result<(), String> {
+    let (clock, given_at) = match given.offset_seconds() {
+        Some(offset) => (
+            chrono::Utc::now().naive_utc(),
+            given.naive() - chrono::TimeDelta::seconds(i64::from(offset)),
+        ),
+        None => (chrono::Local::now().naive_local(), given.naive()),
+    };
+    let skew = (given_at - clock).abs();
+    let allowed = chrono::TimeDelta::from_std(bound).unwrap_or(chrono::TimeDelta::MAX);
+    if skew <= allowed {
+        return Ok(());
+    }
+    let mut shown = String::new();
+    given.write_iso(&mut shown);
+    Err(format!(
+        "the envelope's `now` {shown} is {} s {} the service's clock; at most {} s either way \
+         is accepted (--max-envelope-skew; `any` accepts every time, to replay records)",
+        skew.num_seconds(),
+        if given_at < clock {
+            "behind"
+        } else {
+            "ahead of"
+        },
+        bound.as_secs_f64(),
+    ))
+}
+
 /// Each record's time and the keys it touches, found by applying it to an empty
 /// map (the built-in builders' keys depend only on the record and its times, never
 /// on stored values; a record refused here is refused whatever is stored).
@@ -511,12 +546,21 @@ type Plan = Result<(Timestamp, Vec<String>), String>;
 fn plan_records(
     processor: &mut MetricProcessor,
     lines: &[Result<InputLine<'_>, String>],
+    max_envelope_skew: Option<Duration>,
 ) -> Vec<Plan> {
     lines
         .iter()
         .map(|line| {
             let line = line.as_ref().map_err(Clone::clone)?;
-            let now = line.now.unwrap_or_else(Timestamp::now_local);
+            let now = match line.now {
+                Some(given) => {
+                    if let Some(bound) = max_envelope_skew {
+                        check_envelope_time(&given, bound)?;
+                    }
+                    given
+                }
+                None => Timestamp::now_local(),
+            };
             let mut scratch = Metrics::new();
             processor
                 .process(

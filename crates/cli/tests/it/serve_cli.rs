@@ -48,6 +48,8 @@ impl Server {
     fn start_as(mut command: Command, args: &[&str], token: Option<&str>) -> Server {
         command
             .args(["serve", "--listen", "127.0.0.1:0"])
+            // The records' envelopes are of a fixed day of the past.
+            .args(["--max-envelope-skew", "any"])
             .args(args)
             .env_remove("NIXL_TELEMETRY_METRICS_TOKEN")
             .stdin(Stdio::null())
@@ -402,13 +404,24 @@ fn a_token_with_surrounding_white_space_is_refused_at_start() {
 
 #[test]
 fn serve_refuses_a_time_that_is_not_a_number_of_seconds() {
-    for (flag, value) in [("--header-timeout", "0"), ("--store-timeout", "soon")] {
+    for (flag, value) in [
+        ("--header-timeout", "0"),
+        ("--idle-timeout", "1e9"),
+        ("--store-timeout", "soon"),
+        ("--max-envelope-skew", "never"),
+    ] {
         let out = run(&["serve", flag, value], "");
         assert_eq!(out.status.code(), Some(2), "{flag} {value}");
         let said = text(&out.stderr);
         assert!(said.contains(flag), "{said}");
         assert!(said.contains("is not a number of seconds"), "{said}");
     }
+    let out = run(&["serve", "--max-envelope-skew", "later"], "");
+    assert!(
+        text(&out.stderr).contains("or `any`"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::support::postgres::TestDatabase;
 use crate::support::records::library_metrics;
 use crate::support::server::{config, sqlite_in, TestServer};
 use nixl_telemetry_service::record_rules::{MAX_INTEGER_VALUE, MAX_KEY_BYTES};
-use nixl_telemetry_service::StoreUrl;
+use nixl_telemetry_service::{ServiceConfig, StoreUrl, DEFAULT_MAX_ENVELOPE_SKEW};
 
 fn record(time_lapsed: i64, gpu: &str) -> String {
     serde_json::json!({
@@ -123,4 +123,75 @@ fn postgres_bad_keys_fail_only_themselves() {
         return;
     };
     bad_keys_fail_only_themselves(db.store());
+}
+
+/// An envelope whose `now` is further from the service's clock than the bound is
+/// refused (it would reset the day's sums for everyone); one within it is taken,
+/// with or without an offset.
+fn an_envelope_time_far_off_is_refused(store: StoreUrl) {
+    let server = TestServer::start(ServiceConfig {
+        max_envelope_skew: Some(DEFAULT_MAX_ENVELOPE_SKEW),
+        ..config(store)
+    });
+    let at = |now: String| {
+        serde_json::json!({
+            "now": now,
+            "record": {"action": "train", "network": "resnet", "time_lapsed": 60, "gpu": ["A100"]}
+        })
+        .to_string()
+    };
+    let local = |shift: chrono::TimeDelta| {
+        (chrono::Local::now().naive_local() + shift)
+            .format("%Y-%m-%dT%H:%M:%S")
+            .to_string()
+    };
+    let utc = |shift: chrono::TimeDelta| {
+        (chrono::Utc::now().naive_utc() + shift)
+            .format("%Y-%m-%dT%H:%M:%S+00:00")
+            .to_string()
+    };
+    let mut stored = Vec::new();
+    for now in [
+        local(chrono::TimeDelta::zero()),
+        utc(chrono::TimeDelta::seconds(-60)),
+    ] {
+        let line = at(now);
+        let response = post(server.addr, &line);
+        assert_eq!(response.status, 201, "{line}: {}", response.text());
+        stored.push(line);
+    }
+    let before = get(server.addr, "/api/v1/metrics").text().to_owned();
+    for (now, side) in [
+        ("2025-01-13T10:00:00".to_owned(), "behind"),
+        (local(chrono::TimeDelta::days(1)), "ahead of"),
+        (utc(chrono::TimeDelta::seconds(900)), "ahead of"),
+    ] {
+        let response = post(server.addr, &at(now.clone()));
+        assert_eq!(response.status, 400, "{now}: {}", response.text());
+        let body = response.json();
+        assert_eq!(body["error"], "bad_record", "{body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("s {side} the service's clock"))
+                && message.contains("at most 300 s")
+                && message.contains("--max-envelope-skew"),
+            "{message}"
+        );
+    }
+    assert_eq!(get(server.addr, "/api/v1/metrics").text(), before);
+    assert_eq!(before, library_metrics(&stored).to_json_string());
+}
+
+#[test]
+fn sqlite_an_envelope_time_far_off_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    an_envelope_time_far_off_is_refused(sqlite_in(dir.path()));
+}
+
+#[test]
+fn postgres_an_envelope_time_far_off_is_refused() {
+    let Some(db) = TestDatabase::create("postgres_an_envelope_time_far_off_is_refused") else {
+        return;
+    };
+    an_envelope_time_far_off_is_refused(db.store());
 }
