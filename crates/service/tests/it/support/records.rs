@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use nixl_telemetry_processor::{parse_input_line, Context, MetricProcessor, Metrics};
+use nixl_telemetry_processor::{
+    parse_input_line, AttributeRegistry, Context, MetricProcessor, Metrics,
+};
 
 /// The repository's `tests/data/tao_processor/` folder.
 pub fn tao_data() -> PathBuf {
@@ -22,17 +24,7 @@ pub fn corpus() -> Vec<String> {
 /// The corpus lines whose records the service accepts (only keys of the built-in
 /// registry; the others are refused as TAO's server refuses them).
 pub fn accepted_corpus() -> Vec<String> {
-    const KNOWN: [&str; 9] = [
-        "version",
-        "action",
-        "network",
-        "success",
-        "user_error",
-        "time_lapsed",
-        "gpu",
-        "client_type",
-        "automl_triggered",
-    ];
+    let registry = AttributeRegistry::default();
     corpus()
         .into_iter()
         .filter(|line| {
@@ -41,7 +33,7 @@ pub fn accepted_corpus() -> Vec<String> {
                 .as_object()
                 .unwrap()
                 .keys()
-                .all(|k| KNOWN.contains(&k.as_str()))
+                .all(|k| registry.attributes().iter().any(|a| &a.raw_key == k))
         })
         .collect()
 }
