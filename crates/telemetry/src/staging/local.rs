@@ -19,7 +19,7 @@ pub(super) type SlotProducer = Producer<StagedSlot>;
 /// Ways of the fast-path cache: a thread recording into up to this many
 /// telemetry instances with consecutive ids (agents created one after the
 /// other) never takes the slow path after the first record into each.
-pub(super) const CACHE_WAYS: usize = 4;
+const CACHE_WAYS: usize = 4;
 const _: () = assert!(CACHE_WAYS.is_power_of_two());
 
 /// The calling thread's fast-path cache: the producers it recorded into last,
@@ -69,8 +69,8 @@ thread_local! {
 }
 
 /// Pushes the slot `make` builds (standing for `1 + extra` events) into the
-/// calling thread's queue of instance `id` (ids start at 1), whose cache way
-/// is `way` (`< CACHE_WAYS`). When this thread has no queue for the instance
+/// calling thread's queue of instance `id` (ids start at 1; the instance's
+/// cache way is `id % CACHE_WAYS`). When this thread has no queue for the instance
 /// yet, `register` is asked for one (`None`: the instance shut down, or no
 /// memory). Returns `false` when there is no queue to push into (that, or the
 /// thread's storage is already torn down): the caller counts the events lost.
@@ -80,7 +80,6 @@ thread_local! {
 #[inline(always)]
 pub(super) fn push(
     id: u64,
-    way: usize,
     extra: u32,
     make: impl FnOnce() -> StagedSlot,
     register: impl FnOnce() -> Option<SlotProducer>,
@@ -92,8 +91,8 @@ pub(super) fn push(
     // destructor: its storage stays valid until the thread exits, which
     // cannot happen during this call.
     let cache = unsafe { &*cache };
-    // The mask is a no-op (`way < CACHE_WAYS`) that spares a bounds check.
-    let way = way & (CACHE_WAYS - 1);
+    // Masked, the index needs no bounds check.
+    let way = id as usize & (CACHE_WAYS - 1);
     let producer = if cache.ids[way].get() == id {
         cache.producers[way].get()
     } else {

@@ -3,8 +3,9 @@
 //! own.
 //!
 //! [`channel`] returns a [`Producer`] and a [`Consumer`]. A push is: check for
-//! room against a cached copy of the consumer's position, write the slot in
-//! place, publish the new head with a release store. No lock, no allocation,
+//! room against a limit derived from a cached copy of the consumer's position
+//! (one compare), write the slot in place, publish the new head with a
+//! release store. No lock, no allocation,
 //! no system call, no read-modify-write instruction; the producer's and the
 //! consumer's positions sit on separate cache lines.
 //!
@@ -83,7 +84,7 @@ pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, C
         shared: Arc::clone(&shared),
         head: 0,
         extra: 0,
-        cached_tail: 0,
+        limit: capacity as u64,
         dropped: 0,
         capacity: capacity as u64,
         mask: capacity as u64 - 1,
@@ -104,9 +105,12 @@ pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, C
 pub(crate) struct Producer<T> {
     shared: Arc<Shared<T>>,
     slots: *const SlotCell<T>,
+    /// Slots pushed so far (free-running; 2^64 slots are never reached).
     head: u64,
     extra: u64,
-    cached_tail: u64,
+    /// The head up to which there is room: a cached copy of the consumer's
+    /// tail plus the capacity (re-read only when `head` reaches it).
+    limit: u64,
     dropped: u64,
     capacity: u64,
     mask: u64,
@@ -120,9 +124,9 @@ impl<T: Copy> Producer<T> {
     /// a plain push pays nothing for it.
     #[inline(always)]
     pub(crate) fn push_with(&mut self, extra: u32, make: impl FnOnce() -> T) -> bool {
-        if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
-            self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
-            if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
+        if self.head >= self.limit {
+            self.limit = self.shared.tail.0.load(Ordering::Acquire) + self.capacity;
+            if self.head >= self.limit {
                 self.dropped += 1 + u64::from(extra);
                 self.shared.dropped.0.store(self.dropped, Ordering::Relaxed);
                 return false;
@@ -130,7 +134,8 @@ impl<T: Copy> Producer<T> {
         }
         let slot = make();
         // SAFETY: head & mask < capacity = slots.len(); the place is outside the
-        // consumer's window [tail, head) because head - tail < capacity, so no one
+        // consumer's window [tail, head) because head < limit <= tail + capacity
+        // (the consumer's tail only grows), so no one
         // reads it until the release store below publishes it.
         unsafe { (*self.slots.add((self.head & self.mask) as usize)).write(slot) };
         if extra != 0 {
