@@ -47,7 +47,10 @@ pub(crate) struct Staging {
 
 impl Staging {
     /// A staging area whose queues hold `capacity` slots each.
+    /// Calibrates the clock first (once per process): a slot stamped by
+    /// the clock is then ticks or µs as the drain expects.
     pub(crate) fn new(capacity: usize) -> Staging {
+        crate::clock::init();
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Staging {
             id,
