@@ -135,8 +135,8 @@ impl<T: Copy> Producer<T> {
         let slot = make();
         // SAFETY: head & mask < capacity = slots.len(); the place is outside the
         // consumer's window [tail, head) because head < limit <= tail + capacity
-        // (the consumer's tail only grows), so no one
-        // reads it until the release store below publishes it.
+        // (the consumer's tail only grows), so no one reads it until the release
+        // store below publishes it.
         unsafe { (*self.slots.add((self.head & self.mask) as usize)).write(slot) };
         if extra != 0 {
             self.extra += u64::from(extra);
