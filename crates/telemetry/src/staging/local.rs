@@ -10,7 +10,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 
-use super::queue::Producer;
+use super::queue::{Cursor, Producer};
 use super::slot::StagedSlot;
 
 /// A recording thread's end of one staging queue.
@@ -28,14 +28,17 @@ const _: () = assert!(CACHE_WAYS.is_power_of_two());
 /// resets it when torn down.
 struct LocalCache {
     ids: [Cell<u64>; CACHE_WAYS],
-    producers: [Cell<*mut SlotProducer>; CACHE_WAYS],
+    /// The cursor of the cached instance's queue, whose producer TABLE owns.
+    cursors: [UnsafeCell<Cursor<StagedSlot>>; CACHE_WAYS],
 }
 
 impl LocalCache {
     fn reset(&self) {
-        for (id, producer) in self.ids.iter().zip(&self.producers) {
+        for (id, cursor) in self.ids.iter().zip(&self.cursors) {
             id.set(0);
-            producer.set(std::ptr::null_mut());
+            // SAFETY: only this thread touches its cache, and no reference
+            // into a cursor is alive outside `push`, which does not get here.
+            unsafe { *cursor.get() = Cursor::NONE };
         }
     }
 }
@@ -58,7 +61,7 @@ thread_local! {
     static CACHE: LocalCache = const {
         LocalCache {
             ids: [const { Cell::new(0) }; CACHE_WAYS],
-            producers: [const { Cell::new(std::ptr::null_mut()) }; CACHE_WAYS],
+            cursors: [const { UnsafeCell::new(Cursor::NONE) }; CACHE_WAYS],
         }
     };
     static TABLE: LocalTable = const {
@@ -93,28 +96,25 @@ pub(super) fn push(
     let cache = unsafe { &*cache };
     // Masked, the index needs no bounds check.
     let way = id as usize & (CACHE_WAYS - 1);
-    let producer = if cache.ids[way].get() == id {
-        cache.producers[way].get()
-    } else {
-        // The slow path takes neither `make` nor its captures: nothing of the
-        // fast path waits on it.
-        match find_or_register(cache, id, way, register) {
-            Some(producer) => producer,
-            None => return false,
-        }
-    };
-    // SAFETY: `producer` points into a Box owned by this thread's TABLE: either
-    // `producers[way]`, set together with `ids[way]` and reset whenever an entry
-    // is removed or TABLE is torn down, or the entry `find_or_register` just
-    // found or added. Only this thread touches them, and nothing reached from
-    // push_with re-enters them (`make` only builds a slot, see above), so this
-    // is the only reference.
-    unsafe { (*producer).push_with(extra, make) };
+    // The slow path takes neither `make` nor its captures: nothing of the
+    // fast path waits on it.
+    if cache.ids[way].get() != id && !find_or_register(cache, id, way, register) {
+        return false;
+    }
+    // SAFETY: `cursors[way]` was made by the producer of instance `id`'s queue,
+    // which this thread's TABLE owns, when `ids[way]` was set to `id`; both are
+    // reset whenever an entry is removed or TABLE is torn down, so the producer
+    // is alive. A queue's cursor is made only into its instance's one way and
+    // only when that way held another instance, so it is the only one pushed
+    // through. Only this thread touches the cache, and nothing reached from
+    // push_with re-enters it (`make` only builds a slot, see above), so this is
+    // the only reference.
+    unsafe { (*cache.cursors[way].get()).push_with(extra, make) };
     true
 }
 
 /// Finds or registers the calling thread's queue for instance `id` and makes
-/// it the cached one in `way`; `None` when there is none to be had.
+/// it the cached one in `way`; `false` when there is none to be had.
 #[cold]
 #[inline(never)]
 fn find_or_register(
@@ -122,7 +122,7 @@ fn find_or_register(
     id: u64,
     way: usize,
     register: impl FnOnce() -> Option<SlotProducer>,
-) -> Option<*mut SlotProducer> {
+) -> bool {
     TABLE
         .try_with(|table| {
             // SAFETY: only this thread accesses the table and no reference into
@@ -142,13 +142,14 @@ fn find_or_register(
                     entries.len() - 1
                 }
             };
-            let producer: *mut SlotProducer = &mut *entries[index].1;
+            // SAFETY: as in `reset`: no reference into the cursor is alive.
+            unsafe { *cache.cursors[way].get() = entries[index].1.cursor() };
             cache.ids[way].set(id);
-            cache.producers[way].set(producer);
-            Some(producer)
+            Some(())
         })
         .ok()
         .flatten()
+        .is_some()
 }
 
 /// The instance ids this thread holds queues for (tests inspect the purge).
