@@ -49,8 +49,8 @@ struct Shared<T> {
     slots: Box<[SlotCell<T>]>,
 }
 
-// SAFETY: slots are written only by the single Producer at indices in
-// [tail, tail + capacity) not yet published, and read only by the single
+// SAFETY: slots are written only through the producer's one cursor in use, on
+// the producer's thread, at indices in [tail, tail + capacity) not yet published, and read only by the single
 // Consumer at indices in [tail, head) after an acquire load of `head`; the
 // release/acquire pair on head and tail orders those accesses. Everything
 // else is atomic. Slots are `Copy` values moved between threads, hence `Send`.
