@@ -211,16 +211,18 @@ pub fn now_us() -> u64 {
     }
 }
 
-/// An event's timestamp as cheaply as the machine gives it: `(ticks, true)`,
-/// raw TSC ticks for whoever drains the event to convert with [`TscToUs`] (the
-/// recording thread pays for the RDTSC only, the conversion happens off the
-/// hot path), or `(µs, false)` where [`now_us`] reads the system clock.
+/// An event's timestamp as cheaply as the machine gives it: raw TSC ticks
+/// where [`uses_tsc`], for whoever drains the event to convert with
+/// [`TscToUs`] (the recording thread pays for the RDTSC only, the conversion
+/// happens off the hot path), else µs from the system clock. Which of the two
+/// is fixed for the process from [`init`] on; a recording thread reads the
+/// clock only through telemetry created after it.
 #[inline(always)]
-pub(crate) fn stamp() -> (u64, bool) {
+pub(crate) fn stamp() -> u64 {
     if USE_TSC.load(Ordering::Relaxed) {
-        (read_tsc(), true)
+        read_tsc()
     } else {
-        (system_now_us_out_of_line(), false)
+        system_now_us_out_of_line()
     }
 }
 
@@ -301,10 +303,10 @@ mod tests {
     fn a_stamp_converted_later_is_the_time_it_was_taken() {
         init();
         let before = now_us();
-        let (value, raw) = stamp();
+        let value = stamp();
         let after = now_us();
         std::thread::sleep(Duration::from_millis(3));
-        let us = if raw {
+        let us = if uses_tsc() {
             TscToUs::current().us(value)
         } else {
             value

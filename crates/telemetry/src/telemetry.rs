@@ -14,7 +14,7 @@ use crate::config::{
 use crate::error::TelemetryError;
 use crate::exporter::{self, Exporter};
 use crate::filter::MetricFilter;
-use crate::staging::When;
+use crate::staging::{QueueKey, When};
 use crate::stats::TelemetryStats;
 
 pub use nixl_telemetry_abi::names::{
@@ -46,6 +46,10 @@ struct Shared {
 #[derive(Clone)]
 pub struct EventHandle {
     shared: Option<Arc<Shared>>,
+    /// The key of `shared`'s staging queues (meaningless when `shared` is
+    /// `None`): read from the handle, the queue lookup does not wait for a
+    /// load through `shared`.
+    key: QueueKey,
     category: Category,
     name: [u8; EVENT_NAME_CAPACITY],
 }
@@ -63,6 +67,7 @@ impl EventHandle {
     pub const fn noop(category: Category, name: &str) -> EventHandle {
         EventHandle {
             shared: None,
+            key: QueueKey::NONE,
             category,
             name: encode_name(name),
         }
@@ -72,10 +77,13 @@ impl EventHandle {
     #[inline(always)]
     pub fn record(&self, value: u64) {
         if let Some(shared) = &self.shared {
-            shared
-                .collector
-                .staging
-                .push_event(When::Now, self.category, || self.name, value);
+            shared.collector.staging.push_event_keyed(
+                self.key,
+                When::Now,
+                self.category,
+                || self.name,
+                value,
+            );
         }
     }
 
@@ -83,7 +91,8 @@ impl EventHandle {
     #[inline(always)]
     pub fn record_at(&self, timestamp_us: u64, value: u64) {
         if let Some(shared) = &self.shared {
-            shared.collector.staging.push_event(
+            shared.collector.staging.push_event_keyed(
+                self.key,
                 When::At(timestamp_us),
                 self.category,
                 || self.name,
@@ -428,6 +437,9 @@ fn resolve(shared: &Option<Arc<Shared>>, category: Category, name: &str) -> Even
         .filter(|s| s.filter.as_ref().is_none_or(|f| f.allows(name)))
         .cloned();
     EventHandle {
+        key: shared
+            .as_ref()
+            .map_or(QueueKey::NONE, |s| s.collector.staging.key()),
         shared,
         category,
         name: encode_name(name),

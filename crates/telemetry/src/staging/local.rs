@@ -10,7 +10,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 
-use super::queue::Producer;
+use super::queue::{Cursor, Producer};
 use super::slot::StagedSlot;
 
 /// A recording thread's end of one staging queue.
@@ -19,7 +19,7 @@ pub(super) type SlotProducer = Producer<StagedSlot>;
 /// Ways of the fast-path cache: a thread recording into up to this many
 /// telemetry instances with consecutive ids (agents created one after the
 /// other) never takes the slow path after the first record into each.
-pub(super) const CACHE_WAYS: usize = 4;
+const CACHE_WAYS: usize = 4;
 const _: () = assert!(CACHE_WAYS.is_power_of_two());
 
 /// The calling thread's fast-path cache: the producers it recorded into last,
@@ -28,14 +28,17 @@ const _: () = assert!(CACHE_WAYS.is_power_of_two());
 /// resets it when torn down.
 struct LocalCache {
     ids: [Cell<u64>; CACHE_WAYS],
-    producers: [Cell<*mut SlotProducer>; CACHE_WAYS],
+    /// The cursor of the cached instance's queue, whose producer TABLE owns.
+    cursors: [UnsafeCell<Cursor<StagedSlot>>; CACHE_WAYS],
 }
 
 impl LocalCache {
     fn reset(&self) {
-        for (id, producer) in self.ids.iter().zip(&self.producers) {
+        for (id, cursor) in self.ids.iter().zip(&self.cursors) {
             id.set(0);
-            producer.set(std::ptr::null_mut());
+            // SAFETY: only this thread touches its cache, and no reference
+            // into a cursor is alive outside `push`, which does not get here.
+            unsafe { *cursor.get() = Cursor::NONE };
         }
     }
 }
@@ -58,7 +61,7 @@ thread_local! {
     static CACHE: LocalCache = const {
         LocalCache {
             ids: [const { Cell::new(0) }; CACHE_WAYS],
-            producers: [const { Cell::new(std::ptr::null_mut()) }; CACHE_WAYS],
+            cursors: [const { UnsafeCell::new(Cursor::NONE) }; CACHE_WAYS],
         }
     };
     static TABLE: LocalTable = const {
@@ -69,8 +72,8 @@ thread_local! {
 }
 
 /// Pushes the slot `make` builds (standing for `1 + extra` events) into the
-/// calling thread's queue of instance `id` (ids start at 1), whose cache way
-/// is `way` (`< CACHE_WAYS`). When this thread has no queue for the instance
+/// calling thread's queue of instance `id` (ids start at 1; the instance's
+/// cache way is `id % CACHE_WAYS`). When this thread has no queue for the instance
 /// yet, `register` is asked for one (`None`: the instance shut down, or no
 /// memory). Returns `false` when there is no queue to push into (that, or the
 /// thread's storage is already torn down): the caller counts the events lost.
@@ -80,7 +83,6 @@ thread_local! {
 #[inline(always)]
 pub(super) fn push(
     id: u64,
-    way: usize,
     extra: u32,
     make: impl FnOnce() -> StagedSlot,
     register: impl FnOnce() -> Option<SlotProducer>,
@@ -92,30 +94,27 @@ pub(super) fn push(
     // destructor: its storage stays valid until the thread exits, which
     // cannot happen during this call.
     let cache = unsafe { &*cache };
-    // The mask is a no-op (`way < CACHE_WAYS`) that spares a bounds check.
-    let way = way & (CACHE_WAYS - 1);
-    let producer = if cache.ids[way].get() == id {
-        cache.producers[way].get()
-    } else {
-        // The slow path takes neither `make` nor its captures: nothing of the
-        // fast path waits on it.
-        match find_or_register(cache, id, way, register) {
-            Some(producer) => producer,
-            None => return false,
-        }
-    };
-    // SAFETY: `producer` points into a Box owned by this thread's TABLE: either
-    // `producers[way]`, set together with `ids[way]` and reset whenever an entry
-    // is removed or TABLE is torn down, or the entry `find_or_register` just
-    // found or added. Only this thread touches them, and nothing reached from
-    // push_with re-enters them (`make` only builds a slot, see above), so this
-    // is the only reference.
-    unsafe { (*producer).push_with(extra, make) };
+    // Masked, the index needs no bounds check.
+    let way = id as usize & (CACHE_WAYS - 1);
+    // The slow path takes neither `make` nor its captures: nothing of the
+    // fast path waits on it.
+    if cache.ids[way].get() != id && !find_or_register(cache, id, way, register) {
+        return false;
+    }
+    // SAFETY: `cursors[way]` was made by the producer of instance `id`'s queue,
+    // which this thread's TABLE owns, when `ids[way]` was set to `id`; both are
+    // reset whenever an entry is removed or TABLE is torn down, so the producer
+    // is alive. A queue's cursor is made only into its instance's one way and
+    // only when that way held another instance, so it is the only one pushed
+    // through. Only this thread touches the cache, and nothing reached from
+    // push_with re-enters it (`make` only builds a slot, see above), so this is
+    // the only reference.
+    unsafe { (*cache.cursors[way].get()).push_with(extra, make) };
     true
 }
 
 /// Finds or registers the calling thread's queue for instance `id` and makes
-/// it the cached one in `way`; `None` when there is none to be had.
+/// it the cached one in `way`; `false` when there is none to be had.
 #[cold]
 #[inline(never)]
 fn find_or_register(
@@ -123,7 +122,7 @@ fn find_or_register(
     id: u64,
     way: usize,
     register: impl FnOnce() -> Option<SlotProducer>,
-) -> Option<*mut SlotProducer> {
+) -> bool {
     TABLE
         .try_with(|table| {
             // SAFETY: only this thread accesses the table and no reference into
@@ -143,13 +142,14 @@ fn find_or_register(
                     entries.len() - 1
                 }
             };
-            let producer: *mut SlotProducer = &mut *entries[index].1;
+            // SAFETY: as in `reset`: no reference into the cursor is alive.
+            unsafe { *cache.cursors[way].get() = entries[index].1.cursor() };
             cache.ids[way].set(id);
-            cache.producers[way].set(producer);
-            Some(producer)
+            Some(())
         })
         .ok()
         .flatten()
+        .is_some()
 }
 
 /// The instance ids this thread holds queues for (tests inspect the purge).

@@ -24,7 +24,7 @@ mod slot;
 use nixl_telemetry_abi::Event;
 
 pub(crate) use queue::QueueCounts;
-pub(crate) use registry::Staging;
+pub(crate) use registry::{QueueKey, Staging};
 pub(crate) use slot::When;
 
 use slot::StagedSlot;

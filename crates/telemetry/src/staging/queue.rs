@@ -3,8 +3,9 @@
 //! own.
 //!
 //! [`channel`] returns a [`Producer`] and a [`Consumer`]. A push is: check for
-//! room against a cached copy of the consumer's position, write the slot in
-//! place, publish the new head with a release store. No lock, no allocation,
+//! room against a limit derived from a cached copy of the consumer's position
+//! (one compare), write the slot in place, publish the new head with a
+//! release store. No lock, no allocation,
 //! no system call, no read-modify-write instruction; the producer's and the
 //! consumer's positions sit on separate cache lines.
 //!
@@ -48,8 +49,8 @@ struct Shared<T> {
     slots: Box<[SlotCell<T>]>,
 }
 
-// SAFETY: slots are written only by the single Producer at indices in
-// [tail, tail + capacity) not yet published, and read only by the single
+// SAFETY: slots are written only through the producer's one cursor in use, on
+// the producer's thread, at indices in [tail, tail + capacity) not yet published, and read only by the single
 // Consumer at indices in [tail, head) after an acquire load of `head`; the
 // release/acquire pair on head and tail orders those accesses. Everything
 // else is atomic. Slots are `Copy` values moved between threads, hence `Send`.
@@ -79,14 +80,8 @@ pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, C
         slots,
     });
     let producer = Producer {
-        slots: shared.slots.as_ptr(),
         shared: Arc::clone(&shared),
-        head: 0,
-        extra: 0,
-        cached_tail: 0,
-        dropped: 0,
-        capacity: capacity as u64,
-        mask: capacity as u64 - 1,
+        on_its_thread: std::marker::PhantomData,
     };
     Some((
         producer,
@@ -97,63 +92,150 @@ pub(crate) fn channel<T: Copy + Send>(capacity: usize) -> Option<(Producer<T>, C
     ))
 }
 
-/// The producing end. Not `Send` (it holds a raw pointer into the slots): it
-/// stays on the thread that created it. Aligned to its own cache lines so
-/// that two threads' producers never share one.
-#[repr(align(128))]
+/// The producing end: it keeps the queue alive for the cursors it makes. Not
+/// `Send`: it stays on the thread that created it, as its cursors do.
 pub(crate) struct Producer<T> {
     shared: Arc<Shared<T>>,
+    on_its_thread: std::marker::PhantomData<*const ()>,
+}
+
+/// What a push reads and writes, apart from the queue's memory: the queue's
+/// address, its slots, the producer's position and counters. Everything in it
+/// is also published in the queue (head, extras, drops) or derived from it, so
+/// a cursor can be made afresh from the queue at any time
+/// ([`Producer::cursor`]) and dropped without loss: the recording thread keeps
+/// one in its fast-path cache, where a push reaches it with one load less than
+/// through its producer. At most one cursor of a queue may be pushed through
+/// at a time.
+pub(crate) struct Cursor<T> {
+    shared: *const Shared<T>,
     slots: *const SlotCell<T>,
+    /// Slots pushed so far (free-running; 2^64 slots are never reached).
     head: u64,
     extra: u64,
-    cached_tail: u64,
+    /// The head up to which there is room: a cached copy of the consumer's
+    /// tail plus the capacity (re-read only when `head` reaches it).
+    limit: u64,
     dropped: u64,
     capacity: u64,
     mask: u64,
 }
 
-impl<T: Copy> Producer<T> {
+impl<T> Cursor<T> {
+    /// A cursor of no queue (a fast-path cache's empty way); never pushed through.
+    pub(crate) const NONE: Cursor<T> = Cursor {
+        shared: std::ptr::null(),
+        slots: std::ptr::null(),
+        head: 0,
+        extra: 0,
+        limit: 0,
+        dropped: 0,
+        capacity: 0,
+        mask: 0,
+    };
+
+    /// A cursor at the queue's current position. Only the producer's thread
+    /// stores the position and counters, so relaxed loads read their latest
+    /// values; the limit starts at the head (the first push reads the tail).
+    fn at(shared: &Shared<T>) -> Cursor<T> {
+        let head = shared.published.0.head.load(Ordering::Relaxed);
+        Cursor {
+            shared,
+            slots: shared.slots.as_ptr(),
+            head,
+            extra: shared.published.0.extra.load(Ordering::Relaxed),
+            limit: head,
+            dropped: shared.dropped.0.load(Ordering::Relaxed),
+            capacity: shared.mask + 1,
+            mask: shared.mask,
+        }
+    }
+}
+
+impl<T: Copy> Cursor<T> {
     /// Writes the slot `make` builds straight into the next free place; `make`
     /// runs only when there is room (a full queue builds nothing). The slot
     /// stands for `1 + extra` units, counted as accepted or dropped together.
     /// Returns whether the slot was kept. Callers pass a constant `extra`, so
     /// a plain push pays nothing for it.
+    ///
+    /// # Safety
+    /// The cursor was made by [`Producer::cursor`] of a producer that is
+    /// still alive, on this thread, and no other cursor of its queue was
+    /// pushed through since.
     #[inline(always)]
-    pub(crate) fn push_with(&mut self, extra: u32, make: impl FnOnce() -> T) -> bool {
-        if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
-            self.cached_tail = self.shared.tail.0.load(Ordering::Acquire);
-            if self.head.wrapping_sub(self.cached_tail) >= self.capacity {
+    pub(crate) unsafe fn push_with(&mut self, extra: u32, make: impl FnOnce() -> T) -> bool {
+        // SAFETY: the producer, alive as the caller promises, holds the queue.
+        let shared = unsafe { &*self.shared };
+        if self.head >= self.limit {
+            self.limit = shared.tail.0.load(Ordering::Acquire) + self.capacity;
+            if self.head >= self.limit {
                 self.dropped += 1 + u64::from(extra);
-                self.shared.dropped.0.store(self.dropped, Ordering::Relaxed);
+                shared.dropped.0.store(self.dropped, Ordering::Relaxed);
                 return false;
             }
         }
         let slot = make();
         // SAFETY: head & mask < capacity = slots.len(); the place is outside the
-        // consumer's window [tail, head) because head - tail < capacity, so no one
-        // reads it until the release store below publishes it.
+        // consumer's window [tail, head) because head < limit <= tail + capacity
+        // (the consumer's tail only grows), so no one reads it until the release
+        // store below publishes it; this cursor is the only producer.
         unsafe { (*self.slots.add((self.head & self.mask) as usize)).write(slot) };
         if extra != 0 {
             self.extra += u64::from(extra);
             // Before the head: whoever sees the slot also sees its extras.
-            self.shared
+            shared
                 .published
                 .0
                 .extra
                 .store(self.extra, Ordering::Relaxed);
         }
         self.head += 1;
-        self.shared
-            .published
-            .0
-            .head
-            .store(self.head, Ordering::Release);
+        shared.published.0.head.store(self.head, Ordering::Release);
         true
+    }
+}
+
+impl<T: Copy> Producer<T> {
+    /// A cursor at this producer's current position, for its thread to push
+    /// through ([`Cursor::push_with`]).
+    pub(crate) fn cursor(&self) -> Cursor<T> {
+        Cursor::at(&self.shared)
     }
 
     /// Whether the consumer's owner closed the queue.
     pub(crate) fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
+    }
+}
+
+/// A producer with the one cursor made of it, pushed through as a recording
+/// thread does (the tests' producing end).
+#[cfg(test)]
+pub(crate) struct PushingProducer<T> {
+    cursor: Cursor<T>,
+    producer: Producer<T>,
+}
+
+#[cfg(test)]
+impl<T: Copy> PushingProducer<T> {
+    pub(crate) fn new(producer: Producer<T>) -> PushingProducer<T> {
+        PushingProducer {
+            cursor: producer.cursor(),
+            producer,
+        }
+    }
+
+    /// [`Cursor::push_with`] through the one cursor.
+    pub(crate) fn push_with(&mut self, extra: u32, make: impl FnOnce() -> T) -> bool {
+        // SAFETY: the cursor was made by the producer held alongside, which is
+        // alive, stays on this thread (it is not `Send`) and makes no other.
+        unsafe { self.cursor.push_with(extra, make) }
+    }
+
+    /// Whether the consumer's owner closed the queue.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.producer.is_closed()
     }
 }
 
@@ -254,7 +336,8 @@ mod tests {
 
     #[test]
     fn keeps_order_wraps_and_counts_drops() {
-        let (mut p, mut c) = channel::<(u64, u32)>(4).unwrap();
+        let (p, mut c) = channel::<(u64, u32)>(4).unwrap();
+        let mut p = PushingProducer::new(p);
         for v in 0..6 {
             p.push_with(0, || (v, 0));
         }
@@ -283,7 +366,8 @@ mod tests {
 
     #[test]
     fn a_full_queue_does_not_build_the_slot() {
-        let (mut p, _c) = channel::<u64>(2).unwrap();
+        let (p, _c) = channel::<u64>(2).unwrap();
+        let mut p = PushingProducer::new(p);
         assert!(p.push_with(0, || 1));
         assert!(p.push_with(0, || 2));
         assert!(!p.push_with(0, || unreachable!("no room, nothing built")));
@@ -291,7 +375,8 @@ mod tests {
 
     #[test]
     fn a_slot_counts_as_its_units_whole_or_dropped_whole() {
-        let (mut p, mut c) = channel::<(u64, u32)>(4).unwrap();
+        let (p, mut c) = channel::<(u64, u32)>(4).unwrap();
+        let mut p = PushingProducer::new(p);
         p.push_with(0, || (1, 0));
         p.push_with(2, || (2, 2));
         p.push_with(0, || (3, 0));
@@ -325,7 +410,8 @@ mod tests {
         // A producer stays on the thread that created it: the consumer moves.
         let (hand_over, receive) = std::sync::mpsc::channel();
         let producer = std::thread::spawn(move || {
-            let (mut p, c) = channel::<u64>(64).unwrap();
+            let (p, c) = channel::<u64>(64).unwrap();
+            let mut p = PushingProducer::new(p);
             hand_over.send(c).unwrap();
             for i in 0..n {
                 p.push_with(0, || i);
@@ -400,7 +486,8 @@ mod loom_models {
     /// on the slot).
     fn hand_off(pushes: &'static [(u64, u32)], passes: usize, max: usize) {
         loom::model(move || {
-            let (mut p, mut c) = channel::<(u64, u32)>(2).unwrap();
+            let (p, mut c) = channel::<(u64, u32)>(2).unwrap();
+            let mut p = PushingProducer::new(p);
             let flush = loom::thread::spawn(move || {
                 let (mut got, mut units) = (Vec::new(), 0);
                 let retired = flush_passes(&mut c, passes, max, &mut got, &mut units);

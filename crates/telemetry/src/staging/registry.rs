@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use nixl_telemetry_abi::{Category, EVENT_NAME_CAPACITY};
 
-use super::local::{self, SlotProducer, CACHE_WAYS};
+use super::local::{self, SlotProducer};
 use super::queue;
 use super::slot::{StagedSlot, When, TRANSFER_EXTRA_EVENTS};
 use super::Consumer;
@@ -15,12 +15,22 @@ use crate::telemetry::Direction;
 /// Instance ids start at 1; 0 means "no cached instance".
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// What a recording call needs to find its thread's queue of one instance:
+/// the instance's id. A handle keeps a copy, so its record reads the id from
+/// the handle itself instead of through the instance (one dependent load
+/// less ahead of the queue lookup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueueKey(u64);
+
+impl QueueKey {
+    /// The key of no instance (a disabled handle's): ids start at 1.
+    pub(crate) const NONE: QueueKey = QueueKey(0);
+}
+
 /// One telemetry instance's side of the staging: where recording threads
 /// register their queues.
 pub(crate) struct Staging {
     id: u64,
-    /// `id % CACHE_WAYS`: this instance's way in each thread's fast-path cache.
-    way: usize,
     capacity: usize,
     registered: Mutex<Vec<Consumer>>,
     /// Set (under the `registered` lock) when the instance shuts down: no
@@ -37,11 +47,13 @@ pub(crate) struct Staging {
 
 impl Staging {
     /// A staging area whose queues hold `capacity` slots each.
+    /// Calibrates the clock first (once per process): a slot stamped by
+    /// the clock is then ticks or µs as the drain expects.
     pub(crate) fn new(capacity: usize) -> Staging {
+        crate::clock::init();
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Staging {
             id,
-            way: id as usize % CACHE_WAYS,
             capacity,
             registered: Mutex::new(Vec::new()),
             shut: AtomicBool::new(false),
@@ -61,6 +73,11 @@ impl Staging {
         into.append(&mut reg);
     }
 
+    /// The key of this instance's queues ([`Staging::push_event_keyed`]).
+    pub(crate) fn key(&self) -> QueueKey {
+        QueueKey(self.id)
+    }
+
     /// Records one event into the calling thread's queue for this instance,
     /// stamped as `when` says. `name` runs only when the event is kept (a
     /// full queue neither encodes a name nor reads the clock); the event is
@@ -73,7 +90,22 @@ impl Staging {
         name: impl FnOnce() -> [u8; EVENT_NAME_CAPACITY],
         value: u64,
     ) {
-        self.push_slot(0, move || {
+        self.push_event_keyed(self.key(), when, category, name, value);
+    }
+
+    /// [`Staging::push_event`] with this instance's key as the caller keeps it
+    /// (`key` must be this instance's [`Staging::key`]).
+    #[inline(always)]
+    pub(crate) fn push_event_keyed(
+        &self,
+        key: QueueKey,
+        when: When,
+        category: Category,
+        name: impl FnOnce() -> [u8; EVENT_NAME_CAPACITY],
+        value: u64,
+    ) {
+        debug_assert_eq!(key, self.key(), "a key of another instance");
+        self.push_slot(key, 0, move || {
             StagedSlot::event_named_after_stamp(when, category, name, value)
         });
     }
@@ -88,14 +120,14 @@ impl Staging {
         direction: Direction,
         bytes: u64,
     ) {
-        self.push_slot(TRANSFER_EXTRA_EVENTS, move || {
+        self.push_slot(self.key(), TRANSFER_EXTRA_EVENTS, move || {
             StagedSlot::transfer(when, duration_us, direction, bytes)
         });
     }
 
     #[inline(always)]
-    fn push_slot(&self, extra: u32, make: impl FnOnce() -> StagedSlot) {
-        if !local::push(self.id, self.way, extra, make, || self.register()) {
+    fn push_slot(&self, key: QueueKey, extra: u32, make: impl FnOnce() -> StagedSlot) {
+        if !local::push(key.0, extra, make, || self.register()) {
             // This thread's storage is already torn down, or the instance shut
             // down, or there was no memory for a queue.
             self.late_drops

@@ -6,9 +6,13 @@
 //! that an event does not:
 //!
 //! * **a raw timestamp**: a push that takes its own timestamp ([`When::Now`])
-//!   stores the raw time-stamp-counter reading ([`clock::stamp`]) and says so;
-//!   the drain converts it to µs with one calibration snapshot per drain, so
-//!   the recording thread pays for the RDTSC instruction and nothing else;
+//!   stores [`clock::stamp`]'s reading, the raw time-stamp-counter reading
+//!   where the clock uses the TSC, and says that the clock took it; the drain
+//!   converts it to µs with one calibration snapshot per drain, so the
+//!   recording thread pays for the RDTSC instruction and nothing else. The
+//!   flag is a constant of the push (whether the reading is ticks or µs is
+//!   the clock's, fixed for the process once it is calibrated), so a push
+//!   keeps no clock state across the read;
 //! * **a completed transfer**: [`Telemetry::transfer_completed`](crate::Telemetry::transfer_completed)
 //!   stands for three events with one timestamp (`agent_xfer_time`,
 //!   `agent_{tx|rx}_bytes`, `agent_{tx|rx}_requests_num` = 1). Its duration,
@@ -38,15 +42,15 @@ pub(crate) enum When {
 }
 
 impl When {
-    /// The timestamp to store: raw ticks (flagged) for [`When::Now`] on a
-    /// machine with a usable time-stamp counter, else µs.
+    /// The timestamp to store: [`clock::stamp`]'s reading (flagged) for
+    /// [`When::Now`], else the caller's µs.
     #[inline(always)]
     fn stamp(self) -> Stamp {
         match self {
-            When::Now => {
-                let (value, raw) = clock::stamp();
-                Stamp { value, raw }
-            }
+            When::Now => Stamp {
+                value: clock::stamp(),
+                raw: true,
+            },
             When::At(us) => Stamp {
                 value: us,
                 raw: false,
@@ -55,7 +59,8 @@ impl When {
     }
 }
 
-/// A stored timestamp: µs since the epoch, or raw clock ticks.
+/// A stored timestamp: µs since the epoch, or [`clock::stamp`]'s reading
+/// (`raw`: ticks where the clock uses the TSC, else µs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     value: u64,
@@ -165,7 +170,8 @@ impl StagedSlot {
 
     /// Appends the events this slot stands for to `out`, in order, with the
     /// timestamp in µs (a raw one converted with `calibration`, taken once
-    /// per drain on first need). Returns [`StagedSlot::extra_events`].
+    /// per drain on first need, where the clock uses the TSC). Returns
+    /// [`StagedSlot::extra_events`].
     #[inline]
     pub(crate) fn append_events(
         &self,
@@ -173,7 +179,7 @@ impl StagedSlot {
         out: &mut Vec<Event>,
     ) -> u32 {
         let us = |raw: bool, calibration: &mut Option<TscToUs>| {
-            if raw {
+            if raw && clock::uses_tsc() {
                 calibration
                     .get_or_insert_with(TscToUs::current)
                     .us(self.stamp)
