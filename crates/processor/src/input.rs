@@ -35,6 +35,16 @@ pub struct InputLine<'a> {
 /// optionally `now` (an ISO 8601 string or `null`) is an envelope; any other object is
 /// a raw record.
 pub fn parse_input_line(text: &str) -> Result<InputLine<'_>, LineError> {
+    if let Some((now, fields)) = crate::direct_parse::parse_envelope_direct(text) {
+        let now = match now {
+            Some(now) => Some(Timestamp::parse_iso(&now).map_err(LineError::Now)?),
+            None => None,
+        };
+        return Ok(InputLine {
+            now,
+            record: Record::from_fields(fields),
+        });
+    }
     let record = Record::parse(text)?;
     // One pass over the members: the last `record` and `now` (as lookups take the
     // last of duplicates), and whether any other key is there.
