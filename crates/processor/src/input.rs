@@ -35,16 +35,33 @@ pub struct InputLine<'a> {
 /// optionally `now` (an ISO 8601 string or `null`) is an envelope; any other object is
 /// a raw record.
 pub fn parse_input_line(text: &str) -> Result<InputLine<'_>, LineError> {
-    let record = Record::parse(text)?;
-    let is_envelope = matches!(record.get("record"), Some(JsonValue::Object(_)))
-        && record
-            .fields()
-            .iter()
-            .all(|(k, _)| k == "record" || k == "now");
-    if !is_envelope {
-        return Ok(InputLine { now: None, record });
+    if let Some((now, fields)) = crate::direct_parse::parse_envelope_direct(text) {
+        let now = match now {
+            Some(now) => Some(Timestamp::parse_iso(&now).map_err(LineError::Now)?),
+            None => None,
+        };
+        return Ok(InputLine {
+            now,
+            record: Record::from_fields(fields),
+        });
     }
-    let now = match record.get("now") {
+    let record = Record::parse(text)?;
+    // One pass over the members: the last `record` and `now` (as lookups take the
+    // last of duplicates), and whether any other key is there.
+    let mut record_at = None;
+    let mut now_at = None;
+    for (i, (key, _)) in record.fields().iter().enumerate() {
+        match key.as_ref() {
+            "record" => record_at = Some(i),
+            "now" => now_at = Some(i),
+            _ => return Ok(InputLine { now: None, record }),
+        }
+    }
+    let fields = record.fields();
+    let Some(record_at) = record_at.filter(|&i| matches!(fields[i].1, JsonValue::Object(_))) else {
+        return Ok(InputLine { now: None, record });
+    };
+    let now = match now_at.map(|i| &fields[i].1) {
         None | Some(JsonValue::Null) => None,
         Some(JsonValue::String(s)) => Some(Timestamp::parse_iso(s).map_err(LineError::Now)?),
         Some(other) => {
@@ -53,13 +70,7 @@ pub fn parse_input_line(text: &str) -> Result<InputLine<'_>, LineError> {
             })
         }
     };
-    let inner = record
-        .into_fields()
-        .into_iter()
-        .rev()
-        .find(|(k, _)| k == "record")
-        .map(|(_, v)| v)
-        .unwrap_or(JsonValue::Null);
+    let inner = record.into_fields().swap_remove(record_at).1;
     Ok(InputLine {
         now,
         record: Record::from_json(inner)?,
@@ -89,5 +100,16 @@ mod tests {
             Err(LineError::Now(_))
         ));
         assert!(parse_input_line("[]").is_err());
+        // Duplicates: the last `record` and the last `now` are the envelope's.
+        let line = parse_input_line(
+            r#"{"record": {"a": 1}, "now": 5, "now": "2025-01-13T00:00:05", "record": {"b": 2}}"#,
+        )
+        .unwrap();
+        assert_eq!(line.now.unwrap().to_string(), "2025-01-13T00:00:05");
+        assert!(line.record.get("b").is_some() && line.record.get("a").is_none());
+        let raw = parse_input_line(r#"{"record": {"a": 1}, "record": 3}"#).unwrap();
+        assert!(raw.now.is_none() && raw.record.fields().len() == 2);
+        let raw = parse_input_line(r#"{"now": "x"}"#).unwrap();
+        assert!(raw.now.is_none() && raw.record.get("now").is_some());
     }
 }

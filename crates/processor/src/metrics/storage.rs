@@ -279,7 +279,7 @@ impl Metrics {
                 pending_last = None;
             }
             member(&mut s, key);
-            let _ = write!(s, "{value}");
+            push_integer(&mut s, value);
         }
         if let Some(last) = pending_last {
             member(&mut s, LAST_UPDATED);
@@ -294,6 +294,26 @@ impl Metrics {
         }
         s
     }
+}
+
+/// Appends the decimal form of `value` (what `write!(out, "{value}")` writes, without
+/// the formatting machinery: the metrics file holds one integer per key).
+fn push_integer(out: &mut String, value: i64) {
+    let mut digits = [0u8; 20];
+    let mut rest = value.unsigned_abs();
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push('-');
+    }
+    out.push_str(std::str::from_utf8(&digits[start..]).expect("ASCII digits"));
 }
 
 /// Appends a JSON string body (without quotes), escaping `"`, `\` and control characters
@@ -324,9 +344,16 @@ pub(crate) fn write_json_str(out: &mut String, text: &str) {
             }
         }
         let b = bytes[i];
+        if b == b'"' || b == b'\\' {
+            // A backslash before the byte, and the byte itself starts the next run:
+            // the labeled keys' many quotes cost one push each, not two copies.
+            out.push_str(&text[run..i]);
+            out.push('\\');
+            run = i;
+            i += 1;
+            continue;
+        }
         let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
             b'\n' => "\\n",
             b'\r' => "\\r",
             b'\t' => "\\t",
@@ -481,6 +508,34 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn integers_are_written_as_format_writes_them() {
+        let mut values = vec![
+            0,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            99,
+            100,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ];
+        let mut power = 1i64;
+        while let Some(next) = power.checked_mul(10) {
+            values.extend([power - 1, power, power + 1, -power, -(power - 1), next - 7]);
+            power = next;
+        }
+        for value in values {
+            let mut out = String::from("x");
+            push_integer(&mut out, value);
+            assert_eq!(out, format!("x{value}"));
+        }
+    }
+
     use crate::metrics::MetricsUpdate;
 
     #[test]
