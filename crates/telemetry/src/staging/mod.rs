@@ -247,6 +247,66 @@ mod tests {
     }
 
     #[test]
+    fn instances_sharing_a_cache_way_take_turns_without_losing_count() {
+        // Two instances whose queues this thread caches in the same way: each
+        // record into one evicts the other's cursor, and the next record into
+        // the other makes a new cursor from what its queue published.
+        let a = Staging::new(4);
+        let b = (0..256)
+            .map(|_| Staging::new(4))
+            .find(|b| b.id() % 4 == a.id() % 4)
+            .expect("an instance in a's way");
+        let (mut ca, mut cb) = (None::<Consumer>, None::<Consumer>);
+        let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+        // What a queue of 4 slots keeps: each instance's slots pending, and
+        // its units accepted and dropped.
+        let mut model = [(0u64, 0u64, 0u64); 2];
+        for round in 0..40u64 {
+            for (which, staging) in [(0, &a), (1, &b)] {
+                let transfer = round % 3 == 0;
+                if transfer {
+                    staging.push_transfer(When::At(round), 5, Direction::Read, round);
+                } else {
+                    record(staging, round);
+                }
+                let units = if transfer { 3 } else { 1 };
+                let (pending, accepted, dropped) = &mut model[which];
+                if *pending < 4 {
+                    *pending += 1;
+                    *accepted += units;
+                } else {
+                    *dropped += units;
+                }
+            }
+            ca = ca.or_else(|| consumers(&a).pop());
+            cb = cb.or_else(|| consumers(&b).pop());
+            // a is drained every 5th round, b every 7th: the cursors re-read
+            // the consumers' positions at different times.
+            if round % 5 == 4 {
+                ca.as_mut().unwrap().drain_into(&mut got_a, usize::MAX);
+                model[0].0 = 0;
+            }
+            if round % 7 == 6 {
+                cb.as_mut().unwrap().drain_into(&mut got_b, usize::MAX);
+                model[1].0 = 0;
+            }
+        }
+        for (consumer, model) in [(&ca, model[0]), (&cb, model[1])] {
+            let counts = consumer.as_ref().unwrap().counts();
+            assert_eq!((counts.accepted, counts.dropped), (model.1, model.2));
+        }
+        ca.as_mut().unwrap().drain_into(&mut got_a, usize::MAX);
+        cb.as_mut().unwrap().drain_into(&mut got_b, usize::MAX);
+        assert_eq!(got_a.len() as u64, model[0].1);
+        assert_eq!(got_b.len() as u64, model[1].1);
+        for got in [&got_a, &got_b] {
+            assert!(got
+                .windows(2)
+                .all(|w| w[0].timestamp_us <= w[1].timestamp_us));
+        }
+    }
+
+    #[test]
     fn no_queue_is_registered_after_shutdown() {
         let s = Staging::new(8);
         record(&s, 1);
