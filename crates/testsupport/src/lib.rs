@@ -10,6 +10,7 @@
 //!   layout, checked against the Rust side;
 //! * [`panic_boundary`]: every `extern "C"` entry point of a boundary runs
 //!   inside a panic guard, checked in the source;
+//! * [`loopback`]: loopback addresses for test servers, no port twice;
 //! * [`nixl_ring`]: rings as NIXL's own writer writes them (no trailer);
 //! * [`promtool`]: Prometheus's `promtool check metrics` on our exposition
 //!   text;
@@ -21,6 +22,7 @@
 pub mod c_values;
 pub mod capture;
 pub mod child;
+pub mod loopback;
 pub mod nixl_ring;
 pub mod panic_boundary;
 pub mod plugins;

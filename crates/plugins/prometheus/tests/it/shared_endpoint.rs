@@ -14,8 +14,7 @@ use nixl_telemetry_abi::Category;
 use nixl_telemetry_prometheus::{PrometheusError, PrometheusExporter, Settings};
 
 fn free_addr() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
+    nixl_telemetry_testsupport::loopback::unused_address()
 }
 
 fn create(agent: &str, addr: SocketAddr) -> Result<PrometheusExporter, PrometheusError> {

@@ -1,7 +1,7 @@
 //! The plug-in's C entry points, called as the host calls them.
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 
 use nixl_telemetry_abi::c_abi::{CExporterParams, PluginDescriptor};
 use nixl_telemetry_abi::Event;
@@ -48,10 +48,8 @@ pub fn destroy(handle: *mut c_void) {
     unsafe { destroy(handle) }
 }
 
-/// A loopback address with a port that was free a moment ago.
+/// A loopback address with a port that was free a moment ago, never the same
+/// twice in this process.
 pub fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    nixl_telemetry_testsupport::loopback::unused_address()
 }
