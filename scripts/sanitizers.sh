@@ -119,10 +119,10 @@ TOML
 import sys
 path = sys.argv[1]
 text = open(path).read()
-release = ".head\n            .store(self.head, Ordering::Release);"
-if release not in text:
-    sys.exit("the queue's release store of head was not found: update the planted bug")
-open(path, "w").write(text.replace(release, ".head\n            .store(self.head, Ordering::Relaxed);"))
+release = "head.store(self.head, Ordering::Release);"
+if text.count(release) != 1:
+    sys.exit("the queue's release store of head was not found once: update the planted bug")
+open(path, "w").write(text.replace(release, "head.store(self.head, Ordering::Relaxed);"))
 EOF
     if (cd "$copy" && RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$root/target/loom-canary" \
         cargo test -q -p nixl-telemetry --release --lib loom_push_drain > "$work/loom-canary.out" 2>&1); then
