@@ -58,16 +58,7 @@ pub(crate) fn parse_envelope_direct(
     let mut record = None;
     loop {
         parser.skip_whitespace();
-        if parser.peek()? != b'"' {
-            return None;
-        }
-        let key = parser.string()?;
-        parser.skip_whitespace();
-        if parser.peek()? != b':' {
-            return None;
-        }
-        parser.pos += 1;
-        parser.skip_whitespace();
+        let key = parser.member_key()?;
         match (key.as_ref(), parser.peek()?) {
             ("now", b'"') if now.is_none() => now = Some(parser.string()?),
             // Depth as in `parse_direct`: the record is an object within an object.
@@ -183,6 +174,23 @@ impl<'a> Parser<'a> {
         Some(JsonValue::Number(number))
     }
 
+    /// An object member's key and its colon, with the white space after it;
+    /// `None` unless a string key and a colon are there.
+    #[inline(always)]
+    fn member_key(&mut self) -> Option<Cow<'a, str>> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let key = self.string()?;
+        self.skip_whitespace();
+        if self.peek()? != b':' {
+            return None;
+        }
+        self.pos += 1;
+        self.skip_whitespace();
+        Some(key)
+    }
+
     /// A string at `"`: borrowed when it has no escapes, owned when its escapes are all
     /// of the one-character kind (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`).
     /// Inlined: a record has some thirty strings, most of them a word or two long, and
@@ -264,16 +272,7 @@ impl<'a> Parser<'a> {
         }
         let mut fields = Vec::with_capacity(16);
         loop {
-            if self.peek()? != b'"' {
-                return None;
-            }
-            let key = self.string()?;
-            self.skip_whitespace();
-            if self.peek()? != b':' {
-                return None;
-            }
-            self.pos += 1;
-            self.skip_whitespace();
+            let key = self.member_key()?;
             let value = self.value(depth)?;
             fields.push((key, value));
             self.skip_whitespace();

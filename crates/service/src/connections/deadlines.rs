@@ -294,15 +294,18 @@ mod tests {
         assert_eq!(started.elapsed(), TIMEOUTS.idle);
     }
 
+    /// A task that ends when `phase` expires.
+    fn watch(phase: &Arc<ConnectionPhase>, room: &Arc<Notify>) -> tokio::task::JoinHandle<()> {
+        let (phase, room) = (phase.clone(), room.clone());
+        tokio::spawn(async move { phase.expired(&room).await })
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_waiting_connection_makes_room_and_a_busy_one_does_not() {
         let phase = ConnectionPhase::new(TIMEOUTS);
         let room = Arc::new(Notify::new());
         phase.bytes_read();
-        let reading = {
-            let (phase, room) = (phase.clone(), room.clone());
-            tokio::spawn(async move { phase.expired(&room).await })
-        };
+        let reading = watch(&phase, &room);
         tokio::task::yield_now().await;
         room.notify_waiters();
         tokio::time::advance(Duration::from_millis(10)).await;
@@ -310,10 +313,7 @@ mod tests {
         reading.abort();
         phase.serving();
         phase.answered();
-        let waiting = {
-            let (phase, room) = (phase.clone(), room.clone());
-            tokio::spawn(async move { phase.expired(&room).await })
-        };
+        let waiting = watch(&phase, &room);
         tokio::task::yield_now().await;
         room.notify_waiters();
         tokio::time::timeout(Duration::from_millis(10), waiting)
