@@ -11,6 +11,7 @@ pub mod callgrind;
 pub mod exporters;
 pub mod harness;
 pub mod ops;
+pub mod paired;
 pub mod pipeline;
 pub mod realloop;
 pub mod report;
@@ -140,7 +141,10 @@ pub fn run_suite(plan: SuitePlan, parts: &[Part]) -> Result<Report> {
     );
     for part in Part::ALL.iter().filter(|p| parts.contains(p)) {
         match part {
-            Part::Ops => ops::run(plan.ops, &mut report.rows)?,
+            Part::Ops => {
+                ops::run(plan.ops, &mut report.rows)?;
+                paired::run(plan.ops, &mut report.rows)?;
+            }
             Part::Ring => {
                 pipeline::ring_alone(plan.pipe, &mut report.rows)?;
                 pipeline::ring_stages(plan.pipe, &mut report.rows)?;

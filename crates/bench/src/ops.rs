@@ -314,7 +314,7 @@ fn contention_probe(plan: Plan, rows: &mut Vec<Row>) {
 }
 
 /// The 32-byte name field for `name`.
-fn nixl_telemetry_name(name: &str) -> [u8; 32] {
+pub(crate) fn nixl_telemetry_name(name: &str) -> [u8; 32] {
     Event::new(0, Category::PERFORMANCE, name, 0).event_name
 }
 

@@ -20,6 +20,8 @@ pub enum Unit {
     NsPerTransfer,
     /// Percent slowdown (lower is better).
     Percent,
+    /// A ratio measured directly, per repeat (lower is better).
+    Ratio,
 }
 
 impl Unit {
@@ -30,6 +32,7 @@ impl Unit {
             Unit::MEventsPerSec => "Mev/s",
             Unit::NsPerTransfer => "ns/xfer",
             Unit::Percent => "%",
+            Unit::Ratio => "×",
         }
     }
 
@@ -148,7 +151,8 @@ impl Report {
         Some(self.median(a)? / self.median(b)?)
     }
 
-    /// The ratios of medians, by name. The first five have targets (see `targets`).
+    /// The ratios of medians, and the ratios measured per repeat (`crate::paired`), by
+    /// name. The first five and `record_vs_floor_paired_1t` have targets (see `targets`).
     pub fn ratios(&self) -> BTreeMap<&'static str, f64> {
         let pairs: [(&'static str, &str, &str); 15] = [
             ("record_vs_floor_1t", "record_1t", "floor_1t"),
@@ -211,9 +215,17 @@ impl Report {
                 "floor_atomic_add_2t",
             ),
         ];
+        // Ratios measured per repeat (`crate::paired`): the row's median is the ratio.
+        let measured: [&'static str; 2] =
+            ["record_vs_floor_paired_1t", "record_at_vs_write_paired_1t"];
         pairs
             .into_iter()
             .filter_map(|(name, a, b)| Some((name, self.ratio(a, b)?)))
+            .chain(
+                measured
+                    .into_iter()
+                    .filter_map(|name| Some((name, self.median(name)?))),
+            )
             .collect()
     }
 
@@ -283,6 +295,14 @@ impl Report {
                 "record_vs_floor_1t",
                 r("record_vs_floor_1t"),
                 1.3,
+                true,
+                "×",
+            ),
+            t(
+                "suite",
+                "record_vs_floor_paired_1t",
+                r("record_vs_floor_paired_1t"),
+                1.05,
                 true,
                 "×",
             ),
@@ -459,5 +479,40 @@ fn fmt_num(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, unit: Unit, median: f64) -> Row {
+        Row {
+            id: id.to_owned(),
+            label: id.to_owned(),
+            threads: 1,
+            unit,
+            median,
+            best: median,
+            repeats: 1,
+            note: String::new(),
+            extra: Map::new(),
+        }
+    }
+
+    #[test]
+    fn ratios_divide_medians_and_take_paired_rows_as_measured() {
+        let report = Report {
+            rows: vec![
+                row("record", Unit::NsPerOp, 13.0),
+                row("floor", Unit::NsPerOp, 10.0),
+                row("record_vs_floor_paired", Unit::Ratio, 1.04),
+            ],
+            ..Report::default()
+        };
+        let ratios = report.ratios();
+        assert!((ratios["record_vs_floor_1t"] - 1.3).abs() < 1e-12);
+        assert_eq!(ratios["record_vs_floor_paired_1t"], 1.04);
+        assert!(!ratios.contains_key("record_at_vs_write_paired_1t"));
     }
 }
