@@ -443,6 +443,11 @@ pub fn extract_telemetry_data<'r>(
     extract_into(registry, record, Vec::with_capacity(registry.len())).map_err(|(error, _)| error)
 }
 
+/// Registries of up to this many attributes have their members found in one pass.
+const MEMBERS_AT_ONCE: usize = 64;
+/// No member (and the most members a record read in one pass may have).
+const NO_MEMBER: u8 = u8::MAX;
+
 /// [`extract_telemetry_data`] into a given (empty) vector, handed back on failure so
 /// that its allocation can be reused.
 #[allow(clippy::type_complexity)]
@@ -452,8 +457,34 @@ pub(crate) fn extract_into<'r>(
     mut values: Vec<AttrValue<'r>>,
 ) -> Result<TelemetryData<'r>, (ExtractError, Vec<AttrValue<'r>>)> {
     values.clear();
-    for attr in registry.attributes() {
-        let raw = record.get(&attr.raw_key);
+    let attrs = registry.attributes();
+    // Each attribute's member: the last one with its raw key, as `Record::get` finds
+    // it, found in one pass over the members from the end. Registries of more than
+    // MEMBERS_AT_ONCE attributes and records of NO_MEMBER members or more look each
+    // attribute up instead.
+    let fields = record.fields();
+    let at_once = attrs.len() <= MEMBERS_AT_ONCE && fields.len() < usize::from(NO_MEMBER);
+    let mut member = [NO_MEMBER; MEMBERS_AT_ONCE];
+    if at_once {
+        let index = registry.raw_keys();
+        for (pos, (key, _)) in fields.iter().enumerate().rev() {
+            let mut reader = index.first(attrs, key);
+            while let Some(a) = reader {
+                if member[a] != NO_MEMBER {
+                    // A later member already gave this key's attributes their value.
+                    break;
+                }
+                member[a] = pos as u8;
+                reader = index.next_same(a);
+            }
+        }
+    }
+    for (i, attr) in attrs.iter().enumerate() {
+        let raw = if at_once {
+            fields.get(usize::from(member[i])).map(|(_, value)| value)
+        } else {
+            record.get(&attr.raw_key)
+        };
         let value = match raw {
             None | Some(JsonValue::Null) => default_value(attr),
             Some(raw) => match read_value(attr, raw) {
@@ -774,5 +805,121 @@ mod tests {
             classes.class_of(data(&registry, &records[0]).values(), all),
             again
         );
+    }
+}
+
+#[cfg(test)]
+mod one_pass_tests {
+    use super::*;
+    use crate::types::{AttributeType as T, DefaultValue as D};
+
+    /// What each attribute reads, shown as text: the value `Record::get` finds for its
+    /// raw key (the last member with it), or the attribute's error.
+    fn by_lookup(registry: &AttributeRegistry, record: &Record<'_>) -> String {
+        let mut out = String::new();
+        for attr in registry.attributes() {
+            let shown = match record.get(&attr.raw_key) {
+                None | Some(JsonValue::Null) => format!("{:?}", default_value(attr)),
+                Some(raw) => match read_value(attr, raw) {
+                    Ok(value) => format!("{value:?}"),
+                    Err(error) => return format!("error: {error}"),
+                },
+            };
+            out.push_str(&shown);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn by_extract(registry: &AttributeRegistry, record: &Record<'_>) -> String {
+        match extract_into(registry, record, Vec::new()) {
+            Ok(data) => data.values().iter().map(|v| format!("{v:?}\n")).collect(),
+            Err((error, _)) => format!("error: {error}"),
+        }
+    }
+
+    fn records() -> Vec<String> {
+        let mut texts: Vec<String> = [
+            r#"{}"#,
+            r#"{"action": "train", "gpu": ["a", "b"], "x": 1, "y": 2, "z": 3}"#,
+            // Duplicates: the last member wins, an earlier one of the wrong type is ignored.
+            r#"{"time_lapsed": "bad", "action": "a", "time_lapsed": 4, "action": "b"}"#,
+            r#"{"time_lapsed": 4, "time_lapsed": "bad"}"#,
+            r#"{"time_lapsed": 4, "time_lapsed": null}"#,
+            r#"{"gpu": 3, "version": 7, "network": [1], "success": "s"}"#,
+            r#"{"automl_triggered": true, "client_type": "cli", "user_error": 0, "success": 1.5}"#,
+            r#"{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9}"#,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        // More members than one pass takes, the attribute's member last.
+        let mut many = String::from("{");
+        for i in 0..300 {
+            many.push_str(&format!("\"k{i}\": {i}, "));
+        }
+        many.push_str("\"time_lapsed\": 5, \"action\": \"x\", \"time_lapsed\": 6}");
+        texts.push(many);
+        texts
+    }
+
+    fn compare(registry: &AttributeRegistry) {
+        for text in records() {
+            let record = Record::parse(&text).unwrap();
+            assert_eq!(
+                by_extract(registry, &record),
+                by_lookup(registry, &record),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_pass_finds_what_a_lookup_per_attribute_finds() {
+        compare(&AttributeRegistry::default());
+    }
+
+    #[test]
+    fn attributes_sharing_a_raw_key_each_read_it() {
+        let mut attrs = AttributeRegistry::builtin_attributes();
+        attrs.push(AttributeDef::new(
+            "lapsed_again",
+            "time_lapsed",
+            T::Integer,
+            D::Integer(0),
+        ));
+        attrs.push(AttributeDef::new(
+            "action_as_flag",
+            "action",
+            T::Boolean,
+            D::Boolean(false),
+        ));
+        attrs.push(AttributeDef::new(
+            "x_text",
+            "x",
+            T::String,
+            D::String("none".into()),
+        ));
+        let registry = AttributeRegistry::new(attrs).unwrap();
+        compare(&registry);
+        let record = Record::parse(r#"{"time_lapsed": 9, "action": "go"}"#).unwrap();
+        let data = extract_telemetry_data(&registry, &record).unwrap();
+        assert_eq!(data.integer("lapsed_again"), Some(9));
+        assert_eq!(data.truthy("action_as_flag"), Some(true));
+    }
+
+    #[test]
+    fn registries_too_large_for_one_pass_read_the_same() {
+        let mut attrs = AttributeRegistry::builtin_attributes();
+        for i in attrs.len()..=MEMBERS_AT_ONCE {
+            attrs.push(AttributeDef::new(
+                format!("k{i}"),
+                format!("k{i}"),
+                T::Integer,
+                D::Integer(-1),
+            ));
+        }
+        assert!(attrs.len() > MEMBERS_AT_ONCE);
+        let registry = AttributeRegistry::new(attrs).unwrap();
+        compare(&registry);
     }
 }

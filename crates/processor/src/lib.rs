@@ -71,6 +71,7 @@ mod input;
 mod metrics;
 mod processor;
 mod prometheus;
+mod raw_keys;
 mod record;
 mod registry;
 mod sanitize;

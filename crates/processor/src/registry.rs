@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::error::RegistryError;
 use crate::file::{read_regular_file, MAX_REGISTRY_BYTES};
+use crate::raw_keys::RawKeyIndex;
 use crate::types::{AttributeDef, AttributeType, DefaultValue};
 
 /// A validated, ordered list of attribute definitions.
@@ -17,13 +18,17 @@ use crate::types::{AttributeDef, AttributeType, DefaultValue};
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttributeRegistry {
     attrs: Vec<AttributeDef>,
+    /// The attributes by raw key, for reading a record in one pass.
+    raw_keys: RawKeyIndex,
 }
 
 impl Default for AttributeRegistry {
     /// The nine built-in attributes (see [`AttributeRegistry::builtin_attributes`]).
     fn default() -> Self {
+        let attrs = Self::builtin_attributes();
         AttributeRegistry {
-            attrs: Self::builtin_attributes(),
+            raw_keys: RawKeyIndex::new(&attrs),
+            attrs,
         }
     }
 }
@@ -107,7 +112,10 @@ impl AttributeRegistry {
                 return Err(RegistryError::ListInComprehensive { entry });
             }
         }
-        Ok(AttributeRegistry { attrs })
+        Ok(AttributeRegistry {
+            raw_keys: RawKeyIndex::new(&attrs),
+            attrs,
+        })
     }
 
     /// Loads a registry file; the extension (`.toml` or `.json`) selects the format.
@@ -189,6 +197,11 @@ impl AttributeRegistry {
     /// The definitions, in registry order.
     pub fn attributes(&self) -> &[AttributeDef] {
         &self.attrs
+    }
+
+    /// The attributes by raw key.
+    pub(crate) fn raw_keys(&self) -> &RawKeyIndex {
+        &self.raw_keys
     }
 
     /// Position of the attribute with this name.
