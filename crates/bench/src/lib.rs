@@ -9,6 +9,7 @@
 
 pub mod callgrind;
 pub mod exporters;
+pub mod flag_values;
 pub mod harness;
 pub mod ops;
 pub mod paired;

@@ -36,6 +36,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use nixl_telemetry_bench::flag_values::flag_values;
 use nixl_telemetry_bench::harness::{self, load_average};
 use nixl_telemetry_processor::AttributeRegistry;
 
@@ -62,11 +63,7 @@ fn parse_options() -> anyhow::Result<Options> {
         ],
         json: None,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args
-            .next()
-            .with_context(|| format!("{flag} needs a value"))?;
+    for (flag, value) in flag_values(std::env::args().skip(1))? {
         match flag.as_str() {
             "--clients" => {
                 o.clients = value

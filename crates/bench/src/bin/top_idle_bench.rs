@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use nixl_telemetry::ring::{layout, RingWriter};
 use nixl_telemetry::{Category, Event};
+use nixl_telemetry_bench::flag_values::flag_values;
 use nixl_telemetry_views::top::{self, TopArgs};
 
 fn process_cpu() -> Duration {
@@ -30,11 +31,7 @@ fn main() -> anyhow::Result<()> {
     let mut rings = 299usize;
     let mut seconds = 10u64;
     let mut capacity = 4096usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args
-            .next()
-            .with_context(|| format!("{flag} needs a value"))?;
+    for (flag, value) in flag_values(std::env::args().skip(1))? {
         match flag.as_str() {
             "--rings" => rings = value.parse().context("--rings: a number of rings")?,
             "--seconds" => seconds = value.parse().context("--seconds: whole seconds")?,
