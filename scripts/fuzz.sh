@@ -23,6 +23,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# The sanitizer builds live in the fuzz workspace's own target directory, where the
+# runs below find them, whatever target directory the caller set for the project.
+export CARGO_TARGET_DIR=$root/fuzz/target
 
 mode=${1:-ci}
 export RUSTC_BOOTSTRAP=1
