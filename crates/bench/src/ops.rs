@@ -157,6 +157,36 @@ pub(crate) fn floor_write(event: Event) {
     });
 }
 
+/// The floor of `record_at`: `ops` 56-byte events written into thread `t`'s
+/// buffer of `pool`, the loop counter as their timestamp.
+pub(crate) fn write_only(pool: &FloorPool, t: usize, name: &[u8; 32], ops: u64) {
+    pool.attach(t);
+    let name = black_box(name);
+    for i in 0..ops {
+        floor_write(Event::with_encoded_name(
+            black_box(i),
+            Category::PERFORMANCE,
+            *name,
+            i,
+        ));
+    }
+}
+
+/// The floor of `record`: `ops` events stamped with [`cheapest_stamp`] and written
+/// into thread `t`'s buffer of `pool`.
+pub(crate) fn clock_and_write(pool: &FloorPool, t: usize, name: &[u8; 32], ops: u64) {
+    pool.attach(t);
+    let name = black_box(name);
+    for i in 0..ops {
+        floor_write(Event::with_encoded_name(
+            cheapest_stamp(),
+            Category::PERFORMANCE,
+            *name,
+            black_box(i),
+        ));
+    }
+}
+
 /// The cheapest timestamp a record can take: the reading our record paths
 /// store (raw TSC ticks, converted to µs later, off the hot path), or the
 /// system clock where there is no invariant TSC (as our record then reads).
@@ -224,40 +254,18 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         "floor_tls_write",
         "floor: 56-byte event into a thread-local buffer",
         "",
-        |t, ops| {
-            pool.attach(t);
-            let name = black_box(&name);
-            for i in 0..ops {
-                floor_write(Event::with_encoded_name(
-                    black_box(i),
-                    Category::PERFORMANCE,
-                    *name,
-                    i,
-                ));
-            }
-        },
+        |t, ops| write_only(&pool, t, &name, ops),
         nothing,
     );
 
     // A record's work with nothing of ours: the cheapest stamp and one event
     // written into the thread's buffer.
-    let clock_and_write = |t: usize, ops: u64| {
-        pool.attach(t);
-        let name = black_box(&name);
-        for i in 0..ops {
-            floor_write(Event::with_encoded_name(
-                cheapest_stamp(),
-                Category::PERFORMANCE,
-                *name,
-                black_box(i),
-            ));
-        }
-    };
+    let floor_body = |t: usize, ops: u64| clock_and_write(&pool, t, &name, ops);
     m.op(
         "floor",
         "floor: cheap clock + thread-local write",
         "the floor of record_vs_floor",
-        clock_and_write,
+        floor_body,
         nothing,
     );
 
@@ -270,7 +278,7 @@ fn floors(plan: Plan, threads: usize, rows: &mut Vec<Row>) {
         "floor_consumed",
         "floor: cheap clock + write into a buffer another thread reads",
         "read by thread 0 between repeats, as a drain reads the staging",
-        clock_and_write,
+        floor_body,
         || pool.consume(),
     );
 

@@ -18,11 +18,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use nixl_telemetry::{Category, Event};
+use nixl_telemetry::Category;
 
 use crate::harness::{median, Plan};
 use crate::ops::{
-    cheapest_stamp, floor_write, nixl_telemetry_name, telemetry_with_ring, FloorPool, NAME, OPS,
+    clock_and_write, nixl_telemetry_name, telemetry_with_ring, write_only, FloorPool, NAME, OPS,
 };
 use crate::report::{Row, Unit};
 
@@ -64,14 +64,13 @@ fn pair(
     }
     let best = ratios.iter().copied().fold(f64::INFINITY, f64::min);
     let repeats = ratios.len();
+    let (floor_median, ours_median) = (median(&mut floor_ns), median(&mut ours_ns));
     let mut extra = serde_json::Map::new();
     extra.insert("ops_per_repeat".into(), OPS.into());
-    extra.insert("floor_median_ns".into(), median(&mut floor_ns).into());
-    extra.insert("ours_median_ns".into(), median(&mut ours_ns).into());
+    extra.insert("floor_median_ns".into(), floor_median.into());
+    extra.insert("ours_median_ns".into(), ours_median.into());
     let note = format!(
-        "median of per-repeat ratios; floor {:.2} ns, ours {:.2} ns (medians)",
-        extra["floor_median_ns"].as_f64().unwrap_or(f64::NAN),
-        extra["ours_median_ns"].as_f64().unwrap_or(f64::NAN),
+        "median of per-repeat ratios; floor {floor_median:.2} ns, ours {ours_median:.2} ns (medians)"
     );
     Row {
         id: id.to_owned(),
@@ -99,18 +98,7 @@ pub fn run(plan: Plan, rows: &mut Vec<Row>) -> Result<()> {
         plan,
         "record_vs_floor_paired",
         "paired: fast-path record ÷ cheap clock + thread-local write",
-        &mut |ops| {
-            pool.attach(0);
-            let name = black_box(&name);
-            for i in 0..ops {
-                floor_write(Event::with_encoded_name(
-                    cheapest_stamp(),
-                    Category::PERFORMANCE,
-                    *name,
-                    black_box(i),
-                ));
-            }
-        },
+        &mut |ops| clock_and_write(&pool, 0, &name, ops),
         &mut |ops| {
             for i in 0..ops {
                 black_box(&handle).record(black_box(i));
@@ -123,18 +111,7 @@ pub fn run(plan: Plan, rows: &mut Vec<Row>) -> Result<()> {
         plan,
         "record_at_vs_write_paired",
         "paired: handle record_at ÷ 56-byte thread-local write",
-        &mut |ops| {
-            pool.attach(0);
-            let name = black_box(&name);
-            for i in 0..ops {
-                floor_write(Event::with_encoded_name(
-                    black_box(i),
-                    Category::PERFORMANCE,
-                    *name,
-                    i,
-                ));
-            }
-        },
+        &mut |ops| write_only(&pool, 0, &name, ops),
         &mut |ops| {
             for i in 0..ops {
                 black_box(&handle).record_at(black_box(i), black_box(i));
