@@ -173,12 +173,16 @@ impl Drop for Receiver {
     }
 }
 
-/// The JSON lines of `path` (none if it does not exist yet).
+/// The complete JSON lines of `path` (none if it does not exist yet). The receiver
+/// may be writing a line while this reads: a last line without its newline is left
+/// for the next read.
 pub fn read_requests(path: &Path) -> Vec<Value> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
-    text.lines()
+    let complete = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+    complete
+        .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect()
