@@ -8,6 +8,10 @@
 //!
 //! Run: `cargo bench -p nixl-telemetry --bench plugin_flush`
 //! (needs `cc` to build tests/c/noop.c; results in docs/PERFORMANCE.md, "Exporter throughput").
+//! Only `cargo bench` (which passes `--bench`) judges the 20 M events/s floor;
+//! `cargo test --all-targets` runs two rounds to check that every event is
+//! delivered, and prints its rates without a verdict (a debug build on a busy
+//! machine says nothing about the floor).
 
 use nixl_telemetry_testsupport as support;
 
@@ -17,10 +21,12 @@ use nixl_telemetry::{Category, ExporterChoice, Telemetry, TelemetryConfig};
 
 const THREADS: usize = 16;
 const ROUNDS: usize = 15;
+/// The rounds of a run under `cargo test` (no `--bench` argument).
+const SMOKE_ROUNDS: usize = 2;
 /// The required minimum: events/s through a no-op plug-in.
 const FLOOR: f64 = 20e6;
 
-fn measure(config: &TelemetryConfig) -> (f64, f64) {
+fn measure(config: &TelemetryConfig, rounds: usize) -> (f64, f64) {
     let buffer = config.buffer_size;
     let telemetry = Telemetry::new("bench-agent", config.clone()).expect("telemetry");
     let handle = telemetry.handle(Category::TRANSFER, "agent_tx_bytes");
@@ -28,8 +34,8 @@ fn measure(config: &TelemetryConfig) -> (f64, f64) {
     // sleeps for the whole (hour-long) interval and every flush below is ours.
     std::thread::sleep(Duration::from_millis(100));
     telemetry.flush();
-    let mut rates = Vec::with_capacity(ROUNDS);
-    for round in 0..ROUNDS + 1 {
+    let mut rates = Vec::with_capacity(rounds);
+    for round in 0..rounds + 1 {
         std::thread::scope(|s| {
             for _ in 0..THREADS {
                 let handle = &handle;
@@ -60,8 +66,10 @@ fn measure(config: &TelemetryConfig) -> (f64, f64) {
 fn main() {
     let plugins = tempfile::tempdir().expect("temp dir");
     support::build_c_plugin("noop.c", plugins.path(), "noop", &[]);
+    let judged = std::env::args().any(|a| a == "--bench");
+    let rounds = if judged { ROUNDS } else { SMOKE_ROUNDS };
     let mut below_floor = false;
-    println!("flush path, {THREADS} threads x buffer_size events per flush, {ROUNDS} rounds");
+    println!("flush path, {THREADS} threads x buffer_size events per flush, {rounds} rounds");
     println!(
         "{:<10} {:>12} {:>16} {:>16}",
         "exporter", "buffer_size", "median events/s", "best events/s"
@@ -81,7 +89,7 @@ fn main() {
                 plugin_dirs: vec![plugins.path().to_owned()],
                 ..TelemetryConfig::default()
             };
-            let (median, best) = measure(&config);
+            let (median, best) = measure(&config, rounds);
             println!(
                 "{:<10} {:>12} {:>16.1}M {:>15.1}M",
                 exporter,
@@ -94,7 +102,9 @@ fn main() {
             }
         }
     }
-    if below_floor {
+    if !judged {
+        println!("(not judged against the 20 M events/s floor: run it with `cargo bench`)");
+    } else if below_floor {
         println!("BELOW the 20 M events/s floor");
         std::process::exit(1);
     }

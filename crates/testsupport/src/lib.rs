@@ -6,6 +6,8 @@
 //!   from variables, raw event files;
 //! * [`capture`]: a `tracing` subscriber that keeps every event;
 //! * [`child`]: running one test again in a child process;
+//! * [`header_syntax`]: the public headers compiled, syntax only, warnings
+//!   as errors;
 //! * [`c_values`]: what a C program prints of a header's constants and
 //!   layout, checked against the Rust side;
 //! * [`panic_boundary`]: every `extern "C"` entry point of a boundary runs
@@ -22,6 +24,7 @@
 pub mod c_values;
 pub mod capture;
 pub mod child;
+pub mod header_syntax;
 pub mod loopback;
 pub mod nixl_ring;
 pub mod panic_boundary;

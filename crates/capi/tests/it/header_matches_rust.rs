@@ -20,6 +20,7 @@ use nixl_telemetry_capi::{
     exports, status, NixlTelemetry, NixlTelemetryHandle, NixlTelemetrySettings, NixlTelemetryStats,
     C_API_VERSION, DIRECTION_READ, DIRECTION_WRITE,
 };
+use nixl_telemetry_testsupport::header_syntax::check_header_syntax;
 use support::{build_c, library_dir, run, test_source, workspace_root};
 
 fn header() -> String {
@@ -197,24 +198,9 @@ fn every_declaration_has_the_rust_signature() {
     let file = dir.path().join("signatures.c");
     std::fs::write(&file, src).unwrap();
     // GNU C for __builtin_types_compatible_p and __typeof__.
-    let out = Command::new("cc")
-        .args([
-            "-std=gnu11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-fsyntax-only",
-            "-I",
-        ])
-        .arg(workspace_root().join("include"))
-        .arg(&file)
-        .output()
-        .expect("cc runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if let Err(e) = check_header_syntax("cc", &["-std=gnu11"], &file) {
+        panic!("{e}");
+    }
 }
 
 #[test]
@@ -285,25 +271,10 @@ fn headers_compile_as_cplusplus_and_c() {
     )
     .unwrap();
     for standard in ["c++11", "c++17", "c++20"] {
-        let out = Command::new("c++")
-            .arg(format!("-std={standard}"))
-            .args([
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-pedantic",
-                "-fsyntax-only",
-                "-I",
-            ])
-            .arg(workspace_root().join("include"))
-            .arg(&cpp)
-            .output()
-            .expect("c++ runs");
-        assert!(
-            out.status.success(),
-            "{standard}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let std = format!("-std={standard}");
+        if let Err(e) = check_header_syntax("c++", &[&std, "-pedantic"], &cpp) {
+            panic!("{e}");
+        }
     }
     // Without exceptions only the noexcept twins exist, and they compile.
     let no_exceptions = dir.path().join("no_exceptions.cpp");
@@ -319,26 +290,13 @@ fn headers_compile_as_cplusplus_and_c() {
          }\n",
     )
     .unwrap();
-    let out = Command::new("c++")
-        .args([
-            "-std=c++11",
-            "-fno-exceptions",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-fsyntax-only",
-            "-I",
-        ])
-        .arg(workspace_root().join("include"))
-        .arg(&no_exceptions)
-        .output()
-        .expect("c++ runs");
-    assert!(
-        out.status.success(),
-        "-fno-exceptions: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if let Err(e) = check_header_syntax(
+        "c++",
+        &["-std=c++11", "-fno-exceptions", "-pedantic"],
+        &no_exceptions,
+    ) {
+        panic!("{e}");
+    }
     let c = dir.path().join("use.c");
     std::fs::write(
         &c,
@@ -346,24 +304,9 @@ fn headers_compile_as_cplusplus_and_c() {
     )
     .unwrap();
     for standard in ["c99", "c11"] {
-        let out = Command::new("cc")
-            .arg(format!("-std={standard}"))
-            .args([
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-pedantic",
-                "-fsyntax-only",
-                "-I",
-            ])
-            .arg(workspace_root().join("include"))
-            .arg(&c)
-            .output()
-            .expect("cc runs");
-        assert!(
-            out.status.success(),
-            "{standard}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let std = format!("-std={standard}");
+        if let Err(e) = check_header_syntax("cc", &[&std, "-pedantic"], &c) {
+            panic!("{e}");
+        }
     }
 }

@@ -12,6 +12,7 @@ use nixl_telemetry_abi::c_abi::{
     CDelivery, CExporterParams, PluginDescriptor, EXPORT_FAILED, EXPORT_OK, EXPORT_PANICKED,
     LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_TRACE, LOG_WARN, PLUGIN_API_VERSION,
 };
+use support::header_syntax::check_header_syntax;
 use support::{build_c_plugin, config, read_raw_events, workspace_root};
 
 #[test]
@@ -130,25 +131,9 @@ fn header_compiles_as_cplusplus() {
          extern \"C\" void nixl_telemetry_exporter_plugin_fini(void) {}\n",
     )
     .unwrap();
-    let out = Command::new("c++")
-        .args([
-            "-std=c++11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-fsyntax-only",
-            "-I",
-        ])
-        .arg(workspace_root().join("include"))
-        .arg(&src)
-        .output()
-        .expect("c++ runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if let Err(e) = check_header_syntax("c++", &["-std=c++11", "-pedantic"], &src) {
+        panic!("{e}");
+    }
 }
 
 /// Events with every kind of field a plug-in must see unchanged.
