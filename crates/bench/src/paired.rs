@@ -98,7 +98,7 @@ pub fn run(plan: Plan, rows: &mut Vec<Row>) -> Result<()> {
         plan,
         "record_vs_floor_paired",
         "paired: fast-path record ÷ cheap clock + thread-local write",
-        &mut |ops| clock_and_write(&pool, 0, &name, ops),
+        &mut |ops| clock_and_write(&pool, 0, &name.0, ops),
         &mut |ops| {
             for i in 0..ops {
                 black_box(&handle).record(black_box(i));
@@ -111,7 +111,7 @@ pub fn run(plan: Plan, rows: &mut Vec<Row>) -> Result<()> {
         plan,
         "record_at_vs_write_paired",
         "paired: handle record_at ÷ 56-byte thread-local write",
-        &mut |ops| write_only(&pool, 0, &name, ops),
+        &mut |ops| write_only(&pool, 0, &name.0, ops),
         &mut |ops| {
             for i in 0..ops {
                 black_box(&handle).record_at(black_box(i), black_box(i));

@@ -203,8 +203,10 @@ fn category_of(value: &Bound<'_, PyAny>) -> PyResult<Category> {
 #[pyclass(frozen, module = "nixl_telemetry._native")]
 pub struct Telemetry {
     /// `None` once closed. Never locked in a forked child (a lock held by another
-    /// thread of the parent at fork time would never be released there).
-    inner: RwLock<Option<RustTelemetry>>,
+    /// thread of the parent at fork time would never be released there). Boxed:
+    /// the telemetry holds cache-line aligned handles, which a Python object's
+    /// storage (16-byte aligned) cannot hold in place.
+    inner: RwLock<Option<Box<RustTelemetry>>>,
     /// The accounting at close, for `stats()` afterwards.
     final_stats: std::sync::Mutex<Option<TelemetryStats>>,
     /// The fork generation of the creating process.
@@ -221,7 +223,7 @@ impl Telemetry {
             .detach(|| RustTelemetry::new(&agent, config))
             .map_err(|e: RustError| telemetry_error(e))?;
         Ok(Telemetry {
-            inner: RwLock::new(Some(telemetry)),
+            inner: RwLock::new(Some(Box::new(telemetry))),
             final_stats: std::sync::Mutex::new(None),
             generation,
             agent,
@@ -235,7 +237,7 @@ impl Telemetry {
             return None;
         }
         let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        guard.as_ref().map(f)
+        guard.as_deref().map(f)
     }
 
     fn close_inner(&self, py: Python<'_>) {
@@ -348,7 +350,7 @@ impl Telemetry {
             .with(|t| t.handle(category, name))
             .unwrap_or_else(|| RustHandle::noop(category, name));
         Ok(EventHandle {
-            inner,
+            inner: Box::new(inner),
             generation: self.generation,
         })
     }
@@ -448,10 +450,19 @@ impl Telemetry {
     }
 }
 
+// Python allocates an object's storage 16-byte aligned and PyO3 places the Rust
+// value in it as laid out, so a `#[pyclass]` must not need more.
+const _: () = assert!(
+    std::mem::align_of::<Telemetry>() <= 16 && std::mem::align_of::<EventHandle>() <= 16,
+    "a pyclass needs at most 16-byte alignment: box what is aligned further"
+);
+
 /// A pre-resolved (category, name): `record(value)` is the fast path.
 #[pyclass(frozen, module = "nixl_telemetry._native")]
 pub struct EventHandle {
-    inner: RustHandle,
+    /// Boxed: the handle is cache-line aligned, which a Python object's
+    /// storage (16-byte aligned) cannot hold in place.
+    inner: Box<RustHandle>,
     generation: u64,
 }
 

@@ -43,7 +43,12 @@ struct Shared {
 ///
 /// A handle of disabled telemetry, or of a name the allowlist filters out,
 /// records nothing at the cost of one predictable branch.
+///
+/// A handle is cache-line aligned (64 bytes, its size too): wherever it is
+/// kept, a record reads it from one line. A handle that straddled two lines
+/// cost about 1.5 ns more a record (`crates/bench/results/suite.md`).
 #[derive(Clone)]
+#[repr(align(64))]
 pub struct EventHandle {
     shared: Option<Arc<Shared>>,
     /// The key of `shared`'s staging queues (meaningless when `shared` is
@@ -527,5 +532,25 @@ impl TelemetryBuilder {
     /// Creates the telemetry.
     pub fn build(self) -> Result<Telemetry, TelemetryError> {
         Telemetry::new(&self.agent, self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handle_sits_on_one_cache_line_wherever_it_is_kept() {
+        assert_eq!(std::mem::align_of::<EventHandle>(), 64);
+        assert_eq!(std::mem::size_of::<EventHandle>(), 64);
+        let on_stack = EventHandle::noop(Category::CUSTOM, "on_stack");
+        let in_vec = vec![on_stack.clone(); 3];
+        let boxed = Box::new(on_stack.clone());
+        let addresses = [&on_stack as *const EventHandle, &*boxed]
+            .into_iter()
+            .chain(in_vec.iter().map(|h| h as *const EventHandle));
+        for address in addresses {
+            assert_eq!(address as usize % 64, 0, "{address:?}");
+        }
     }
 }
