@@ -198,9 +198,7 @@ fn every_declaration_has_the_rust_signature() {
     let file = dir.path().join("signatures.c");
     std::fs::write(&file, src).unwrap();
     // GNU C for __builtin_types_compatible_p and __typeof__.
-    if let Err(e) = check_header_syntax("cc", &["-std=gnu11"], &file) {
-        panic!("{e}");
-    }
+    check_header_syntax("cc", &["-std=gnu11"], &file).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -272,9 +270,7 @@ fn headers_compile_as_cplusplus_and_c() {
     .unwrap();
     for standard in ["c++11", "c++17", "c++20"] {
         let std = format!("-std={standard}");
-        if let Err(e) = check_header_syntax("c++", &[&std, "-pedantic"], &cpp) {
-            panic!("{e}");
-        }
+        check_header_syntax("c++", &[&std, "-pedantic"], &cpp).unwrap_or_else(|e| panic!("{e}"));
     }
     // Without exceptions only the noexcept twins exist, and they compile.
     let no_exceptions = dir.path().join("no_exceptions.cpp");
@@ -290,13 +286,12 @@ fn headers_compile_as_cplusplus_and_c() {
          }\n",
     )
     .unwrap();
-    if let Err(e) = check_header_syntax(
+    check_header_syntax(
         "c++",
         &["-std=c++11", "-fno-exceptions", "-pedantic"],
         &no_exceptions,
-    ) {
-        panic!("{e}");
-    }
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let c = dir.path().join("use.c");
     std::fs::write(
         &c,
@@ -305,8 +300,6 @@ fn headers_compile_as_cplusplus_and_c() {
     .unwrap();
     for standard in ["c99", "c11"] {
         let std = format!("-std={standard}");
-        if let Err(e) = check_header_syntax("cc", &[&std, "-pedantic"], &c) {
-            panic!("{e}");
-        }
+        check_header_syntax("cc", &[&std, "-pedantic"], &c).unwrap_or_else(|e| panic!("{e}"));
     }
 }

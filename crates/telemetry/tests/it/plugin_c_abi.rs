@@ -131,9 +131,8 @@ fn header_compiles_as_cplusplus() {
          extern \"C\" void nixl_telemetry_exporter_plugin_fini(void) {}\n",
     )
     .unwrap();
-    if let Err(e) = check_header_syntax("c++", &["-std=c++11", "-pedantic"], &src) {
-        panic!("{e}");
-    }
+    check_header_syntax("c++", &["-std=c++11", "-pedantic"], &src)
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Events with every kind of field a plug-in must see unchanged.
