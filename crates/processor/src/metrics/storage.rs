@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
@@ -40,6 +41,17 @@ pub struct Metrics {
     /// Changes whenever slot numbers may have been reused (new map, clone, roll-back).
     generation: u64,
     last_updated: Option<Stamp>,
+    /// The slot numbers in key order, as far as the last [`Metrics::sorted`] saw them.
+    order: Mutex<KeyOrder>,
+}
+
+/// Slot numbers sorted by key: those below `ids.len()` of the map of `generation`.
+/// Slots are only appended while the generation stays, so the next sort needs to
+/// sort only the keys added since and merge them in.
+#[derive(Debug, Default)]
+struct KeyOrder {
+    generation: u64,
+    ids: Vec<u32>,
 }
 
 /// `last_updated`: text as loaded (parsed only when needed, like the reference does),
@@ -57,6 +69,7 @@ impl Default for Metrics {
             values: Vec::new(),
             generation: next_generation(),
             last_updated: None,
+            order: Mutex::default(),
         }
     }
 }
@@ -68,6 +81,7 @@ impl Clone for Metrics {
             values: self.values.clone(),
             generation: next_generation(),
             last_updated: self.last_updated.clone(),
+            order: Mutex::default(),
         }
     }
 }
@@ -180,9 +194,39 @@ impl Metrics {
     /// The metrics sorted by key (code-point order).
     #[must_use]
     pub fn sorted(&self) -> Vec<(&str, i64)> {
-        let mut entries: Vec<(&str, i64)> = self.iter().collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        entries
+        let mut keys = vec![""; self.values.len()];
+        for (key, &id) in &self.index {
+            keys[id as usize] = key;
+        }
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        if order.generation != self.generation || order.ids.len() > keys.len() {
+            order.generation = self.generation;
+            order.ids.clear();
+        }
+        // The keys added since the last sort, sorted, then merged with the rest.
+        let known = order.ids.len();
+        let mut added: Vec<u32> = (known as u32..keys.len() as u32).collect();
+        added.sort_unstable_by_key(|&id| keys[id as usize]);
+        if !added.is_empty() {
+            let mut merged = Vec::with_capacity(keys.len());
+            let (mut old, mut new) = (order.ids.iter().peekable(), added.iter().peekable());
+            while let (Some(&&a), Some(&&b)) = (old.peek(), new.peek()) {
+                if keys[a as usize] <= keys[b as usize] {
+                    merged.push(a);
+                    old.next();
+                } else {
+                    merged.push(b);
+                    new.next();
+                }
+            }
+            merged.extend(old.chain(new));
+            order.ids = merged;
+        }
+        order
+            .ids
+            .iter()
+            .map(|&id| (keys[id as usize], self.values[id as usize]))
+            .collect()
     }
 
     /// The ISO time of the last applied record in the reference's form
@@ -552,6 +596,39 @@ mod tests {
         );
         assert_eq!(Metrics::from_json_str(&text).unwrap(), m);
         assert_eq!(Metrics::new().to_json_string(), "{}\n");
+    }
+
+    /// The order kept from sort to sort is the order a full sort gives, as keys are
+    /// added between sorts, removed by a roll-back and re-added, and in a clone.
+    #[test]
+    fn the_kept_key_order_is_a_full_sort_through_growth_and_roll_back() {
+        fn check(m: &Metrics) {
+            let mut full: Vec<(&str, i64)> = m.iter().collect();
+            full.sort_unstable();
+            assert_eq!(m.sorted(), full);
+        }
+        let mut m = Metrics::new();
+        check(&m);
+        for round in 0..6u32 {
+            for i in 0..37u32 {
+                let key = format!("k{}", (i * 7919 + round * 37) % 1000);
+                m.insert(&key, i64::from(i)).unwrap();
+            }
+            check(&m);
+            let mut undo = UndoLog::default();
+            {
+                let mut up = MetricsUpdate::new(&mut m, &mut undo);
+                up.add("a_new_key", 1).unwrap();
+                up.add(&format!("z{round}"), 1).unwrap();
+            }
+            check(&m);
+            undo.roll_back(&mut m);
+            check(&m);
+            m.insert(&format!("m{round}"), 3).unwrap();
+            check(&m);
+            check(&m.clone());
+        }
+        assert!(m.len() > 150, "{}", m.len());
     }
 
     #[test]
