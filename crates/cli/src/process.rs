@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use nixl_telemetry_processor::{
-    builders_from_list, parse_input_line, render_prometheus, AttributeRegistry, Context,
-    MetricProcessor, Metrics, Timestamp, DEFAULT_BUILDERS,
+    builders_from_list, render_prometheus, AttributeRegistry, Context, MetricProcessor, Metrics,
+    Timestamp, DEFAULT_BUILDERS,
 };
 
 use nixl_telemetry_views::lines::{open_input, BoundedLines, Line};
@@ -223,13 +223,12 @@ fn apply_line(
     if text.is_empty() {
         return Ok(false);
     }
-    let input = parse_input_line(text).map_err(|e| e.to_string())?;
     let context = Context {
-        now: input.now.or(default_now),
+        now: default_now,
         old_now: None,
     };
     processor
-        .process(metrics, &input.record, &context)
+        .process_line(metrics, text, &context)
         .map_err(|e| e.to_string())?;
     Ok(true)
 }

@@ -146,8 +146,9 @@ fn main() {
         );
     }
 
-    // End to end, as `nixl-telemetry process` runs over a file: each line's JSON
-    // parsed, the default builders, and the result written once at the end (the
+    // End to end, as `nixl-telemetry process` runs over a file: each line applied by
+    // `process_line`, which reads an envelope straight into the attributes, the
+    // default builders, and the result written once at the end (the
     // metrics as JSON). A pass is one such run over the corpus repeated
     // END_TO_END_REPEATS times.
     if wanted("end to end (default builders)") {
@@ -160,10 +161,8 @@ fn main() {
         let mut out = Vec::new();
         let rate = measure(budget, file.len(), || {
             for line in &file {
-                let input = parse_input_line(black_box(line)).expect("corpus line");
-                let ctx = Context::at(input.now.expect("now"));
-                p.process(&mut metrics, &input.record, &ctx)
-                    .expect("corpus record");
+                p.process_line(&mut metrics, black_box(line), &Context::default())
+                    .expect("corpus line");
             }
             out.clear();
             metrics.write_json(&mut out).expect("write to memory");

@@ -15,7 +15,9 @@
 
 use std::borrow::Cow;
 
+use crate::raw_keys::RawKeyIndex;
 use crate::record::{JsonNumber, JsonValue};
+use crate::types::AttributeDef;
 
 /// The deepest nesting read here (serde_json refuses past 128; deeper input goes to it).
 const MAX_DEPTH: u32 = 64;
@@ -44,6 +46,20 @@ pub(crate) fn parse_direct(text: &str) -> Option<JsonValue<'_>> {
 pub(crate) fn parse_envelope_direct(
     text: &str,
 ) -> Option<(Option<Cow<'_, str>>, Vec<(Cow<'_, str>, JsonValue<'_>)>)> {
+    // Depth as in `parse_direct`: the record is an object within an object.
+    read_envelope(text, |parser| match parser.object(2)? {
+        JsonValue::Object(fields) => Some(fields),
+        _ => None,
+    })
+}
+
+/// An envelope of the common shape (see [`parse_envelope_direct`]), its record's
+/// object (at `{`) read by `read_record`; `now`'s text and what that gives.
+#[allow(clippy::type_complexity)] // `now`, if given, and the record as read
+fn read_envelope<'t, R>(
+    text: &'t str,
+    mut read_record: impl FnMut(&mut Parser<'t>) -> Option<R>,
+) -> Option<(Option<Cow<'t, str>>, R)> {
     let mut parser = Parser {
         text,
         bytes: text.as_bytes(),
@@ -61,11 +77,7 @@ pub(crate) fn parse_envelope_direct(
         let key = parser.member_key()?;
         match (key.as_ref(), parser.peek()?) {
             ("now", b'"') if now.is_none() => now = Some(parser.string()?),
-            // Depth as in `parse_direct`: the record is an object within an object.
-            ("record", b'{') if record.is_none() => match parser.object(2)? {
-                JsonValue::Object(fields) => record = Some(fields),
-                _ => return None,
-            },
+            ("record", b'{') if record.is_none() => record = Some(read_record(&mut parser)?),
             _ => return None,
         }
         parser.skip_whitespace();
@@ -78,6 +90,51 @@ pub(crate) fn parse_envelope_direct(
     parser.pos += 1;
     parser.skip_whitespace();
     (parser.pos == parser.bytes.len()).then_some((now, record?))
+}
+
+/// One attribute's value in a line read by [`scan_envelope_into`]: a scalar as it is,
+/// or where it sits in the arena (any other value, or the elements of an array).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Found<'t> {
+    /// The record has no member with the attribute's raw key.
+    Missing,
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// An integer (the subset has no other numbers).
+    Number(JsonNumber),
+    /// A string without escapes.
+    Str(&'t str),
+    /// Any other value, at this position of the arena.
+    At(u32),
+    /// An array: its elements are the arena's values in `start..end`.
+    List(u32, u32),
+}
+
+/// The text of `now` of an envelope line of the common shape (as
+/// [`parse_envelope_direct`] reads one), with the value of each of the record's
+/// members that an attribute of `attrs` reads put in `arena` and its place in
+/// `found` (indexed by attribute; the last member of a raw key wins, as in a lookup).
+/// Members no attribute reads are checked and dropped: no record is built.
+///
+/// `None` wherever [`parse_envelope_direct`] gives `None`, and for registries of more
+/// attributes than `found` holds; `arena` and `found` are then meaningless.
+#[allow(clippy::type_complexity)] // `now`, if given
+pub(crate) fn scan_envelope_into<'t>(
+    text: &'t str,
+    attrs: &[AttributeDef],
+    index: &RawKeyIndex,
+    arena: &mut Vec<JsonValue<'t>>,
+    found: &mut [Found<'t>],
+) -> Option<Option<Cow<'t, str>>> {
+    if attrs.len() > found.len() {
+        return None;
+    }
+    let (now, ()) = read_envelope(text, |parser| {
+        parser.record_members(attrs, index, arena, found)
+    })?;
+    Some(now)
 }
 
 struct Parser<'a> {
@@ -120,6 +177,25 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// After an item of an object or array: `Some(true)` past its `close`, `Some(false)`
+    /// past a `,` and the white space after it, `None` at anything else.
+    #[inline]
+    fn item_end(&mut self, close: u8) -> Option<bool> {
+        self.skip_whitespace();
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                self.skip_whitespace();
+                Some(false)
+            }
+            b if b == close => {
+                self.pos += 1;
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
     fn value(&mut self, depth: u32) -> Option<JsonValue<'a>> {
         match self.peek()? {
             b'{' => self.object(depth + 1),
@@ -133,7 +209,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], value: JsonValue<'a>) -> Option<JsonValue<'a>> {
+    #[inline]
+    fn literal<T>(&mut self, word: &[u8], value: T) -> Option<T> {
         if self.bytes[self.pos..].starts_with(word) {
             self.pos += word.len();
             Some(value)
@@ -145,6 +222,12 @@ impl<'a> Parser<'a> {
     /// An integer: `-?(0|[1-9][0-9]*)` that fits in 64 bits and is not `-0`, followed by
     /// neither a fraction nor an exponent.
     fn integer(&mut self) -> Option<JsonValue<'a>> {
+        self.number().map(JsonValue::Number)
+    }
+
+    /// The number of [`Parser::integer`].
+    #[inline]
+    fn number(&mut self) -> Option<JsonNumber> {
         let negative = self.peek() == Some(b'-');
         if negative {
             self.pos += 1;
@@ -164,14 +247,13 @@ impl<'a> Parser<'a> {
         if let Some(b'.' | b'e' | b'E') = self.peek() {
             return None;
         }
-        let number = if !negative {
-            JsonNumber::PosInt(value)
+        if !negative {
+            Some(JsonNumber::PosInt(value))
         } else if value == 0 || value > 1 << 63 {
-            return None;
+            None
         } else {
-            JsonNumber::NegInt((value as i64).wrapping_neg())
-        };
-        Some(JsonValue::Number(number))
+            Some(JsonNumber::NegInt((value as i64).wrapping_neg()))
+        }
     }
 
     /// An object member's key and its colon, with the white space after it;
@@ -275,22 +357,72 @@ impl<'a> Parser<'a> {
             let key = self.member_key()?;
             let value = self.value(depth)?;
             fields.push((key, value));
-            self.skip_whitespace();
-            match self.peek()? {
-                b',' => {
-                    self.pos += 1;
-                    self.skip_whitespace();
-                }
-                b'}' => {
-                    self.pos += 1;
-                    return Some(JsonValue::Object(fields));
-                }
-                _ => return None,
+            if self.item_end(b'}')? {
+                return Some(JsonValue::Object(fields));
             }
         }
     }
 
-    fn array(&mut self, depth: u32) -> Option<JsonValue<'a>> {
+    /// The record's object at `{`, read as [`Parser::object`] reads it at depth 2 but
+    /// with its members' values put where [`scan_envelope_into`] says.
+    fn record_members(
+        &mut self,
+        attrs: &[AttributeDef],
+        index: &RawKeyIndex,
+        arena: &mut Vec<JsonValue<'a>>,
+        found: &mut [Found<'a>],
+    ) -> Option<()> {
+        const DEPTH: u32 = 2;
+        self.pos += 1;
+        self.skip_whitespace();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.member_key()?;
+            match index.first(attrs, &key) {
+                None => drop(self.value(DEPTH)?),
+                Some(first) => {
+                    // Scalars are kept as they are, without building a value.
+                    let place = match self.peek()? {
+                        b'"' => match self.string()? {
+                            Cow::Borrowed(text) => Found::Str(text),
+                            owned => {
+                                arena.push(JsonValue::String(owned));
+                                Found::At(u32::try_from(arena.len() - 1).ok()?)
+                            }
+                        },
+                        b't' => self.literal(b"true", Found::Bool(true))?,
+                        b'f' => self.literal(b"false", Found::Bool(false))?,
+                        b'n' => self.literal(b"null", Found::Null)?,
+                        b'-' | b'0'..=b'9' => Found::Number(self.number()?),
+                        b'[' => {
+                            let start = arena.len();
+                            self.array_into(DEPTH + 1, arena)?;
+                            let end = arena.len();
+                            Found::List(u32::try_from(start).ok()?, u32::try_from(end).ok()?)
+                        }
+                        _ => {
+                            arena.push(self.value(DEPTH)?);
+                            Found::At(u32::try_from(arena.len() - 1).ok()?)
+                        }
+                    };
+                    let mut reader = Some(first);
+                    while let Some(a) = reader {
+                        found[a] = place;
+                        reader = index.next_same(a);
+                    }
+                }
+            }
+            if self.item_end(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// An array at `[`, as [`Parser::array`] reads it, its elements pushed on `items`.
+    fn array_into(&mut self, depth: u32, items: &mut Vec<JsonValue<'a>>) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -298,25 +430,26 @@ impl<'a> Parser<'a> {
         self.skip_whitespace();
         if self.peek()? == b']' {
             self.pos += 1;
-            return Some(JsonValue::Array(Vec::new()));
+            return Some(());
         }
-        let mut items = Vec::with_capacity(8);
         loop {
-            let value = self.value(depth)?;
-            items.push(value);
-            self.skip_whitespace();
-            match self.peek()? {
-                b',' => {
-                    self.pos += 1;
-                    self.skip_whitespace();
-                }
-                b']' => {
-                    self.pos += 1;
-                    return Some(JsonValue::Array(items));
-                }
-                _ => return None,
+            // Strings, the usual element, are read here rather than through `value`.
+            if self.peek()? == b'"' {
+                let text = self.string()?;
+                items.push(JsonValue::String(text));
+            } else {
+                items.push(self.value(depth)?);
+            }
+            if self.item_end(b']')? {
+                return Some(());
             }
         }
+    }
+
+    fn array(&mut self, depth: u32) -> Option<JsonValue<'a>> {
+        let mut items = Vec::with_capacity(8);
+        self.array_into(depth, &mut items)?;
+        Some(JsonValue::Array(items))
     }
 }
 

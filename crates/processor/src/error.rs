@@ -253,6 +253,19 @@ pub enum ProcessError {
     },
 }
 
+/// Why an input line was not applied ([`crate::MetricProcessor::process_line`]): the
+/// line's own error or the record's, each with its own message.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ProcessLineError {
+    /// The line is not a record or an envelope of one.
+    #[error(transparent)]
+    Line(#[from] crate::input::LineError),
+    /// The record could not be applied.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+}
+
 /// A metrics document (for example a state file) that cannot be loaded.
 #[derive(Debug, Error)]
 #[non_exhaustive]

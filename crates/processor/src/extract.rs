@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+use crate::direct_parse::Found;
 use crate::error::ExtractError;
-use crate::hash::{bytes_eq, hash_bytes, KeyHashState};
+use crate::hash::{bytes_eq, hash_bytes, tail_words, KeyHashState};
 use crate::record::{JsonNumber, JsonValue, Record};
 use crate::registry::AttributeRegistry;
 use crate::sanitize::{
@@ -300,6 +301,17 @@ pub struct TelemetryData<'r> {
 }
 
 impl<'r> TelemetryData<'r> {
+    /// A record's values, one per attribute of `registry`, in registry order.
+    fn new(registry: &'r AttributeRegistry, values: Vec<AttrValue<'r>>) -> TelemetryData<'r> {
+        TelemetryData {
+            registry,
+            values,
+            groups: OnceCell::new(),
+            class: None,
+            wanted: Cell::new(0),
+        }
+    }
+
     /// The registry the data follows.
     pub fn registry(&self) -> &'r AttributeRegistry {
         self.registry
@@ -494,13 +506,54 @@ pub(crate) fn extract_into<'r>(
         };
         values.push(value);
     }
-    Ok(TelemetryData {
-        registry,
-        values,
-        groups: OnceCell::new(),
-        class: None,
-        wanted: Cell::new(0),
-    })
+    Ok(TelemetryData::new(registry, values))
+}
+
+/// [`extract_into`] for a line read by [`crate::direct_parse::scan_envelope_into`]: each
+/// attribute's value from where `found` puts it in `arena`, normalised as
+/// [`extract_into`] normalises it. Where that would be an error this gives the vector
+/// back instead: the caller then reads the line the general way, which reports it.
+pub(crate) fn extract_found<'r>(
+    registry: &'r AttributeRegistry,
+    arena: &'r [JsonValue<'_>],
+    found: &[Found<'r>],
+    mut values: Vec<AttrValue<'r>>,
+) -> Result<TelemetryData<'r>, Vec<AttrValue<'r>>> {
+    values.clear();
+    for (attr, place) in registry.attributes().iter().zip(found) {
+        let value = match (*place, attr.attr_type) {
+            (Found::Missing | Found::Null, _) => default_value(attr),
+            (Found::Str(text), AttributeType::String) => AttrValue::String(Text::sanitized(text)),
+            (Found::Str(text), AttributeType::Boolean) => AttrValue::Boolean(Scalar::String(text)),
+            (Found::Bool(b), AttributeType::Boolean) => AttrValue::Boolean(Scalar::Bool(b)),
+            (Found::Number(n), AttributeType::Boolean) => AttrValue::Boolean(Scalar::Number(n)),
+            (Found::Number(JsonNumber::NegInt(i)), AttributeType::Integer) => AttrValue::Integer(i),
+            (Found::Number(JsonNumber::PosInt(u)), AttributeType::Integer) => {
+                match i64::try_from(u) {
+                    Ok(i) => AttrValue::Integer(i),
+                    Err(_) => return Err(values),
+                }
+            }
+            (Found::At(at), _) => match &arena[at as usize] {
+                JsonValue::Null => default_value(attr),
+                raw => match read_value(attr, raw) {
+                    Ok(value) => value,
+                    Err(_) => return Err(values),
+                },
+            },
+            (Found::List(start, end), AttributeType::List) => {
+                let items = &arena[start as usize..end as usize];
+                if !items.iter().all(|v| matches!(v, JsonValue::String(_))) {
+                    return Err(values);
+                }
+                AttrValue::List(ListValue::Json(items))
+            }
+            // Scalars rendered as text, and every value of the wrong type.
+            _ => return Err(values),
+        };
+        values.push(value);
+    }
+    Ok(TelemetryData::new(registry, values))
 }
 
 /// A record's class: its identifier (never reused, in any processor) and its entry
@@ -643,9 +696,18 @@ fn place(table: &mut [u32], hash: u64, value: u32) {
 /// Appends bytes that determine a value given its attribute's type: concatenations of
 /// these for the same positions stay unambiguous.
 fn write_signature(out: &mut Vec<u8>, value: &AttrValue<'_>) {
+    /// The length, then text of up to 16 bytes as its two words (a store of fixed
+    /// size instead of a copy call; the length tells the two forms apart), longer
+    /// text as it is.
     fn counted(out: &mut Vec<u8>, text: &str) {
         out.extend_from_slice(&(text.len() as u32).to_le_bytes());
-        out.extend_from_slice(text.as_bytes());
+        if text.len() <= 16 {
+            let (a, b) = tail_words(text.as_bytes());
+            out.extend_from_slice(&a.to_le_bytes());
+            out.extend_from_slice(&b.to_le_bytes());
+        } else {
+            out.extend_from_slice(text.as_bytes());
+        }
     }
     match value {
         // Text that sanitises to the value (raw text is not sanitised here).
@@ -679,6 +741,12 @@ pub(crate) fn recycle<'a>(mut values: Vec<AttrValue<'_>>) -> Vec<AttrValue<'a>> 
     values.clear();
     // An in-place collect: same layout, so the allocation is kept.
     values.into_iter().map(|_| unreachable!("empty")).collect()
+}
+
+/// An empty arena of values with another lifetime, reusing the allocation.
+pub(crate) fn recycle_arena<'a>(mut arena: Vec<JsonValue<'_>>) -> Vec<JsonValue<'a>> {
+    arena.clear();
+    arena.into_iter().map(|_| unreachable!("empty")).collect()
 }
 
 fn default_value(attr: &AttributeDef) -> AttrValue<'_> {
@@ -759,6 +827,30 @@ mod tests {
 
     fn data<'r>(registry: &'r AttributeRegistry, record: &'r Record<'_>) -> TelemetryData<'r> {
         extract_telemetry_data(registry, record).unwrap()
+    }
+
+    #[test]
+    fn texts_of_every_length_differing_in_one_byte_are_other_classes() {
+        let registry = AttributeRegistry::default();
+        let all = u64::MAX >> (64 - registry.len());
+        let mut classes = RecordClasses::default();
+        let base = "abcdefghijklmnopqrstu";
+        for n in 0..=base.len() {
+            let class = |classes: &mut RecordClasses, action: &str, gpu: &str| {
+                let text = format!(r#"{{"action": "{action}", "gpu": ["{gpu}"]}}"#);
+                let record = Record::parse(&text).unwrap();
+                classes.class_of(data(&registry, &record).values(), all)
+            };
+            let same = class(&mut classes, &base[..n], &base[..n]);
+            assert_eq!(class(&mut classes, &base[..n], &base[..n]), same);
+            for i in 0..n {
+                let mut other = base.as_bytes()[..n].to_vec();
+                other[i] = b'_';
+                let other = String::from_utf8(other).unwrap();
+                assert_ne!(class(&mut classes, &other, &base[..n]), same, "{other}");
+                assert_ne!(class(&mut classes, &base[..n], &other), same, "{other}");
+            }
+        }
     }
 
     #[test]

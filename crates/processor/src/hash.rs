@@ -32,6 +32,17 @@ fn read_u32(b: &[u8], at: usize) -> u64 {
     u64::from(u32::from_le_bytes(buf))
 }
 
+/// Up to 16 bytes as two words that are equal exactly for equal byte strings of the
+/// same length (longer strings: their first and last eight bytes only).
+#[inline]
+pub(crate) fn tail_words(b: &[u8]) -> (u64, u64) {
+    if b.is_empty() {
+        (0, 0)
+    } else {
+        read_tail(b)
+    }
+}
+
 /// Reads 1 to 16 bytes as two words, with overlapping fixed-size loads.
 #[inline]
 fn read_tail(b: &[u8]) -> (u64, u64) {

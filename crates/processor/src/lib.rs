@@ -86,8 +86,8 @@ pub use builders::{
     MetricKind, TimeMetricsBuilder, DEFAULT_BUILDERS,
 };
 pub use error::{
-    BindError, BuildError, ExtractError, FileError, ProcessError, PrometheusKeyError, RecordError,
-    RegistryError, StateError, TimestampError,
+    BindError, BuildError, ExtractError, FileError, ProcessError, ProcessLineError,
+    PrometheusKeyError, RecordError, RegistryError, StateError, TimestampError,
 };
 pub use extract::{
     extract_telemetry_data, AttrValue, ListValue, NameGroups, Scalar, TelemetryData, Text,

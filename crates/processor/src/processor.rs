@@ -3,10 +3,14 @@
 use std::fmt;
 
 use crate::builders::{builder_by_name, BuildContext, MetricBuilder, MetricKind, DEFAULT_BUILDERS};
-use crate::error::{BindError, ProcessError};
-use crate::extract::{extract_into, recycle, AttrValue, RecordClasses};
+use crate::direct_parse::{scan_envelope_into, Found};
+use crate::error::{BindError, ProcessError, ProcessLineError};
+use crate::extract::{
+    extract_found, extract_into, recycle, recycle_arena, AttrValue, RecordClasses, TelemetryData,
+};
+use crate::input::{parse_input_line, LineError};
 use crate::metrics::{Metrics, MetricsUpdate, Stamp, UndoLog};
-use crate::record::Record;
+use crate::record::{JsonValue, Record};
 use crate::registry::AttributeRegistry;
 use crate::time::Timestamp;
 
@@ -41,10 +45,21 @@ impl Context {
 #[must_use]
 pub struct MetricProcessor {
     registry: AttributeRegistry,
+    run: BuilderRun,
+    /// The values a line read directly keeps for its attributes, reused likewise.
+    arena: Vec<JsonValue<'static>>,
+}
+
+/// The most attributes a registry may have for lines to be read straight into them
+/// ([`MetricProcessor::process_line`]); larger registries read every line as a record.
+const DIRECT_ATTRIBUTES: usize = 64;
+
+/// The builders and what they keep from record to record.
+struct BuilderRun {
     builders: Vec<Box<dyn MetricBuilder>>,
-    undo: UndoLog,
     /// The normalised values' vector, reused from record to record.
     spare: Vec<AttrValue<'static>>,
+    undo: UndoLog,
     /// Record classes for the builders that remember slots per class, and the attribute
     /// positions they have asked classes over.
     classes: RecordClasses,
@@ -53,14 +68,99 @@ pub struct MetricProcessor {
     memo: bool,
 }
 
+impl BuilderRun {
+    /// The values' vector to normalise a record into.
+    fn take_spare<'r>(&mut self) -> Vec<AttrValue<'r>> {
+        recycle(std::mem::take(&mut self.spare))
+    }
+
+    /// Keeps a values' vector for the next record.
+    fn keep_spare(&mut self, values: Vec<AttrValue<'_>>) {
+        self.spare = recycle(values);
+    }
+
+    /// Runs every builder over one normalised record, all or nothing, and stamps the
+    /// metrics with `now`.
+    fn apply(
+        &mut self,
+        metrics: &mut Metrics,
+        mut data: TelemetryData<'_>,
+        build_context: BuildContext,
+    ) -> Result<(), ProcessError> {
+        if self.memo && self.class_mask != 0 {
+            data.set_class(&mut self.classes, self.class_mask);
+        }
+        self.undo.clear();
+        let mut update = MetricsUpdate::new(metrics, &mut self.undo);
+        let mut failure = None;
+        for builder in &mut self.builders {
+            if let Err(source) = builder.build(&mut update, &data, &build_context) {
+                failure = Some((builder.name().to_owned(), source));
+                break;
+            }
+        }
+        self.class_mask |= data.wanted_class_mask();
+        self.keep_spare(data.into_values());
+        if let Some((builder, source)) = failure {
+            self.undo.roll_back(metrics);
+            return Err(ProcessError::Build { builder, source });
+        }
+        metrics.set_stamp(build_context.now);
+        Ok(())
+    }
+
+    /// The rest of [`MetricProcessor::process_line`] for a line read directly: its
+    /// `now` (replacing the context's), then the builders.
+    fn apply_scanned(
+        &mut self,
+        metrics: &mut Metrics,
+        data: TelemetryData<'_>,
+        now: Option<&str>,
+        context: &Context,
+    ) -> Result<(), ProcessLineError> {
+        let now = match now.map(Timestamp::parse_iso) {
+            None => context.now,
+            Some(Ok(now)) => Some(now),
+            Some(Err(error)) => {
+                self.keep_spare(data.into_values());
+                return Err(LineError::Now(error).into());
+            }
+        };
+        let context = Context {
+            now,
+            old_now: context.old_now,
+        };
+        match build_context(metrics, &context) {
+            Ok(build_context) => Ok(self.apply(metrics, data, build_context)?),
+            Err(error) => {
+                self.keep_spare(data.into_values());
+                Err(error.into())
+            }
+        }
+    }
+}
+
+/// A record's `now` and `old_now`, the context's defaults filled in (see [`Context`]).
+fn build_context(metrics: &Metrics, context: &Context) -> Result<BuildContext, ProcessError> {
+    let now = context.now.unwrap_or_else(Timestamp::now_local);
+    let old_now = match context.old_now {
+        Some(t) => t,
+        None => match metrics.stamp() {
+            Some(Stamp::Time(t)) => *t,
+            Some(Stamp::Text(text)) if !text.is_empty() => {
+                Timestamp::parse_iso(text).map_err(ProcessError::LastUpdated)?
+            }
+            _ => now,
+        },
+    };
+    Ok(BuildContext { now, old_now })
+}
+
 impl fmt::Debug for MetricProcessor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MetricProcessor")
             .field("registry", &self.registry)
-            .field(
-                "builders",
-                &self.builders.iter().map(|b| b.name()).collect::<Vec<_>>(),
-            )
+            .field("builders", &self.builder_names())
             .finish()
     }
 }
@@ -96,12 +196,15 @@ impl MetricProcessor {
     ) -> Result<MetricProcessor, BindError> {
         let mut processor = MetricProcessor {
             registry,
-            builders: Vec::with_capacity(builders.len()),
-            undo: UndoLog::default(),
-            spare: Vec::new(),
-            classes: RecordClasses::default(),
-            class_mask: 0,
-            memo: true,
+            run: BuilderRun {
+                builders: Vec::with_capacity(builders.len()),
+                spare: Vec::new(),
+                undo: UndoLog::default(),
+                classes: RecordClasses::default(),
+                class_mask: 0,
+                memo: true,
+            },
+            arena: Vec::new(),
         };
         for builder in builders {
             processor.add_boxed_builder(builder)?;
@@ -120,7 +223,7 @@ impl MetricProcessor {
         mut builder: Box<dyn MetricBuilder>,
     ) -> Result<(), BindError> {
         builder.bind(&self.registry)?;
-        self.builders.push(builder);
+        self.run.builders.push(builder);
         Ok(())
     }
 
@@ -129,7 +232,7 @@ impl MetricProcessor {
     /// and looked up again. The metrics are the same either way; only the speed
     /// differs (`docs/PERFORMANCE.md`, "Metric processor").
     pub fn set_memo(&mut self, on: bool) {
-        self.memo = on;
+        self.run.memo = on;
     }
 
     /// The registry records are normalised against.
@@ -139,12 +242,12 @@ impl MetricProcessor {
 
     /// The builders' names, in run order.
     pub fn builder_names(&self) -> Vec<&str> {
-        self.builders.iter().map(|b| b.name()).collect()
+        self.run.builders.iter().map(|b| b.name()).collect()
     }
 
     /// The kind of a metric family, from the first builder that claims it.
     pub fn metric_kind(&self, family: &str) -> Option<MetricKind> {
-        self.builders.iter().find_map(|b| b.metric_kind(family))
+        self.run.builders.iter().find_map(|b| b.metric_kind(family))
     }
 
     /// Applies one record to `metrics`, wholly or not at all.
@@ -154,46 +257,60 @@ impl MetricProcessor {
         record: &Record<'_>,
         context: &Context,
     ) -> Result<(), ProcessError> {
-        let now = context.now.unwrap_or_else(Timestamp::now_local);
-        let old_now = match context.old_now {
-            Some(t) => t,
-            None => match metrics.stamp() {
-                Some(Stamp::Time(t)) => *t,
-                Some(Stamp::Text(text)) if !text.is_empty() => {
-                    Timestamp::parse_iso(text).map_err(ProcessError::LastUpdated)?
-                }
-                _ => now,
-            },
-        };
-        let spare = recycle(std::mem::take(&mut self.spare));
-        let mut data = match extract_into(&self.registry, record, spare) {
-            Ok(data) => data,
+        let build_context = build_context(metrics, context)?;
+        match extract_into(&self.registry, record, self.run.take_spare()) {
+            Ok(data) => self.run.apply(metrics, data, build_context),
             Err((error, spare)) => {
-                self.spare = recycle(spare);
-                return Err(error.into());
+                self.run.keep_spare(spare);
+                Err(error.into())
             }
+        }
+    }
+
+    /// Applies one input line of the `process` command ([`crate::parse_input_line`]:
+    /// a raw record, or an envelope `{"now": …, "record": {…}}` whose `now` replaces
+    /// the context's), wholly or not at all.
+    ///
+    /// The result and every error are those of [`crate::parse_input_line`] followed by
+    /// [`MetricProcessor::process`]. An envelope of the common shape is read straight
+    /// into the registry's attributes, building no record; any other line, and any
+    /// line whose values do not fit their attributes, is read the general way.
+    pub fn process_line(
+        &mut self,
+        metrics: &mut Metrics,
+        line: &str,
+        context: &Context,
+    ) -> Result<(), ProcessLineError> {
+        let mut arena = recycle_arena(std::mem::take(&mut self.arena));
+        let mut found = [Found::Missing; DIRECT_ATTRIBUTES];
+        let attrs = self.registry.attributes();
+        let scanned = scan_envelope_into(
+            line,
+            attrs,
+            self.registry.raw_keys(),
+            &mut arena,
+            &mut found,
+        );
+        if let Some(now) = scanned {
+            let spare = self.run.take_spare();
+            match extract_found(&self.registry, &arena, &found[..attrs.len()], spare) {
+                Ok(data) => {
+                    let result = self
+                        .run
+                        .apply_scanned(metrics, data, now.as_deref(), context);
+                    self.arena = recycle_arena(arena);
+                    return result;
+                }
+                Err(spare) => self.run.keep_spare(spare),
+            }
+        }
+        self.arena = recycle_arena(arena);
+        let input = parse_input_line(line)?;
+        let context = Context {
+            now: input.now.or(context.now),
+            old_now: context.old_now,
         };
-        if self.memo && self.class_mask != 0 {
-            data.set_class(&mut self.classes, self.class_mask);
-        }
-        let build_context = BuildContext { now, old_now };
-        self.undo.clear();
-        let mut update = MetricsUpdate::new(metrics, &mut self.undo);
-        let mut failure = None;
-        for builder in &mut self.builders {
-            if let Err(source) = builder.build(&mut update, &data, &build_context) {
-                failure = Some((builder.name().to_owned(), source));
-                break;
-            }
-        }
-        self.class_mask |= data.wanted_class_mask();
-        self.spare = recycle(data.into_values());
-        if let Some((builder, source)) = failure {
-            self.undo.roll_back(metrics);
-            return Err(ProcessError::Build { builder, source });
-        }
-        metrics.set_stamp(now);
-        Ok(())
+        Ok(self.process(metrics, &input.record, &context)?)
     }
 
     /// Applies a record given as a `serde_json::Value` (which must be an object).
@@ -216,6 +333,52 @@ impl MetricProcessor {
     ) -> Result<(), ProcessError> {
         let record = Record::parse(record)?;
         self.process(metrics, &record, context)
+    }
+}
+
+#[cfg(test)]
+mod direct_tests {
+    use super::*;
+
+    /// Whether `line` is read straight into the registry's attributes.
+    fn read_directly(registry: &AttributeRegistry, line: &str) -> bool {
+        let mut arena = Vec::new();
+        let mut found = [Found::Missing; DIRECT_ATTRIBUTES];
+        let attrs = registry.attributes();
+        scan_envelope_into(line, attrs, registry.raw_keys(), &mut arena, &mut found).is_some()
+            && extract_found(registry, &arena, &found[..attrs.len()], Vec::new()).is_ok()
+    }
+
+    /// The fast path is the one taken for real records (the comparison of the two
+    /// paths in `tests/it/process_line.rs` would prove little otherwise), and not for
+    /// lines it cannot read exactly.
+    #[test]
+    fn every_corpus_line_is_read_directly_and_the_rest_is_not() {
+        let registry = AttributeRegistry::default();
+        let corpus = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/tao_processor/corpus.jsonl"
+        ))
+        .unwrap();
+        // `\u` escapes are outside the direct parser's subset.
+        for line in corpus.lines() {
+            assert_eq!(
+                read_directly(&registry, line),
+                !line.contains("\\u"),
+                "{line}"
+            );
+        }
+        for line in [
+            r#"{"action": "train"}"#,
+            r#"{"now": null, "record": {"action": "train"}}"#,
+            r#"{"now": "2025-01-14", "record": {"action": 1.5}}"#,
+            r#"{"now": "2025-01-14", "record": {"action": ["train"]}}"#,
+            r#"{"now": "2025-01-14", "record": {"gpu": ["A", 1]}}"#,
+            r#"{"now": "2025-01-14", "record": {"time_lapsed": 9223372036854775808}}"#,
+            r#"{"now": "2025-01-14", "record": {"action": "train"}} x"#,
+        ] {
+            assert!(!read_directly(&registry, line), "{line}");
+        }
     }
 }
 

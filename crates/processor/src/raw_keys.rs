@@ -7,7 +7,7 @@
 //! record brings: the hash needs no secret seed, and two registries with the same
 //! attributes have equal tables.
 
-use crate::hash::bytes_eq;
+use crate::hash::tail_words;
 use crate::types::AttributeDef;
 
 /// Where a key's probe starts: a multiplicative hash of its length, first and last
@@ -26,12 +26,23 @@ fn start(key: &[u8], mask: usize) -> usize {
 /// The attributes by raw key (see the module).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct RawKeyIndex {
-    /// The first attribute (position + 1) with a raw key, 0 where free; the length is
-    /// a power of two and at least four times the number of attributes.
-    table: Vec<u32>,
+    /// The first attribute with each raw key, and the key's summary; the length is a
+    /// power of two and at least four times the number of attributes.
+    table: Vec<Entry>,
     /// For each attribute, the next attribute (position + 1) with the same raw key, 0
     /// after the last.
     next_same: Vec<u32>,
+}
+
+/// A slot of the table: an attribute (position + 1; 0 where free) and its raw key's
+/// length and words ([`tail_words`]: keys of up to 16 bytes are equal exactly when
+/// these are; longer ones are compared in full), so that a probe compares the key
+/// it is given without reading the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Entry {
+    attr: u32,
+    len: u32,
+    words: (u64, u64),
 }
 
 impl RawKeyIndex {
@@ -39,16 +50,20 @@ impl RawKeyIndex {
     pub(crate) fn new(attrs: &[AttributeDef]) -> RawKeyIndex {
         let len = (attrs.len() * 4).next_power_of_two().max(16);
         let mut index = RawKeyIndex {
-            table: vec![0; len],
+            table: vec![Entry::default(); len],
             next_same: vec![0; attrs.len()],
         };
         for (i, attr) in attrs.iter().enumerate() {
             let key = attr.raw_key.as_bytes();
             let mut at = start(key, len - 1);
             loop {
-                match index.table[at] {
+                match index.table[at].attr {
                     0 => {
-                        index.table[at] = i as u32 + 1;
+                        index.table[at] = Entry {
+                            attr: i as u32 + 1,
+                            len: key.len() as u32,
+                            words: tail_words(key),
+                        };
                         break;
                     }
                     slot if attrs[slot as usize - 1].raw_key == attr.raw_key => {
@@ -69,14 +84,19 @@ impl RawKeyIndex {
     /// The first attribute (in registry order) whose raw key is `key`.
     #[inline]
     pub(crate) fn first(&self, attrs: &[AttributeDef], key: &str) -> Option<usize> {
+        let key = key.as_bytes();
         let mask = self.table.len().wrapping_sub(1);
-        let mut at = start(key.as_bytes(), mask);
-        while let Some(&slot) = self.table.get(at) {
-            if slot == 0 {
+        let mut at = start(key, mask);
+        let words = tail_words(key);
+        while let Some(entry) = self.table.get(at) {
+            if entry.attr == 0 {
                 return None;
             }
-            let attr = slot as usize - 1;
-            if bytes_eq(attrs[attr].raw_key.as_bytes(), key.as_bytes()) {
+            let attr = entry.attr as usize - 1;
+            if entry.len as usize == key.len()
+                && entry.words == words
+                && (key.len() <= 16 || attrs[attr].raw_key.as_bytes() == key)
+            {
                 return Some(attr);
             }
             at = (at + 1) & mask;
@@ -146,6 +166,8 @@ mod tests {
             "X",
             "xx",
             "a_rather_long_raw_key_of_more_than_16_byteS",
+            // The same length, first and last eight bytes: only the middle differs.
+            "a_rather_long_raw_kez_of_more_than_16_bytes",
             "a",
         ] {
             assert_eq!(
@@ -153,6 +175,24 @@ mod tests {
                 [] as [usize; 0],
                 "{absent}"
             );
+        }
+    }
+
+    #[test]
+    fn keys_of_every_short_length_differ_in_every_byte() {
+        let text = "abcdefghijklmnopqrstu";
+        let attrs: Vec<AttributeDef> = (0..=text.len())
+            .map(|n| attr(&format!("a{n}"), &text[..n]))
+            .collect();
+        let index = RawKeyIndex::new(&attrs);
+        for n in 0..=text.len() {
+            assert_eq!(index.first(&attrs, &text[..n]), Some(n));
+            for i in 0..n {
+                let mut other = text.as_bytes()[..n].to_vec();
+                other[i] = b'_';
+                let other = String::from_utf8(other).unwrap();
+                assert_eq!(index.first(&attrs, &other), None, "{other}");
+            }
         }
     }
 

@@ -10,9 +10,10 @@ Alternates, N rounds (default 5), between
   records parsed, which favours it), one processor and one dict kept across
   passes, for S seconds (default 2) of this process's CPU time; and
 * ``cargo bench -p nixl-telemetry-processor --bench processor -- S "end to end"``:
-  each line's JSON parsed, the four default builders, the metrics written as
-  JSON once a pass (what ``nixl-telemetry process`` does), and its parse-only
-  floor (``-- S "parse only"``) in the same round.
+  each line applied by ``MetricProcessor::process_line`` (its JSON read
+  straight into the attributes), the four default builders, the metrics
+  written as JSON once a pass (what ``nixl-telemetry process`` does), and its
+  parse-only floor (``-- S "parse only"``) in the same round.
 
 Each side's rate is records per second of CPU time (the machine may be shared:
 wall time is printed too but the ratios use CPU time). Prints each round and

@@ -6,6 +6,7 @@
 
 mod atomic_records;
 mod many_gpu_names;
+mod process_line;
 mod processor_rules;
 mod reference_fixtures;
 mod registry_files;
