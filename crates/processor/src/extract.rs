@@ -520,40 +520,61 @@ pub(crate) fn extract_found<'r>(
     mut values: Vec<AttrValue<'r>>,
 ) -> Result<TelemetryData<'r>, Vec<AttrValue<'r>>> {
     values.clear();
-    for (attr, place) in registry.attributes().iter().zip(found) {
-        let value = match (*place, attr.attr_type) {
-            (Found::Missing | Found::Null, _) => default_value(attr),
-            (Found::Str(text), AttributeType::String) => AttrValue::String(Text::sanitized(text)),
-            (Found::Str(text), AttributeType::Boolean) => AttrValue::Boolean(Scalar::String(text)),
-            (Found::Bool(b), AttributeType::Boolean) => AttrValue::Boolean(Scalar::Bool(b)),
-            (Found::Number(n), AttributeType::Boolean) => AttrValue::Boolean(Scalar::Number(n)),
-            (Found::Number(JsonNumber::NegInt(i)), AttributeType::Integer) => AttrValue::Integer(i),
-            (Found::Number(JsonNumber::PosInt(u)), AttributeType::Integer) => {
-                match i64::try_from(u) {
-                    Ok(i) => AttrValue::Integer(i),
-                    Err(_) => return Err(values),
-                }
-            }
-            (Found::At(at), _) => match &arena[at as usize] {
-                JsonValue::Null => default_value(attr),
-                raw => match read_value(attr, raw) {
-                    Ok(value) => value,
-                    Err(_) => return Err(values),
-                },
-            },
-            (Found::List(start, end), AttributeType::List) => {
-                let items = &arena[start as usize..end as usize];
-                if !items.iter().all(|v| matches!(v, JsonValue::String(_))) {
-                    return Err(values);
-                }
-                AttrValue::List(ListValue::Json(items))
-            }
-            // Scalars rendered as text, and every value of the wrong type.
-            _ => return Err(values),
-        };
-        values.push(value);
+    // One `extend` of known length: each value is written in its place, with no
+    // growth check between building and storing it.
+    let mut fits = true;
+    values.extend(
+        registry
+            .attributes()
+            .iter()
+            .zip(found)
+            .map(|(attr, place)| {
+                found_value(attr, *place, arena).unwrap_or_else(|| {
+                    fits = false;
+                    AttrValue::Integer(0)
+                })
+            }),
+    );
+    if fits {
+        Ok(TelemetryData::new(registry, values))
+    } else {
+        Err(values)
     }
-    Ok(TelemetryData::new(registry, values))
+}
+
+/// An attribute's value from what [`crate::direct_parse::scan_envelope_into`] found,
+/// normalised as [`read_value`] normalises it; `None` where that is an error (and for
+/// scalars rendered as text, left to the general path).
+#[inline(always)]
+fn found_value<'r>(
+    attr: &'r AttributeDef,
+    place: Found<'r>,
+    arena: &'r [JsonValue<'_>],
+) -> Option<AttrValue<'r>> {
+    Some(match (place, attr.attr_type) {
+        (Found::Missing | Found::Null, _) => default_value(attr),
+        (Found::Str(text), AttributeType::String) => AttrValue::String(Text::sanitized(text)),
+        (Found::Str(text), AttributeType::Boolean) => AttrValue::Boolean(Scalar::String(text)),
+        (Found::Bool(b), AttributeType::Boolean) => AttrValue::Boolean(Scalar::Bool(b)),
+        (Found::Number(n), AttributeType::Boolean) => AttrValue::Boolean(Scalar::Number(n)),
+        (Found::Number(JsonNumber::NegInt(i)), AttributeType::Integer) => AttrValue::Integer(i),
+        (Found::Number(JsonNumber::PosInt(u)), AttributeType::Integer) => {
+            AttrValue::Integer(i64::try_from(u).ok()?)
+        }
+        (Found::At(at), _) => match &arena[at as usize] {
+            JsonValue::Null => default_value(attr),
+            raw => read_value(attr, raw).ok()?,
+        },
+        (Found::List(start, end), AttributeType::List) => {
+            let items = &arena[start as usize..end as usize];
+            if !items.iter().all(|v| matches!(v, JsonValue::String(_))) {
+                return None;
+            }
+            AttrValue::List(ListValue::Json(items))
+        }
+        // Scalars rendered as text, and every value of the wrong type.
+        _ => return None,
+    })
 }
 
 /// A record's class: its identifier (never reused, in any processor) and its entry
@@ -700,12 +721,16 @@ fn write_signature(out: &mut Vec<u8>, value: &AttrValue<'_>) {
     /// size instead of a copy call; the length tells the two forms apart), longer
     /// text as it is.
     fn counted(out: &mut Vec<u8>, text: &str) {
-        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        let len = (text.len() as u32).to_le_bytes();
         if text.len() <= 16 {
             let (a, b) = tail_words(text.as_bytes());
-            out.extend_from_slice(&a.to_le_bytes());
-            out.extend_from_slice(&b.to_le_bytes());
+            let mut unit = [0; 20];
+            unit[..4].copy_from_slice(&len);
+            unit[4..12].copy_from_slice(&a.to_le_bytes());
+            unit[12..].copy_from_slice(&b.to_le_bytes());
+            out.extend_from_slice(&unit);
         } else {
+            out.extend_from_slice(&len);
             out.extend_from_slice(text.as_bytes());
         }
     }
