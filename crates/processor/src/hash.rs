@@ -2,8 +2,9 @@
 //!
 //! Metric keys are long (labeled keys run to a few hundred bytes) and each record
 //! hashes several of them, so the map's hasher dominates. This one folds 16 bytes per
-//! 64×64→128-bit multiply, in two independent chains for input past 32 bytes. Its seed comes from the standard library's random
-//! `RandomState`, so key collisions cannot be planned from outside a process.
+//! 64×64→128-bit multiply, in two independent chains for input past 32 bytes. Its
+//! seed comes from the standard library's random `RandomState`, so key collisions
+//! cannot be planned from outside a process.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

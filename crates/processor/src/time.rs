@@ -111,12 +111,9 @@ struct Cursor<'a> {
 
 impl Cursor<'_> {
     fn digits(&mut self, n: usize) -> Option<u32> {
-        let s = self.b.get(self.i..self.i + n)?;
-        if !s.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
+        let value = digits(self.b.get(self.i..self.i + n)?)?;
         self.i += n;
-        Some(s.iter().fold(0, |acc, d| acc * 10 + u32::from(d - b'0')))
+        Some(value)
     }
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
