@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 
+use crate::next_keys::{After, NextKeys};
 use crate::raw_keys::RawKeyIndex;
 use crate::record::{JsonNumber, JsonValue};
 use crate::types::AttributeDef;
@@ -116,7 +117,9 @@ pub(crate) enum Found<'t> {
 /// [`parse_envelope_direct`] reads one), with the value of each of the record's
 /// members that an attribute of `attrs` reads put in `arena` and its place in
 /// `found` (indexed by attribute; the last member of a raw key wins, as in a lookup).
-/// Members no attribute reads are checked and dropped: no record is built.
+/// Members no attribute reads are checked and dropped: no record is built. Keys are
+/// recognised by `next_keys`' guess where it holds, looked up in `index` (and the
+/// guess learnt) where not.
 ///
 /// `None` wherever [`parse_envelope_direct`] gives `None`, and for registries of more
 /// attributes than `found` holds; `arena` and `found` are then meaningless.
@@ -125,6 +128,7 @@ pub(crate) fn scan_envelope_into<'t>(
     text: &'t str,
     attrs: &[AttributeDef],
     index: &RawKeyIndex,
+    next_keys: &mut NextKeys,
     arena: &mut Vec<JsonValue<'t>>,
     found: &mut [Found<'t>],
 ) -> Option<Option<Cow<'t, str>>> {
@@ -132,7 +136,7 @@ pub(crate) fn scan_envelope_into<'t>(
         return None;
     }
     let (now, ()) = read_envelope(text, |parser| {
-        parser.record_members(attrs, index, arena, found)
+        parser.record_members(attrs, (index, &mut *next_keys), arena, found)
     })?;
     Some(now)
 }
@@ -154,17 +158,50 @@ pub(crate) fn is_special(byte: u8) -> bool {
 /// flagged one (a borrow), never one below it, so the lowest flag is exact.
 #[inline]
 pub(crate) fn first_special_byte(word: u64) -> Option<usize> {
+    let flags = special_flags(word);
+    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+}
+
+/// [`first_special_byte`] of the sixteen bytes of `low` then `high`, with one branch
+/// (whether any is special) instead of one a word: most strings of a record end
+/// within their first sixteen bytes, so the scan's exit is predicted.
+#[inline]
+pub(crate) fn first_special_byte_16(low: u64, high: u64) -> Option<usize> {
+    // `high`'s flags count only where `low` has none, where they are exact too.
+    let flags = u128::from(special_flags(low)) | u128::from(special_flags(high)) << 64;
+    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+}
+
+/// The high bit of each byte of `word` that [`is_special`], and maybe of some bytes
+/// above the lowest such byte (see [`first_special_byte`]).
+#[inline]
+fn special_flags(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let quote = zero_in(word ^ (ONES * u64::from(b'"')));
     let backslash = zero_in(word ^ (ONES * u64::from(b'\\')));
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    let flags = quote | backslash | control;
-    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+    quote | backslash | control
 }
 
 impl<'a> Parser<'a> {
+    /// Runs `read` on a copy of the parser and takes the copy's position back. A
+    /// parser whose address is never passed on can live in registers: the scans call
+    /// the functions that are not inlined (nested values, escapes) through this, so
+    /// that their position is not stored to and reloaded from memory at every byte.
+    #[inline(always)]
+    fn detached<R>(&mut self, read: impl FnOnce(&mut Parser<'a>) -> R) -> R {
+        let mut copy = Parser {
+            text: self.text,
+            bytes: self.bytes,
+            pos: self.pos,
+        };
+        let result = read(&mut copy);
+        self.pos = copy.pos;
+        result
+    }
+
     #[inline]
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
@@ -264,13 +301,20 @@ impl<'a> Parser<'a> {
             return None;
         }
         let key = self.string()?;
+        self.colon()?;
+        Some(key)
+    }
+
+    /// The colon after a member's key, with the white space around it.
+    #[inline(always)]
+    fn colon(&mut self) -> Option<()> {
         self.skip_whitespace();
         if self.peek()? != b':' {
             return None;
         }
         self.pos += 1;
         self.skip_whitespace();
-        Some(key)
+        Some(())
     }
 
     /// A string at `"`: borrowed when it has no escapes, owned when its escapes are all
@@ -282,11 +326,13 @@ impl<'a> Parser<'a> {
         self.pos += 1;
         let start = self.pos;
         loop {
-            if let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
-                let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-                match first_special_byte(word) {
+            if let Some(chunk) = self.bytes.get(self.pos..self.pos + 16) {
+                let (low, high) = chunk.split_at(8);
+                let low = u64::from_le_bytes(low.try_into().expect("eight bytes"));
+                let high = u64::from_le_bytes(high.try_into().expect("eight bytes"));
+                match first_special_byte_16(low, high) {
                     None => {
-                        self.pos += 8;
+                        self.pos += 16;
                         continue;
                     }
                     Some(offset) => self.pos += offset,
@@ -302,7 +348,7 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     Some(Cow::Borrowed(s))
                 }
-                b'\\' => self.escaped_string(start),
+                b'\\' => self.detached(|p| p.escaped_string(start)),
                 _ => None,
             };
         }
@@ -368,7 +414,7 @@ impl<'a> Parser<'a> {
     fn record_members(
         &mut self,
         attrs: &[AttributeDef],
-        index: &RawKeyIndex,
+        (index, next_keys): (&RawKeyIndex, &mut NextKeys),
         arena: &mut Vec<JsonValue<'a>>,
         found: &mut [Found<'a>],
     ) -> Option<()> {
@@ -379,10 +425,24 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             return Some(());
         }
+        let mut after = After::START;
         loop {
-            let key = self.member_key()?;
-            match index.first(attrs, &key) {
-                None => drop(self.value(DEPTH)?),
+            let first = match next_keys.guess(after, self.bytes, self.pos) {
+                Some((end, first)) => {
+                    self.pos = end;
+                    self.colon()?;
+                    first
+                }
+                None => {
+                    let key = self.member_key()?;
+                    let first = index.first(attrs, &key);
+                    next_keys.learn(after, &key, first);
+                    first
+                }
+            };
+            after = After::key(first);
+            match first {
+                None => drop(self.detached(|p| p.value(DEPTH))?),
                 Some(first) => {
                     // Scalars are kept as they are, without building a value.
                     let place = match self.peek()? {
@@ -399,12 +459,12 @@ impl<'a> Parser<'a> {
                         b'-' | b'0'..=b'9' => Found::Number(self.number()?),
                         b'[' => {
                             let start = arena.len();
-                            self.array_into(DEPTH + 1, arena)?;
+                            self.detached(|p| p.array_into(DEPTH + 1, arena))?;
                             let end = arena.len();
                             Found::List(u32::try_from(start).ok()?, u32::try_from(end).ok()?)
                         }
                         _ => {
-                            arena.push(self.value(DEPTH)?);
+                            arena.push(self.detached(|p| p.value(DEPTH))?);
                             Found::At(u32::try_from(arena.len() - 1).ok()?)
                         }
                     };
@@ -438,7 +498,7 @@ impl<'a> Parser<'a> {
                 let text = self.string()?;
                 items.push(JsonValue::String(text));
             } else {
-                items.push(self.value(depth)?);
+                items.push(self.detached(|p| p.value(depth))?);
             }
             if self.item_end(b']')? {
                 return Some(());

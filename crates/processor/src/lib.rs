@@ -69,6 +69,7 @@ mod file;
 mod hash;
 mod input;
 mod metrics;
+mod next_keys;
 mod processor;
 mod prometheus;
 mod raw_keys;
