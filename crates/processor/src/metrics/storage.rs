@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
@@ -41,17 +41,71 @@ pub struct Metrics {
     /// Changes whenever slot numbers may have been reused (new map, clone, roll-back).
     generation: u64,
     last_updated: Option<Stamp>,
-    /// The slot numbers in key order, as far as the last [`Metrics::sorted`] saw them.
+    /// The slot numbers in key order and the keys escaped, as far as the last sort
+    /// or write saw them.
     order: Mutex<KeyOrder>,
 }
 
 /// Slot numbers sorted by key: those below `ids.len()` of the map of `generation`.
 /// Slots are only appended while the generation stays, so the next sort needs to
 /// sort only the keys added since and merge them in.
+///
+/// With them, each of those slots' keys as the JSON file writes it, so that writing
+/// the file copies each key instead of escaping it again (a labeled key has some
+/// nine quotes to escape).
 #[derive(Debug, Default)]
 struct KeyOrder {
     generation: u64,
     ids: Vec<u32>,
+    /// The keys' JSON string bodies, slot after slot; slot `i`'s ends at `ends[i]`.
+    escaped: String,
+    ends: Vec<usize>,
+    /// How many of the keys sort before [`LAST_UPDATED`] (a reserved key, which no
+    /// metric has), whose member the file writes after them.
+    before_last_updated: usize,
+}
+
+impl KeyOrder {
+    /// Forgets every slot (their numbers may have been reused).
+    fn reset(&mut self, generation: u64) {
+        self.generation = generation;
+        self.ids.clear();
+        self.escaped.clear();
+        self.ends.clear();
+        self.before_last_updated = 0;
+    }
+
+    /// Adds the slots from `ids.len()` to the end of `keys` (the keys by slot).
+    fn add(&mut self, keys: &[&str]) {
+        let known = self.ids.len();
+        let mut added: Vec<u32> = (known as u32..keys.len() as u32).collect();
+        added.sort_unstable_by_key(|&id| keys[id as usize]);
+        let mut merged = Vec::with_capacity(keys.len());
+        let (mut old, mut new) = (self.ids.iter().peekable(), added.iter().peekable());
+        while let (Some(&&a), Some(&&b)) = (old.peek(), new.peek()) {
+            if keys[a as usize] <= keys[b as usize] {
+                merged.push(a);
+                old.next();
+            } else {
+                merged.push(b);
+                new.next();
+            }
+        }
+        merged.extend(old.chain(new));
+        self.ids = merged;
+        for key in &keys[known..] {
+            write_json_str(&mut self.escaped, key);
+            self.ends.push(self.escaped.len());
+            self.before_last_updated += usize::from(*key < LAST_UPDATED);
+        }
+    }
+
+    /// Slot `id`'s key as a JSON string body.
+    fn escaped(&self, id: u32) -> &str {
+        let id = id as usize;
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.escaped[start..self.ends[id]]
+    }
 }
 
 /// `last_updated`: text as loaded (parsed only when needed, like the reference does),
@@ -194,39 +248,39 @@ impl Metrics {
     /// The metrics sorted by key (code-point order).
     #[must_use]
     pub fn sorted(&self) -> Vec<(&str, i64)> {
-        let mut keys = vec![""; self.values.len()];
-        for (key, &id) in &self.index {
-            keys[id as usize] = key;
-        }
-        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
-        if order.generation != self.generation || order.ids.len() > keys.len() {
-            order.generation = self.generation;
-            order.ids.clear();
-        }
-        // The keys added since the last sort, sorted, then merged with the rest.
-        let known = order.ids.len();
-        let mut added: Vec<u32> = (known as u32..keys.len() as u32).collect();
-        added.sort_unstable_by_key(|&id| keys[id as usize]);
-        if !added.is_empty() {
-            let mut merged = Vec::with_capacity(keys.len());
-            let (mut old, mut new) = (order.ids.iter().peekable(), added.iter().peekable());
-            while let (Some(&&a), Some(&&b)) = (old.peek(), new.peek()) {
-                if keys[a as usize] <= keys[b as usize] {
-                    merged.push(a);
-                    old.next();
-                } else {
-                    merged.push(b);
-                    new.next();
-                }
-            }
-            merged.extend(old.chain(new));
-            order.ids = merged;
-        }
+        let keys = self.keys_by_slot();
+        let order = self.key_order(Some(&keys));
         order
             .ids
             .iter()
             .map(|&id| (keys[id as usize], self.values[id as usize]))
             .collect()
+    }
+
+    /// Every key, by slot number.
+    fn keys_by_slot(&self) -> Vec<&str> {
+        let mut keys = vec![""; self.values.len()];
+        for (key, &id) in &self.index {
+            keys[id as usize] = key;
+        }
+        keys
+    }
+
+    /// The key order, brought up to date: the keys added since the last call are
+    /// sorted and merged in. `keys` are [`Metrics::keys_by_slot`] if the caller has
+    /// them; they are gathered only when keys were added.
+    fn key_order(&self, keys: Option<&[&str]>) -> MutexGuard<'_, KeyOrder> {
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        if order.generation != self.generation || order.ids.len() > self.values.len() {
+            order.reset(self.generation);
+        }
+        if order.ids.len() < self.values.len() {
+            match keys {
+                Some(keys) => order.add(keys),
+                None => order.add(&self.keys_by_slot()),
+            }
+        }
+        order
     }
 
     /// The ISO time of the last applied record in the reference's form
@@ -302,34 +356,30 @@ impl Metrics {
     /// The text [`Metrics::write_json`] writes.
     #[must_use]
     pub fn to_json_string(&self) -> String {
-        let entries = self.sorted();
-        let mut s =
-            String::with_capacity(entries.iter().map(|e| e.0.len() + 32).sum::<usize>() + 64);
+        let order = self.key_order(None);
+        let mut s = String::with_capacity(order.escaped.len() + 24 * order.ids.len() + 64);
         let mut first = true;
-        let mut member = |s: &mut String, key: &str| {
+        // A member's opening and its key, already escaped.
+        let mut member = |s: &mut String, escaped_key: &str| {
             s.push_str(if first { "{\n \"" } else { ",\n \"" });
             first = false;
-            write_json_str(s, key);
+            s.push_str(escaped_key);
             s.push_str("\": ");
         };
-        let last_updated = self.last_updated();
-        let mut pending_last = last_updated.as_deref();
-        for (key, value) in entries {
-            if let Some(last) = pending_last.filter(|_| LAST_UPDATED < key) {
-                member(&mut s, LAST_UPDATED);
-                s.push('"');
-                write_json_str(&mut s, last);
-                s.push('"');
-                pending_last = None;
-            }
-            member(&mut s, key);
-            push_integer(&mut s, value);
+        let (before, after) = order.ids.split_at(order.before_last_updated);
+        for &id in before {
+            member(&mut s, order.escaped(id));
+            push_integer(&mut s, self.values[id as usize]);
         }
-        if let Some(last) = pending_last {
+        if let Some(last) = self.last_updated() {
             member(&mut s, LAST_UPDATED);
             s.push('"');
-            write_json_str(&mut s, last);
+            write_json_str(&mut s, &last);
             s.push('"');
+        }
+        for &id in after {
+            member(&mut s, order.escaped(id));
+            push_integer(&mut s, self.values[id as usize]);
         }
         if first {
             s.push_str("{}\n");
@@ -602,10 +652,33 @@ mod tests {
     /// added between sorts, removed by a roll-back and re-added, and in a clone.
     #[test]
     fn the_kept_key_order_is_a_full_sort_through_growth_and_roll_back() {
+        // The order, and the file written from the kept order and escapes, are
+        // those of a full sort and every key escaped afresh.
         fn check(m: &Metrics) {
             let mut full: Vec<(&str, i64)> = m.iter().collect();
             full.sort_unstable();
             assert_eq!(m.sorted(), full);
+            let mut members: Vec<(String, String)> = full
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect();
+            if let Some(last) = m.last_updated() {
+                // After the keys that sort before it.
+                let at = full.partition_point(|(key, _)| *key < LAST_UPDATED);
+                let mut text = String::from('"');
+                write_json_str(&mut text, &last);
+                text.push('"');
+                members.insert(at, (LAST_UPDATED.to_string(), text));
+            }
+            let mut expected = String::from("{");
+            for (n, (key, value)) in members.iter().enumerate() {
+                expected.push_str(if n == 0 { "\n \"" } else { ",\n \"" });
+                write_json_str(&mut expected, key);
+                expected.push_str("\": ");
+                expected.push_str(value);
+            }
+            expected.push_str(if members.is_empty() { "}\n" } else { "\n}\n" });
+            assert_eq!(m.to_json_string(), expected);
         }
         let mut m = Metrics::new();
         check(&m);
@@ -613,6 +686,20 @@ mod tests {
             for i in 0..37u32 {
                 let key = format!("k{}", (i * 7919 + round * 37) % 1000);
                 m.insert(&key, i64::from(i)).unwrap();
+            }
+            // Keys to escape, and keys next to `last_updated` in order.
+            for key in [
+                "q\"uote{round}",
+                "back\\slash",
+                "tab\there",
+                "last",
+                "last_updated_x",
+            ] {
+                m.insert(&key.replace("{round}", &round.to_string()), 2)
+                    .unwrap();
+            }
+            if round == 2 {
+                m.set_stamp(Timestamp::parse_iso("2025-01-13T00:00:05.5").unwrap());
             }
             check(&m);
             let mut undo = UndoLog::default();
