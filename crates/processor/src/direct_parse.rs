@@ -263,26 +263,33 @@ impl<'a> Parser<'a> {
     }
 
     /// The number of [`Parser::integer`].
-    #[inline]
+    #[inline(always)]
     fn number(&mut self) -> Option<JsonNumber> {
         let negative = self.peek() == Some(b'-');
         if negative {
             self.pos += 1;
         }
         let start = self.pos;
-        let mut value: u64 = 0;
-        while let Some(digit @ b'0'..=b'9') = self.peek() {
-            value = value
-                .checked_mul(10)?
-                .checked_add(u64::from(digit - b'0'))?;
+        while let Some(b'0'..=b'9') = self.peek() {
             self.pos += 1;
         }
-        let digits = self.pos - start;
-        if digits == 0 || (digits > 1 && self.bytes[start] == b'0') {
+        let digits = &self.bytes[start..self.pos];
+        if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') || digits.len() > 20 {
             return None;
         }
         if let Some(b'.' | b'e' | b'E') = self.peek() {
             return None;
+        }
+        // Nineteen digits never overflow 64 bits, so only a twentieth is checked (and
+        // the digits are found first: the value then folds in registers).
+        let (head, twentieth) = digits.split_at(digits.len().min(19));
+        let mut value = head
+            .iter()
+            .fold(0u64, |value, &digit| value * 10 + u64::from(digit - b'0'));
+        if let [digit] = twentieth {
+            value = value
+                .checked_mul(10)?
+                .checked_add(u64::from(digit - b'0'))?;
         }
         if !negative {
             Some(JsonNumber::PosInt(value))
@@ -561,6 +568,7 @@ mod tests {
             r#"{"s": "a\"b\\c\/d\b\f\n\r\t"}"#,
             r#"{"u": "é ☃ 😀"}"#,
             r#"{"n": 18446744073709551615, "m": -9223372036854775808}"#,
+            r#"{"n": 9999999999999999999, "m": 10000000000000000000, "k": -1}"#,
             "{}",
             "[]",
             r#"[{}, [], "", 0]"#,
@@ -590,6 +598,9 @@ mod tests {
             r#"{"a": 1.5}"#,
             r#"{"a": 1e3}"#,
             r#"{"a": 18446744073709551616}"#,
+            r#"{"a": 99999999999999999999}"#,
+            r#"{"a": 100000000000000000000}"#,
+            r#"{"a": 00}"#,
             r#"{"a": -9223372036854775809}"#,
             r#"{"a": "\u0041"}"#,
             r#"{"a": "\x"}"#,
