@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 
+use crate::extract::recycle;
 use crate::next_keys::{After, NextKeys};
 use crate::raw_keys::RawKeyIndex;
 use crate::record::{JsonNumber, JsonValue};
@@ -111,6 +112,28 @@ pub(crate) enum Found<'t> {
     At(u32),
     /// An array: its elements are the arena's values in `start..end`.
     List(u32, u32),
+    /// An array of strings without escapes: the arena's strings in `start..end`.
+    Strings(u32, u32),
+}
+
+/// Where [`scan_envelope_into`] keeps the values it does not hold in [`Found`]:
+/// arrays of plain strings (the usual list, kept as the strings alone) and every
+/// other value. Reused from line to line ([`ScanArena::recycle`]).
+#[derive(Debug, Default)]
+pub(crate) struct ScanArena<'t> {
+    pub(crate) values: Vec<JsonValue<'t>>,
+    pub(crate) strings: Vec<&'t str>,
+}
+
+impl ScanArena<'_> {
+    /// The arena emptied, for text of another lifetime, its allocations kept.
+    #[inline]
+    pub(crate) fn recycle<'u>(self) -> ScanArena<'u> {
+        ScanArena {
+            values: recycle(self.values),
+            strings: recycle(self.strings),
+        }
+    }
 }
 
 /// The text of `now` of an envelope line of the common shape (as
@@ -129,7 +152,7 @@ pub(crate) fn scan_envelope_into<'t>(
     attrs: &[AttributeDef],
     index: &RawKeyIndex,
     next_keys: &mut NextKeys,
-    arena: &mut Vec<JsonValue<'t>>,
+    arena: &mut ScanArena<'t>,
     found: &mut [Found<'t>],
 ) -> Option<Option<Cow<'t, str>>> {
     if attrs.len() > found.len() {
@@ -326,10 +349,23 @@ impl<'a> Parser<'a> {
 
     /// A string at `"`: borrowed when it has no escapes, owned when its escapes are all
     /// of the one-character kind (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`).
+    #[inline(always)]
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        match self.string_body()? {
+            Ok(text) => Some(Cow::Borrowed(text)),
+            Err(start) => self.detached(|p| p.escaped_string(start)),
+        }
+    }
+
+    /// A string at `"` up to its first escape: `Ok` with its text, past its closing
+    /// quote, if it has none; `Err` with where its body starts, at the escape's
+    /// backslash, if it has one (for [`Parser::escaped_string`]); `None` at a control
+    /// character or the end of the text.
+    ///
     /// Inlined: a record has some thirty strings, most of them a word or two long, and
     /// the call cost about a fifth of reading one (escapes go to a function of their own).
     #[inline(always)]
-    fn string(&mut self) -> Option<Cow<'a, str>> {
+    fn string_body(&mut self) -> Option<Result<&'a str, usize>> {
         self.pos += 1;
         let start = self.pos;
         loop {
@@ -353,9 +389,9 @@ impl<'a> Parser<'a> {
                 b'"' => {
                     let s = &self.text[start..self.pos];
                     self.pos += 1;
-                    Some(Cow::Borrowed(s))
+                    Some(Ok(s))
                 }
-                b'\\' => self.detached(|p| p.escaped_string(start)),
+                b'\\' => Some(Err(start)),
                 _ => None,
             };
         }
@@ -422,7 +458,7 @@ impl<'a> Parser<'a> {
         &mut self,
         attrs: &[AttributeDef],
         (index, next_keys): (&RawKeyIndex, &mut NextKeys),
-        arena: &mut Vec<JsonValue<'a>>,
+        arena: &mut ScanArena<'a>,
         found: &mut [Found<'a>],
     ) -> Option<()> {
         const DEPTH: u32 = 2;
@@ -456,8 +492,8 @@ impl<'a> Parser<'a> {
                         b'"' => match self.string()? {
                             Cow::Borrowed(text) => Found::Str(text),
                             owned => {
-                                arena.push(JsonValue::String(owned));
-                                Found::At(u32::try_from(arena.len() - 1).ok()?)
+                                arena.values.push(JsonValue::String(owned));
+                                Found::At(u32::try_from(arena.values.len() - 1).ok()?)
                             }
                         },
                         b't' => self.literal(b"true", Found::Bool(true))?,
@@ -465,14 +501,23 @@ impl<'a> Parser<'a> {
                         b'n' => self.literal(b"null", Found::Null)?,
                         b'-' | b'0'..=b'9' => Found::Number(self.number()?),
                         b'[' => {
-                            let start = arena.len();
-                            self.detached(|p| p.array_into(DEPTH + 1, arena))?;
-                            let end = arena.len();
-                            Found::List(u32::try_from(start).ok()?, u32::try_from(end).ok()?)
+                            let (at, start) = (self.pos, arena.strings.len());
+                            if self.strings_into(&mut arena.strings).is_some() {
+                                let end = arena.strings.len();
+                                Found::Strings(u32::try_from(start).ok()?, u32::try_from(end).ok()?)
+                            } else {
+                                // Any other array (or a syntax error), read again.
+                                self.pos = at;
+                                arena.strings.truncate(start);
+                                let start = arena.values.len();
+                                self.detached(|p| p.array_into(DEPTH + 1, &mut arena.values))?;
+                                let end = arena.values.len();
+                                Found::List(u32::try_from(start).ok()?, u32::try_from(end).ok()?)
+                            }
                         }
                         _ => {
-                            arena.push(self.detached(|p| p.value(DEPTH))?);
-                            Found::At(u32::try_from(arena.len() - 1).ok()?)
+                            arena.values.push(self.detached(|p| p.value(DEPTH))?);
+                            Found::At(u32::try_from(arena.values.len() - 1).ok()?)
                         }
                     };
                     let mut reader = Some(first);
@@ -483,6 +528,30 @@ impl<'a> Parser<'a> {
                 }
             }
             if self.item_end(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// An array at `[` whose elements are all strings without escapes, as
+    /// [`Parser::array`] reads it, its elements pushed on `items`; `None` for any
+    /// other array and at a syntax error (the position and `items` are then left
+    /// where it stopped). Each string is pushed as two words straight from the scan:
+    /// pushed as a [`JsonValue`], it went through the stack and its reload stalled.
+    #[inline(always)]
+    fn strings_into(&mut self, items: &mut Vec<&'a str>) -> Option<()> {
+        self.pos += 1;
+        self.skip_whitespace();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            items.push(self.string_body()?.ok()?);
+            if self.item_end(b']')? {
                 return Some(());
             }
         }

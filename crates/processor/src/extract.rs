@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use crate::direct_parse::Found;
+use crate::direct_parse::{Found, ScanArena};
 use crate::error::ExtractError;
 use crate::hash::{bytes_eq, hash_bytes, tail_words, KeyHashState};
 use crate::record::{JsonNumber, JsonValue, Record};
@@ -65,6 +65,8 @@ pub enum ListValue<'r> {
     Json(&'r [JsonValue<'r>]),
     /// The attribute's default.
     Default(&'r [String]),
+    /// A JSON array of strings, each kept as its text.
+    Strings(&'r [&'r str]),
 }
 
 impl<'r> ListValue<'r> {
@@ -73,6 +75,7 @@ impl<'r> ListValue<'r> {
         match self {
             ListValue::Json(items) => items.len(),
             ListValue::Default(items) => items.len(),
+            ListValue::Strings(items) => items.len(),
         }
     }
 
@@ -83,9 +86,10 @@ impl<'r> ListValue<'r> {
 
     /// The elements, in order.
     pub fn iter(&self) -> impl Iterator<Item = &'r str> + 'r {
-        let (json, default) = match *self {
-            ListValue::Json(items) => (items, &[][..]),
-            ListValue::Default(items) => (&[][..], items),
+        let (json, default, strings) = match *self {
+            ListValue::Json(items) => (items, &[][..], &[][..]),
+            ListValue::Default(items) => (&[][..], items, &[][..]),
+            ListValue::Strings(items) => (&[][..], &[][..], items),
         };
         json.iter()
             .map(|v| match v {
@@ -93,6 +97,7 @@ impl<'r> ListValue<'r> {
                 _ => "",
             })
             .chain(default.iter().map(String::as_str))
+            .chain(strings.iter().copied())
     }
 
     /// The distinct elements with their counts, in order of first appearance
@@ -515,7 +520,7 @@ pub(crate) fn extract_into<'r>(
 /// back instead: the caller then reads the line the general way, which reports it.
 pub(crate) fn extract_found<'r>(
     registry: &'r AttributeRegistry,
-    arena: &'r [JsonValue<'_>],
+    arena: &'r ScanArena<'_>,
     found: &[Found<'r>],
     mut values: Vec<AttrValue<'r>>,
 ) -> Result<TelemetryData<'r>, Vec<AttrValue<'r>>> {
@@ -549,7 +554,7 @@ pub(crate) fn extract_found<'r>(
 fn found_value<'r>(
     attr: &'r AttributeDef,
     place: Found<'r>,
-    arena: &'r [JsonValue<'_>],
+    arena: &'r ScanArena<'_>,
 ) -> Option<AttrValue<'r>> {
     Some(match (place, attr.attr_type) {
         (Found::Missing | Found::Null, _) => default_value(attr),
@@ -561,12 +566,15 @@ fn found_value<'r>(
         (Found::Number(JsonNumber::PosInt(u)), AttributeType::Integer) => {
             AttrValue::Integer(i64::try_from(u).ok()?)
         }
-        (Found::At(at), _) => match &arena[at as usize] {
+        (Found::At(at), _) => match &arena.values[at as usize] {
             JsonValue::Null => default_value(attr),
             raw => read_value(attr, raw).ok()?,
         },
+        (Found::Strings(start, end), AttributeType::List) => AttrValue::List(ListValue::Strings(
+            &arena.strings[start as usize..end as usize],
+        )),
         (Found::List(start, end), AttributeType::List) => {
-            let items = &arena[start as usize..end as usize];
+            let items = &arena.values[start as usize..end as usize];
             if !items.iter().all(|v| matches!(v, JsonValue::String(_))) {
                 return None;
             }
@@ -720,6 +728,7 @@ fn write_signature(out: &mut Vec<u8>, value: &AttrValue<'_>) {
     /// The length, then text of up to 16 bytes as its two words (a store of fixed
     /// size instead of a copy call; the length tells the two forms apart), longer
     /// text as it is.
+    #[inline(always)]
     fn counted(out: &mut Vec<u8>, text: &str) {
         let len = (text.len() as u32).to_le_bytes();
         if text.len() <= 16 {
@@ -761,17 +770,14 @@ fn write_signature(out: &mut Vec<u8>, value: &AttrValue<'_>) {
     }
 }
 
-/// An empty vector of values with another lifetime, reusing the allocation.
-pub(crate) fn recycle<'a>(mut values: Vec<AttrValue<'_>>) -> Vec<AttrValue<'a>> {
+/// `values` emptied, as a vector of `U`: its allocation is kept when `T` and `U` have
+/// one layout, as a type does under another lifetime (what this is for: a vector
+/// reused from record to record, whose elements borrow from each record).
+#[inline]
+pub(crate) fn recycle<T, U>(mut values: Vec<T>) -> Vec<U> {
     values.clear();
     // An in-place collect: same layout, so the allocation is kept.
     values.into_iter().map(|_| unreachable!("empty")).collect()
-}
-
-/// An empty arena of values with another lifetime, reusing the allocation.
-pub(crate) fn recycle_arena<'a>(mut arena: Vec<JsonValue<'_>>) -> Vec<JsonValue<'a>> {
-    arena.clear();
-    arena.into_iter().map(|_| unreachable!("empty")).collect()
 }
 
 fn default_value(attr: &AttributeDef) -> AttrValue<'_> {

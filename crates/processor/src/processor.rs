@@ -3,15 +3,15 @@
 use std::fmt;
 
 use crate::builders::{builder_by_name, BuildContext, MetricBuilder, MetricKind, DEFAULT_BUILDERS};
-use crate::direct_parse::{scan_envelope_into, Found};
+use crate::direct_parse::{scan_envelope_into, Found, ScanArena};
 use crate::error::{BindError, ProcessError, ProcessLineError};
 use crate::extract::{
-    extract_found, extract_into, recycle, recycle_arena, AttrValue, RecordClasses, TelemetryData,
+    extract_found, extract_into, recycle, AttrValue, RecordClasses, TelemetryData,
 };
 use crate::input::{parse_input_line, LineError};
 use crate::metrics::{Metrics, MetricsUpdate, Stamp, UndoLog};
 use crate::next_keys::NextKeys;
-use crate::record::{JsonValue, Record};
+use crate::record::Record;
 use crate::registry::AttributeRegistry;
 use crate::time::Timestamp;
 
@@ -48,7 +48,7 @@ pub struct MetricProcessor {
     registry: AttributeRegistry,
     run: BuilderRun,
     /// The values a line read directly keeps for its attributes, reused likewise.
-    arena: Vec<JsonValue<'static>>,
+    arena: ScanArena<'static>,
     /// The order of the members of the lines read directly, to guess each key.
     next_keys: NextKeys,
 }
@@ -208,7 +208,7 @@ impl MetricProcessor {
                 class_mask: 0,
                 memo: true,
             },
-            arena: Vec::new(),
+            arena: ScanArena::default(),
             next_keys: NextKeys::new(registry_len),
         };
         for builder in builders {
@@ -286,7 +286,7 @@ impl MetricProcessor {
         line: &str,
         context: &Context,
     ) -> Result<(), ProcessLineError> {
-        let mut arena = recycle_arena(std::mem::take(&mut self.arena));
+        let mut arena = std::mem::take(&mut self.arena).recycle();
         let mut found = [Found::Missing; DIRECT_ATTRIBUTES];
         let attrs = self.registry.attributes();
         let scanned = scan_envelope_into(
@@ -304,13 +304,13 @@ impl MetricProcessor {
                     let result = self
                         .run
                         .apply_scanned(metrics, data, now.as_deref(), context);
-                    self.arena = recycle_arena(arena);
+                    self.arena = arena.recycle();
                     return result;
                 }
                 Err(spare) => self.run.keep_spare(spare),
             }
         }
-        self.arena = recycle_arena(arena);
+        self.arena = arena.recycle();
         let input = parse_input_line(line)?;
         let context = Context {
             now: input.now.or(context.now),
@@ -349,7 +349,7 @@ mod direct_tests {
     /// Whether `line` is read straight into the registry's attributes, its keys
     /// guessed from the lines read before with `next_keys`.
     fn read_directly(registry: &AttributeRegistry, next_keys: &mut NextKeys, line: &str) -> bool {
-        let mut arena = Vec::new();
+        let mut arena = ScanArena::default();
         let mut found = [Found::Missing; DIRECT_ATTRIBUTES];
         let attrs = registry.attributes();
         scan_envelope_into(
