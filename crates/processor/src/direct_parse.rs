@@ -237,6 +237,19 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// At the `{` or `[` that opens an object or array: past it and the white space
+    /// after it, and `Some(true)` (past its `close` too) if it is empty.
+    #[inline(always)]
+    fn open(&mut self, close: u8) -> Option<bool> {
+        self.pos += 1;
+        self.skip_whitespace();
+        if self.peek()? == close {
+            self.pos += 1;
+            return Some(true);
+        }
+        Some(false)
+    }
+
     /// After an item of an object or array: `Some(true)` past its `close`, `Some(false)`
     /// past a `,` and the white space after it, `None` at anything else.
     #[inline]
@@ -435,10 +448,7 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        self.pos += 1;
-        self.skip_whitespace();
-        if self.peek()? == b'}' {
-            self.pos += 1;
+        if self.open(b'}')? {
             return Some(JsonValue::Object(Vec::new()));
         }
         let mut fields = Vec::with_capacity(16);
@@ -462,10 +472,7 @@ impl<'a> Parser<'a> {
         found: &mut [Found<'a>],
     ) -> Option<()> {
         const DEPTH: u32 = 2;
-        self.pos += 1;
-        self.skip_whitespace();
-        if self.peek()? == b'}' {
-            self.pos += 1;
+        if self.open(b'}')? {
             return Some(());
         }
         let mut after = After::START;
@@ -540,10 +547,7 @@ impl<'a> Parser<'a> {
     /// pushed as a [`JsonValue`], it went through the stack and its reload stalled.
     #[inline(always)]
     fn strings_into(&mut self, items: &mut Vec<&'a str>) -> Option<()> {
-        self.pos += 1;
-        self.skip_whitespace();
-        if self.peek()? == b']' {
-            self.pos += 1;
+        if self.open(b']')? {
             return Some(());
         }
         loop {
@@ -562,10 +566,7 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        self.pos += 1;
-        self.skip_whitespace();
-        if self.peek()? == b']' {
-            self.pos += 1;
+        if self.open(b']')? {
             return Some(());
         }
         loop {
