@@ -50,19 +50,23 @@ pub struct Metrics {
 /// Slots are only appended while the generation stays, so the next sort needs to
 /// sort only the keys added since and merge them in.
 ///
-/// With them, each of those slots' keys as the JSON file writes it, so that writing
-/// the file copies each key instead of escaping it again (a labeled key has some
-/// nine quotes to escape).
+/// From a map's second write of its file on, also each slot's key as the file
+/// writes it, so that a write copies each key instead of escaping it again (a
+/// labeled key has some nine quotes to escape). A map written once (a service's
+/// read) keeps no second copy of its keys.
 #[derive(Debug, Default)]
 struct KeyOrder {
     generation: u64,
     ids: Vec<u32>,
-    /// The keys' JSON string bodies, slot after slot; slot `i`'s ends at `ends[i]`.
-    escaped: String,
-    ends: Vec<usize>,
     /// How many of the keys sort before [`LAST_UPDATED`] (a reserved key, which no
     /// metric has), whose member the file writes after them.
     before_last_updated: usize,
+    /// Whether the file was written since the generation began.
+    written: bool,
+    /// The keys' JSON string bodies, slot after slot; slot `i`'s ends at `ends[i]`
+    /// (slots from `ends.len()` on are not escaped yet).
+    escaped: String,
+    ends: Vec<usize>,
 }
 
 impl KeyOrder {
@@ -70,9 +74,10 @@ impl KeyOrder {
     fn reset(&mut self, generation: u64) {
         self.generation = generation;
         self.ids.clear();
+        self.before_last_updated = 0;
+        self.written = false;
         self.escaped.clear();
         self.ends.clear();
-        self.before_last_updated = 0;
     }
 
     /// Adds the slots from `ids.len()` to the end of `keys` (the keys by slot).
@@ -93,14 +98,21 @@ impl KeyOrder {
         }
         merged.extend(old.chain(new));
         self.ids = merged;
-        for key in &keys[known..] {
+        self.before_last_updated += keys[known..]
+            .iter()
+            .filter(|key| **key < LAST_UPDATED)
+            .count();
+    }
+
+    /// Escapes the keys of the slots from `ends.len()` to the end of `keys`.
+    fn escape_new(&mut self, keys: &[&str]) {
+        for key in &keys[self.ends.len()..] {
             write_json_str(&mut self.escaped, key);
             self.ends.push(self.escaped.len());
-            self.before_last_updated += usize::from(*key < LAST_UPDATED);
         }
     }
 
-    /// Slot `id`'s key as a JSON string body.
+    /// Slot `id`'s key as a JSON string body (escaped already).
     fn escaped(&self, id: u32) -> &str {
         let id = id as usize;
         let start = if id == 0 { 0 } else { self.ends[id - 1] };
@@ -249,7 +261,10 @@ impl Metrics {
     #[must_use]
     pub fn sorted(&self) -> Vec<(&str, i64)> {
         let keys = self.keys_by_slot();
-        let order = self.key_order(Some(&keys));
+        let mut order = self.key_order();
+        if order.ids.len() < keys.len() {
+            order.add(&keys);
+        }
         order
             .ids
             .iter()
@@ -266,19 +281,12 @@ impl Metrics {
         keys
     }
 
-    /// The key order, brought up to date: the keys added since the last call are
-    /// sorted and merged in. `keys` are [`Metrics::keys_by_slot`] if the caller has
-    /// them; they are gathered only when keys were added.
-    fn key_order(&self, keys: Option<&[&str]>) -> MutexGuard<'_, KeyOrder> {
+    /// The key order kept from the last sort or write, reset if the slots may have
+    /// been renumbered since; the caller adds the keys added since.
+    fn key_order(&self) -> MutexGuard<'_, KeyOrder> {
         let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
         if order.generation != self.generation || order.ids.len() > self.values.len() {
             order.reset(self.generation);
-        }
-        if order.ids.len() < self.values.len() {
-            match keys {
-                Some(keys) => order.add(keys),
-                None => order.add(&self.keys_by_slot()),
-            }
         }
         order
     }
@@ -356,32 +364,43 @@ impl Metrics {
     /// The text [`Metrics::write_json`] writes.
     #[must_use]
     pub fn to_json_string(&self) -> String {
-        let order = self.key_order(None);
+        let mut order = self.key_order();
+        let slots = self.values.len();
+        // The first write escapes each key as it goes; later ones keep them escaped.
+        let copy_escaped = std::mem::replace(&mut order.written, true);
+        let keys = (order.ids.len() < slots || !copy_escaped || order.ends.len() < slots)
+            .then(|| self.keys_by_slot());
+        if let Some(keys) = &keys {
+            if order.ids.len() < slots {
+                order.add(keys);
+            }
+            if copy_escaped {
+                order.escape_new(keys);
+            }
+        }
         let mut s = String::with_capacity(order.escaped.len() + 24 * order.ids.len() + 64);
-        let mut first = true;
-        // A member's opening and its key, already escaped.
-        let mut member = |s: &mut String, escaped_key: &str| {
-            s.push_str(if first { "{\n \"" } else { ",\n \"" });
-            first = false;
-            s.push_str(escaped_key);
+        // A member's opening: the object's own first (nothing is written before it).
+        let open = |s: &mut String| s.push_str(if s.is_empty() { "{\n \"" } else { ",\n \"" });
+        let member = |s: &mut String, id: u32| {
+            open(s);
+            match &keys {
+                Some(keys) if !copy_escaped => write_json_str(s, keys[id as usize]),
+                _ => s.push_str(order.escaped(id)),
+            }
             s.push_str("\": ");
+            push_integer(s, self.values[id as usize]);
         };
         let (before, after) = order.ids.split_at(order.before_last_updated);
-        for &id in before {
-            member(&mut s, order.escaped(id));
-            push_integer(&mut s, self.values[id as usize]);
-        }
+        before.iter().for_each(|&id| member(&mut s, id));
         if let Some(last) = self.last_updated() {
-            member(&mut s, LAST_UPDATED);
-            s.push('"');
+            open(&mut s);
+            s.push_str(LAST_UPDATED);
+            s.push_str("\": \"");
             write_json_str(&mut s, &last);
             s.push('"');
         }
-        for &id in after {
-            member(&mut s, order.escaped(id));
-            push_integer(&mut s, self.values[id as usize]);
-        }
-        if first {
+        after.iter().for_each(|&id| member(&mut s, id));
+        if s.is_empty() {
             s.push_str("{}\n");
         } else {
             s.push_str("\n}\n");
@@ -747,6 +766,24 @@ mod tests {
         assert_eq!(m, before);
         assert_ne!(m.generation, generation, "removed keys invalidate slots");
         assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn keys_are_kept_escaped_from_the_second_write_on() {
+        let kept = |m: &Metrics| m.order.lock().unwrap().escaped.clone();
+        let mut m = Metrics::new();
+        m.insert("a\"b", 1).unwrap();
+        let first = m.to_json_string();
+        assert_eq!(kept(&m), "", "a map written once keeps no copy of its keys");
+        assert_eq!(m.to_json_string(), first);
+        assert_eq!(kept(&m), "a\\\"b");
+        m.insert("c\\", 2).unwrap();
+        assert_eq!(m.to_json_string(), "{\n \"a\\\"b\": 1,\n \"c\\\\\": 2\n}\n");
+        assert_eq!(kept(&m), "a\\\"bc\\\\");
+        // A clone starts over.
+        let clone = m.clone();
+        assert_eq!(clone.to_json_string(), m.to_json_string());
+        assert_eq!(kept(&clone), "");
     }
 
     #[test]
