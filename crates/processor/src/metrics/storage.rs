@@ -378,7 +378,11 @@ impl Metrics {
                 order.escape_new(keys);
             }
         }
-        let mut s = String::with_capacity(order.escaped.len() + 24 * order.ids.len() + 64);
+        let key_bytes = match &keys {
+            Some(keys) if !copy_escaped => keys.iter().map(|key| key.len()).sum(),
+            _ => order.escaped.len(),
+        };
+        let mut s = String::with_capacity(key_bytes + 32 * order.ids.len() + 64);
         // A member's opening: the object's own first (nothing is written before it).
         let open = |s: &mut String| s.push_str(if s.is_empty() { "{\n \"" } else { ",\n \"" });
         let member = |s: &mut String, id: u32| {
