@@ -6,8 +6,35 @@
 # sanitizers, fuzzing). Each suite installs what it uses (scripts/lib.sh), so each
 # passes alone on an empty cache. As a fresh machine runs it:
 #     XDG_CACHE_HOME=$(mktemp -d) bash .ci/run
+#
+# Suites that build into a directory of their own (the C API's install build, the
+# wheel, the sanitizers, the fuzz targets; 1-3 GB each) leave it for the next run,
+# unless the disk is short: when fewer than NIXL_TELEMETRY_KEEP_BUILDS_GB (default 30)
+# GB are free after such a suite, its directory is removed, so the whole run fits on
+# a small disk. NIXL_TELEMETRY_KEEP_BUILDS_GB=0 keeps them all; a large value removes
+# each one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+keep_gb="${NIXL_TELEMETRY_KEEP_BUILDS_GB:-30}"
+case "$keep_gb" in
+    '' | *[!0-9]*)
+        echo "test-all.sh: NIXL_TELEMETRY_KEEP_BUILDS_GB must be a whole number of GB, not '$keep_gb'" >&2
+        exit 2
+        ;;
+esac
+
+# free_if_short DIR... — removes the DIRs when the disk holding the checkout is short.
+free_if_short() {
+    local free_gb dir
+    free_gb="$(df -P -BG . | awk 'NR == 2 { sub("G", "", $4); print $4 }')"
+    [ "$free_gb" -lt "$keep_gb" ] || return 0
+    for dir in "$@"; do
+        [ -e "$dir" ] || continue
+        echo "== disk: $free_gb GB free (fewer than $keep_gb): removing $dir ($(du -sh "$dir" | cut -f1))"
+        rm -rf "$dir"
+    done
+}
 
 bash scripts/install-test-deps.sh
 
@@ -16,6 +43,7 @@ bash scripts/check.sh
 
 echo "== C API: install into a temporary prefix, pkg-config, CMake, valgrind"
 bash scripts/test-capi.sh
+free_if_short "${CAPI_TARGET_DIR:-target/capi-install}"
 
 echo "== NIXL releases: compatibility matrix against the oldest and newest release"
 bash scripts/test-nixl-releases.sh
@@ -42,6 +70,7 @@ bash scripts/test-prometheus-rules.sh
 if [ "${NIXL_TELEMETRY_TEST_WHEEL:-1}" = 1 ]; then
     echo "== wheel: built, installed in fresh environments beside NIXL 1.5.1 and 1.0.1, sdist (scripts/test-wheel.sh)"
     bash scripts/test-wheel.sh
+    free_if_short target/x86_64-unknown-linux-gnu
 else
     echo "== wheel: left out of this run (NIXL_TELEMETRY_TEST_WHEEL=0)"
 fi
@@ -54,8 +83,10 @@ bash scripts/test-service.sh
 
 echo "== sanitizers and models: loom models, ASan/LSan on the C API, ASan on the Python package (scripts/sanitizers.sh)"
 bash scripts/sanitizers.sh loom asan python-asan
+free_if_short target/loom target/loom-canary target/tsan target/asan target/lsan target/python-asan
 
 echo "== fuzzing: every target a few seconds on its seed corpus (cargo-fuzz, libFuzzer + ASan)"
 bash scripts/fuzz.sh ci
+free_if_short fuzz/target
 
 bash scripts/test-view.sh
