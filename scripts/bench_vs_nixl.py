@@ -483,7 +483,10 @@ def short_name(key):
 
 
 def callgrind_command(out_file, threads):
-    return ["valgrind", "--tool=callgrind", f"--separate-threads={'yes' if threads else 'no'}",
+    # --fair-sched=yes: threads take valgrind's one lock in turn, so a loop that polls a
+    # transfer does not starve UCX's progress thread (scripts/nixl_adapters_check.py).
+    return ["valgrind", "--tool=callgrind", "--fair-sched=yes",
+            f"--separate-threads={'yes' if threads else 'no'}",
             "--compress-strings=no", "--compress-pos=no", "--vgdb=yes",
             f"--callgrind-out-file={out_file}"]
 

@@ -604,14 +604,16 @@ def valgrind(sh, bin_dir, staged, release, work):
     if os.path.exists(out):
         os.remove(out)
     try:
-        # UCX_TLS=tcp: UCX's cross-memory-attach copies (cma, which it picks beside tcp for
-        # two agents of one process) never complete under valgrind on some kernels (seen on
-        # 6.18: the job's first WRITE waited out its 30 s, with or without telemetry). What
-        # is checked here is our code in NIXL's process, not UCX's transport.
         env = checks.adapter_env(overlay, "csv", NIXL_TELEMETRY_EXPORTER_OUTPUT_PATH=out,
-                                 PYTHONMALLOC="malloc", UCX_TLS="tcp",
+                                 PYTHONMALLOC="malloc",
                                  PYTHONPATH=os.path.join(NIXL_CACHE, "torch-stub"))
-        proc = subprocess.run(["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite",
+        # --fair-sched=yes: valgrind runs one thread at a time, and by default the thread
+        # that holds its lock may keep it. The workload's main thread polls a transfer's
+        # state without sleeping, so UCX's progress thread could wait past the workload's
+        # 30 s for a turn: on a fresh machine a WRITE of 1.5.1 and a READ of 1.0.0 timed
+        # out so, with or without telemetry. Taking turns in order, the job ends in 20 s.
+        proc = subprocess.run(["valgrind", "--fair-sched=yes", "--leak-check=full",
+                               "--errors-for-leak-kinds=definite",
                                "--num-callers=40", "--xml=yes", f"--xml-file={xml}",
                                nixl_python(release),
                                os.path.join(os.path.dirname(os.path.abspath(sh)), "nixl_workload.py"),
