@@ -9,10 +9,10 @@
 #
 # Suites that build into a directory of their own (the C API's install build, the
 # wheel, the sanitizers, the fuzz targets; 1-3 GB each) leave it for the next run,
-# unless the disk is short: when fewer than NIXL_TELEMETRY_KEEP_BUILDS_GB (default 30)
-# GB are free after such a suite, its directory is removed, so the whole run fits on
-# a small disk. NIXL_TELEMETRY_KEEP_BUILDS_GB=0 keeps them all; a large value removes
-# each one.
+# unless the disk is short: with fewer than NIXL_TELEMETRY_KEEP_BUILDS_GB (default
+# 30) GB free, builds keep no incremental data, and after such a suite its
+# directory is removed, so the whole run fits on a small disk.
+# NIXL_TELEMETRY_KEEP_BUILDS_GB=0 keeps everything; a large value saves all it can.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,10 +24,15 @@ case "$keep_gb" in
         ;;
 esac
 
+# The GB free on the disk holding the checkout.
+free_gb() {
+    df -P -BG . | awk 'NR == 2 { sub("G", "", $4); print $4 }'
+}
+
 # free_if_short DIR... — removes the DIRs when the disk holding the checkout is short.
 free_if_short() {
     local free_gb dir
-    free_gb="$(df -P -BG . | awk 'NR == 2 { sub("G", "", $4); print $4 }')"
+    free_gb="$(free_gb)"
     [ "$free_gb" -lt "$keep_gb" ] || return 0
     for dir in "$@"; do
         [ -e "$dir" ] || continue
@@ -35,6 +40,13 @@ free_if_short() {
         rm -rf "$dir"
     done
 }
+
+# On a short disk, cargo keeps no incremental compilation data either (about 1.8 GB
+# of the debug build): every build of this run is made once.
+if [ "$(free_gb)" -lt "$keep_gb" ]; then
+    echo "== disk: $(free_gb) GB free (fewer than $keep_gb): CARGO_INCREMENTAL=0"
+    export CARGO_INCREMENTAL=0
+fi
 
 bash scripts/install-test-deps.sh
 
