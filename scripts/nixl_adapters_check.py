@@ -611,7 +611,8 @@ def valgrind(sh, bin_dir, staged, release, work):
         # that holds its lock may keep it. The workload's main thread polls a transfer's
         # state without sleeping, so UCX's progress thread could wait past the workload's
         # 30 s for a turn: on a fresh machine a WRITE of 1.5.1 and a READ of 1.0.0 timed
-        # out so, with or without telemetry. Taking turns in order, the job ends in 20 s.
+        # out so, with or without telemetry. Taking turns in order, the plain job (no
+        # leak check) ends in about 20 s.
         proc = subprocess.run(["valgrind", "--fair-sched=yes", "--leak-check=full",
                                "--errors-for-leak-kinds=definite",
                                "--num-callers=40", "--xml=yes", f"--xml-file={xml}",

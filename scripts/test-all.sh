@@ -8,7 +8,7 @@
 #     XDG_CACHE_HOME=$(mktemp -d) bash .ci/run
 #
 # Suites that build into a directory of their own (the C API's install build, the
-# wheel, the sanitizers, the fuzz targets; 1-3 GB each) leave it for the next run,
+# wheel, the sanitizers, the fuzz targets; 0.2-2.2 GB each) leave it for the next run,
 # unless the disk is short: with fewer than NIXL_TELEMETRY_KEEP_BUILDS_GB (default
 # 30) GB free, builds keep no incremental data, and after such a suite its
 # directory is removed, so the whole run fits on a small disk.
